@@ -1,0 +1,34 @@
+# The one test command is `make test`: formatting, vet, staticcheck, the race
+# detector over every package (with a real Apache Kafka broker started from
+# Maven Central jars), and short fuzzing of every decoder.
+GO ?= go
+
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build
+
+test:
+	bash scripts/test.sh
+
+lint:
+	bash scripts/test.sh lint
+
+unit:
+	$(GO) test -race ./...
+
+fuzz-short:
+	bash scripts/fuzz-short.sh
+
+build:
+	$(GO) build -o bin/rlmm ./cmd/rlmm
+
+simulate:
+	$(GO) run ./cmd/rlmm simulate
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee /tmp/rlmm-bench.txt
+
+# Regenerates testdata/kafka-vectors.json with Apache Kafka's own serializer.
+vectors:
+	bash scripts/interop.sh vectors
+
+kafka-fetch:
+	bash scripts/kafka.sh fetch
