@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds and runs the Java interop harness in interop/ (Apache Kafka 4.4.0's own
+# RLMM code from Maven Central, driven by small Java programs).
+#
+#   scripts/interop.sh build                 compile and copy the runtime jars into
+#                                            interop/target/lib (skips Maven when
+#                                            nothing changed since the last build)
+#   scripts/interop.sh run <Main> [args...]  run a main class (short names such as
+#                                            KafkaRlmmDriver mean org.rlmm.interop.*)
+#   scripts/interop.sh vectors               regenerate testdata/kafka-vectors.json
+#
+# Environment: JAVA_OPTS (default -Xmx2g) for `run`; logs go to stderr, each
+# program's JSON result to stdout.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PROJECT="$ROOT/interop"
+TARGET="$PROJECT/target"
+STAMP="$TARGET/.rlmm-build-stamp"
+
+log() { echo "interop.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+up_to_date() {
+	[[ -f "$STAMP" && -d "$TARGET/lib" && -d "$TARGET/classes" ]] || return 1
+	# Any source or the POM newer than the stamp means a rebuild.
+	[[ -z "$(find "$PROJECT/pom.xml" "$PROJECT/src" -newer "$STAMP" -print -quit)" ]]
+}
+
+build() {
+	command -v java >/dev/null || die "java not found: install a JDK 17+"
+	if up_to_date; then
+		return 0
+	fi
+	command -v mvn >/dev/null || die "mvn not found: install Maven 3.8+"
+	log "building $PROJECT with Maven (the first run downloads Kafka 4.4.0's jars)"
+	local started
+	started="$(date +%s)"
+	# The stamp is taken before Maven runs so edits made during the build count as newer.
+	touch "$STAMP.new" 2>/dev/null || { mkdir -p "$TARGET" && touch "$STAMP.new"; }
+	if ! mvn -B -q -f "$PROJECT/pom.xml" package >&2; then
+		rm -f "$STAMP.new"
+		die "maven build of $PROJECT failed (see its output above)"
+	fi
+	mv "$STAMP.new" "$STAMP"
+	log "built in $(($(date +%s) - started))s"
+}
+
+run() {
+	[[ $# -ge 1 ]] || die "usage: $0 run <Main> [args...]"
+	build
+	local main="$1"
+	shift
+	[[ "$main" == *.* ]] || main="org.rlmm.interop.$main"
+	# shellcheck disable=SC2086 # JAVA_OPTS is a list of JVM flags.
+	exec java ${JAVA_OPTS:--Xmx2g} -cp "$TARGET/classes:$TARGET/lib/*" "$main" "$@"
+}
+
+cmd="${1:-}"
+case "$cmd" in
+build) build ;;
+run)
+	shift
+	run "$@"
+	;;
+vectors)
+	build
+	java -cp "$TARGET/classes:$TARGET/lib/*" org.rlmm.interop.KafkaVectors "$ROOT/testdata/kafka-vectors.json"
+	;;
+*) die "usage: $0 build | run <Main> [args...] | vectors" ;;
+esac
