@@ -1,0 +1,440 @@
+package wire
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// Kafka's generated readers refuse collections and tagged-field sections
+// larger than these, whatever the remaining bytes.
+const (
+	maxCollectionLen = 1_000_000
+	maxTaggedFields  = 10_000
+)
+
+// Sizes of the smallest possible encodings, used to refuse a count before
+// anything is allocated for it.
+const (
+	minEpochEntrySize = 4 + 8 + 1 // epoch, offset, empty tagged fields
+)
+
+// DecodeError says why a record value could not be decoded, and where. It
+// matches rlmm.ErrCorrupt with errors.Is.
+type DecodeError struct {
+	// Record names the record type being read, or "record frame" while the
+	// frame header is read.
+	Record string
+	// Field is the field being read when the problem was found.
+	Field string
+	// Offset is the byte offset in the value where that field starts (for a
+	// check of the whole record, such as validation, the end of the value).
+	Offset int
+	// Reason says what was wrong.
+	Reason string
+}
+
+// Error prints what, where and why.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("%s: %s: %s at byte %d: %s", rlmm.ErrCorrupt, e.Record, e.Field, e.Offset, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, rlmm.ErrCorrupt) true.
+func (e *DecodeError) Unwrap() error { return rlmm.ErrCorrupt }
+
+// reader walks a record value. The first failure is kept in err; after it
+// every read returns a zero value, so decoding code can check once per
+// record. Nothing is allocated for a length before it is checked against
+// the remaining bytes.
+type reader struct {
+	b      []byte
+	off    int
+	record string
+	err    *DecodeError
+}
+
+func (r *reader) failAt(off int, field, format string, args ...any) {
+	if r.err == nil {
+		r.err = &DecodeError{Record: r.record, Field: field, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	}
+	// Stop every later read.
+	r.off = len(r.b)
+}
+
+func (r *reader) remaining() int { return len(r.b) - r.off }
+
+// need reports whether n more bytes are there, failing the read if not.
+func (r *reader) need(n int, field string) bool {
+	if r.err != nil {
+		return false
+	}
+	if r.remaining() < n {
+		r.failAt(r.off, field, "truncated: need %d bytes, %d left", n, r.remaining())
+		return false
+	}
+	return true
+}
+
+func (r *reader) int8(field string) int8 {
+	if !r.need(1, field) {
+		return 0
+	}
+	v := r.b[r.off]
+	r.off++
+	return int8(v)
+}
+
+func (r *reader) int32(field string) int32 {
+	if !r.need(4, field) {
+		return 0
+	}
+	v := binary.BigEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return int32(v)
+}
+
+func (r *reader) int64(field string) int64 {
+	if !r.need(8, field) {
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return int64(v)
+}
+
+func (r *reader) uuid(field string) rlmm.Uuid {
+	var u rlmm.Uuid
+	if !r.need(16, field) {
+		return u
+	}
+	copy(u[:], r.b[r.off:])
+	r.off += 16
+	return u
+}
+
+// uvarint reads an unsigned varint exactly as Kafka's
+// ByteUtils.readUnsignedVarint does: at most 5 bytes, the fifth must not
+// have its continuation bit set, and bits beyond 32 are dropped. The result
+// holds the bits of Java's int.
+func (r *reader) uvarint(field string) uint32 {
+	if r.err != nil {
+		return 0
+	}
+	start := r.off
+	var v uint32
+	for i := 0; i < 5; i++ {
+		if r.off >= len(r.b) {
+			r.failAt(start, field, "truncated varint")
+			return 0
+		}
+		c := r.b[r.off]
+		r.off++
+		if i == 4 {
+			if c&0x80 != 0 {
+				r.failAt(start, field, "varint longer than 5 bytes")
+				return 0
+			}
+			return v | uint32(c)<<28
+		}
+		v |= uint32(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	return v
+}
+
+// header reads a frame header varint the way AbstractApiMessageSerde does:
+// Java's int must not exceed 32767, then it is narrowed to a short.
+func (r *reader) header(field string) int16 {
+	start := r.off
+	v := int32(r.uvarint(field))
+	if r.err != nil {
+		return 0
+	}
+	if v > 32767 {
+		r.failAt(start, field, "value %d too large (max 32767)", v)
+		return 0
+	}
+	return int16(v)
+}
+
+// compactString reads a non-nullable compact string.
+func (r *reader) compactString(field string) string {
+	start := r.off
+	n := int32(r.uvarint(field)) - 1 // wraps as Java's int does
+	if r.err != nil {
+		return ""
+	}
+	switch {
+	case n < 0:
+		r.failAt(start, field, "non-nullable string serialized as null")
+		return ""
+	case n > maxStringLen:
+		r.failAt(start, field, "string length %d exceeds %d", n, maxStringLen)
+		return ""
+	}
+	if !r.need(int(n), field) {
+		return ""
+	}
+	s := string(r.b[r.off : r.off+int(n)])
+	r.off += int(n)
+	return s
+}
+
+// nullableBytes reads compact nullable bytes: nil for null, a non-nil
+// (possibly empty) copy otherwise.
+func (r *reader) nullableBytes(field string) []byte {
+	n := int32(r.uvarint(field)) - 1
+	if r.err != nil || n < 0 {
+		return nil
+	}
+	if !r.need(int(n), field) {
+		return nil
+	}
+	b := make([]byte, n)
+	copy(b, r.b[r.off:])
+	r.off += int(n)
+	return b
+}
+
+// arrayLen reads a non-nullable compact array count with Kafka's checks,
+// and refuses a count whose smallest encoding does not fit in what is left.
+func (r *reader) arrayLen(field string, minElemSize int) int {
+	start := r.off
+	n := int32(r.uvarint(field)) - 1
+	if r.err != nil {
+		return 0
+	}
+	switch {
+	case n < 0:
+		r.failAt(start, field, "non-nullable array serialized as null")
+		return 0
+	case n > maxCollectionLen:
+		r.failAt(start, field, "array of %d elements exceeds Kafka's maximum of %d", n, maxCollectionLen)
+		return 0
+	case int(n)*minElemSize > r.remaining():
+		r.failAt(start, field, "array of %d elements cannot fit in the %d bytes left", n, r.remaining())
+		return 0
+	}
+	return int(n)
+}
+
+// taggedFields reads a tagged-field section. When txnIndexEmpty is not nil,
+// tag 0 is TxnIndexEmpty: like Kafka's generated reader, one byte is read as
+// the bool whatever the declared size. Every other tag is skipped.
+func (r *reader) taggedFields(field string, txnIndexEmpty *bool) {
+	start := r.off
+	count := int32(r.uvarint(field))
+	if r.err != nil {
+		return
+	}
+	switch {
+	case count < 0:
+		r.failAt(start, field, "negative number of tagged fields %d", count)
+		return
+	case int(count) > r.remaining():
+		r.failAt(start, field, "%d tagged fields cannot fit in the %d bytes left", count, r.remaining())
+		return
+	case count > maxTaggedFields:
+		r.failAt(start, field, "%d tagged fields exceed Kafka's maximum of %d", count, maxTaggedFields)
+		return
+	}
+	for i := int32(0); i < count && r.err == nil; i++ {
+		tagStart := r.off
+		tag := int32(r.uvarint(field))
+		size := int32(r.uvarint(field))
+		if r.err != nil {
+			return
+		}
+		if tag == 0 && txnIndexEmpty != nil {
+			*txnIndexEmpty = r.int8("TxnIndexEmpty") != 0
+			continue
+		}
+		if size < 0 || int(size) > r.remaining() {
+			r.failAt(tagStart, field, "tagged field %d of %d bytes, %d left", tag, size, r.remaining())
+			return
+		}
+		r.off += int(size)
+	}
+}
+
+func (r *reader) topicIDPartition(tp *rlmm.TopicIDPartition) {
+	tp.Topic = r.compactString("TopicIdPartition.Name")
+	tp.TopicID = r.uuid("TopicIdPartition.Id")
+	tp.Partition = r.int32("TopicIdPartition.Partition")
+	r.taggedFields("TopicIdPartition tagged fields", nil)
+}
+
+func (r *reader) segmentID(id *rlmm.SegmentID) {
+	r.topicIDPartition(&id.TopicIDPartition)
+	id.ID = r.uuid("RemoteLogSegmentId.Id")
+	r.taggedFields("RemoteLogSegmentId tagged fields", nil)
+}
+
+// segmentTail reads what segment and snapshot records share after the
+// timestamps.
+func (r *reader) segmentTail(m *rlmm.SegmentMetadata) {
+	n := r.arrayLen("SegmentLeaderEpochs", minEpochEntrySize)
+	if r.err != nil {
+		return
+	}
+	if n > 0 {
+		m.LeaderEpochs = make([]rlmm.EpochStart, n)
+		for i := range m.LeaderEpochs {
+			m.LeaderEpochs[i].Epoch = r.int32("SegmentLeaderEpochs.LeaderEpoch")
+			m.LeaderEpochs[i].StartOffset = r.int64("SegmentLeaderEpochs.Offset")
+			r.taggedFields("SegmentLeaderEpochs tagged fields", nil)
+		}
+		m.LeaderEpochs = normalizeEpochs(m.LeaderEpochs)
+	}
+	m.SizeInBytes = r.int32("SegmentSizeInBytes")
+	m.CustomMetadata = r.nullableBytes("CustomMetadata")
+	m.State = rlmm.SegmentState(r.int8("RemoteLogSegmentState"))
+	r.taggedFields("tagged fields", &m.TxnIndexEmpty)
+}
+
+// normalizeEpochs does what Kafka does by reading the epochs into a map and
+// then a sorted map: sorts by epoch, and a duplicate epoch keeps the value
+// that came last. The common sorted case is left untouched.
+func normalizeEpochs(es []rlmm.EpochStart) []rlmm.EpochStart {
+	sorted := true
+	for i := 1; i < len(es); i++ {
+		if es[i].Epoch <= es[i-1].Epoch {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return es
+	}
+	slices.SortStableFunc(es, func(a, b rlmm.EpochStart) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	out := es[:0]
+	for i, e := range es {
+		if i+1 < len(es) && es[i+1].Epoch == e.Epoch {
+			continue // a later duplicate wins
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// DecodeEvent decodes one __remote_log_metadata record value. It accepts
+// exactly what Kafka 4.x's RemoteLogMetadataSerde.deserialize accepts: an
+// apiKey 0 record whose state is not COPY_SEGMENT_STARTED and an update to
+// COPY_SEGMENT_STARTED decode (Kafka rejects them only when applying), leader
+// epochs are sorted and de-duplicated as Kafka's map does, unknown tagged
+// fields are skipped. Custom metadata is copied: the event does not alias b.
+//
+// Every failure is a *DecodeError (errors.Is rlmm.ErrCorrupt) naming the
+// field and byte offset: bad frame version, unknown api key, unsupported
+// record version, a truncated field, null where Kafka forbids it, an
+// undefined state, trailing bytes, and a segment that fails Kafka's model
+// rules (SegmentMetadata.Validate; for a snapshot, empty epochs).
+func DecodeEvent(b []byte) (Event, error) {
+	var e Event
+	r := reader{b: b, record: "record frame"}
+	fv := r.header("frame version")
+	if r.err == nil && fv != frameVersion {
+		if fv == 0 {
+			r.failAt(0, "frame version", "frame version 0 (the KRaft preview of Kafka 2.8) is not supported")
+		} else {
+			r.failAt(0, "frame version", "unknown frame version %d (only 1 is supported)", fv)
+		}
+	}
+	keyOff := r.off
+	key := APIKey(r.header("api key"))
+	if r.err == nil && !key.Valid() {
+		r.failAt(keyOff, "api key", "unknown metadata id %d", key)
+	}
+	verOff := r.off
+	ver := r.header("record version")
+	if r.err != nil {
+		return e, r.err
+	}
+	r.record = key.String()
+	if ver > recordVersion {
+		// Kafka's generated readers reject it at the first nested struct,
+		// which every valid record of every type has.
+		r.failAt(verOff, "record version", "unsupported record version %d (only 0 is supported)", ver)
+		return e, r.err
+	}
+	e.Key = key
+	switch key {
+	case KeySegment:
+		m := &e.Segment
+		r.segmentID(&m.ID)
+		m.StartOffset = r.int64("StartOffset")
+		m.EndOffset = r.int64("EndOffset")
+		m.BrokerID = r.int32("BrokerId")
+		m.MaxTimestampMs = r.int64("MaxTimestampMs")
+		m.EventTimestampMs = r.int64("EventTimestampMs")
+		r.segmentTail(m)
+	case KeyUpdate:
+		u := &e.Update
+		r.segmentID(&u.ID)
+		u.BrokerID = r.int32("BrokerId")
+		u.EventTimestampMs = r.int64("EventTimestampMs")
+		u.CustomMetadata = r.nullableBytes("CustomMetadata")
+		u.State = rlmm.SegmentState(r.int8("RemoteLogSegmentState"))
+		r.taggedFields("tagged fields", nil)
+	case KeyPartitionDelete:
+		d := &e.PartitionDelete
+		r.topicIDPartition(&d.TopicIDPartition)
+		d.BrokerID = r.int32("BrokerId")
+		d.EventTimestampMs = r.int64("EventTimestampMs")
+		d.State = rlmm.PartitionDeleteState(r.int8("RemotePartitionDeleteState"))
+		r.taggedFields("tagged fields", nil)
+	case KeySnapshot:
+		m := &e.Segment
+		m.ID.ID = r.uuid("SegmentId")
+		m.StartOffset = r.int64("StartOffset")
+		m.EndOffset = r.int64("EndOffset")
+		m.BrokerID = r.int32("BrokerId")
+		m.MaxTimestampMs = r.int64("MaxTimestampMs")
+		m.EventTimestampMs = r.int64("EventTimestampMs")
+		r.segmentTail(m)
+	}
+	if r.err != nil {
+		return Event{}, r.err
+	}
+	if r.remaining() > 0 {
+		r.failAt(r.off, "end of record", "%d byte(s) of garbage after the record", r.remaining())
+		return Event{}, r.err
+	}
+	if err := checkDecoded(&e); err != "" {
+		r.failAt(len(b), "record", "%s", err)
+		return Event{}, r.err
+	}
+	return e, nil
+}
+
+// checkDecoded applies the rules Kafka's model constructors apply to a
+// decoded record, returning why it fails or "".
+func checkDecoded(e *Event) string {
+	switch e.Key {
+	case KeySegment:
+		if err := e.Segment.Validate(); err != nil {
+			return err.Error()
+		}
+	case KeyUpdate:
+		if !e.Update.State.Valid() {
+			return fmt.Sprintf("undefined segment state %d", int8(e.Update.State))
+		}
+	case KeyPartitionDelete:
+		if !e.PartitionDelete.State.Valid() {
+			return fmt.Sprintf("undefined partition delete state %d", int8(e.PartitionDelete.State))
+		}
+	case KeySnapshot:
+		if len(e.Segment.LeaderEpochs) == 0 {
+			return "leader epochs are empty"
+		}
+		if !e.Segment.State.Valid() {
+			return fmt.Sprintf("undefined segment state %d", int8(e.Segment.State))
+		}
+	}
+	return ""
+}

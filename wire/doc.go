@@ -1,0 +1,67 @@
+// Package wire reads and writes the records of Kafka's
+// __remote_log_metadata topic byte for byte as Apache Kafka 4.x does, and
+// maps user partitions to metadata partitions with Kafka's partitioner, so
+// that rlmm, its tools and Java brokers can share one topic.
+//
+// # Records
+//
+// A record value is a frame (frame version 1, api key, record version 0, as
+// unsigned varints) followed by one of four "flexible" message bodies:
+// RemoteLogSegmentMetadataRecord (KeySegment), ...UpdateRecord (KeyUpdate),
+// RemotePartitionDeleteMetadataRecord (KeyPartitionDelete) and
+// RemoteLogSegmentMetadataSnapshotRecord (KeySnapshot), in the Kafka 3.6+
+// layout (with CustomMetadata) and with Kafka 4.0's tagged TxnIndexEmpty
+// (tag 0, written only when true). An Event holds one decoded record.
+//
+// AppendEvent encodes into a caller's buffer without allocating. DecodeEvent
+// accepts exactly what Kafka's RemoteLogMetadataSerde accepts, never panics,
+// never allocates for a length before checking it against the remaining
+// bytes, and reports every failure as a *DecodeError (rlmm.ErrCorrupt) that
+// names the field and byte offset. What Kafka accepts but does not write is
+// decoded to the event Kafka would build (unknown tagged fields skipped,
+// leader epochs sorted with the last duplicate winning, non-minimal varints),
+// so re-encoding such input gives Kafka's canonical bytes, not the input.
+//
+// Two deliberate details: a topic name that is not valid UTF-8 keeps its
+// bytes (Java would replace them with U+FFFD), and in 4.4 Kafka's snapshot
+// record also carries TxnIndexEmpty as tag 0, which is read and written.
+//
+// # Partitioner
+//
+// MetadataPartition is Kafka's RemoteLogMetadataTopicPartitioner: Java's
+// Objects.hash(lsb, msb, partition) of the topic id and partition, as four
+// big-endian bytes, through Kafka's murmur2, sign bit masked, modulo the
+// partition count.
+//
+// # Text and JSON
+//
+// Event.String is Kafka's model toString and AppendText is the line of
+// Kafka's RemoteLogMetadataFormatter (kafka-console-consumer --formatter).
+// The JSON form (Event.MarshalJSON, UnmarshalJSON) uses Kafka's field names;
+// it is the form of testdata/kafka-vectors.json and of `rlmm decode --json`:
+//
+//	{"type":"RemoteLogSegmentMetadata","remoteLogSegmentId":{"topicIdPartition":
+//	  {"topicId":"AAAAAAAAAAEAAAAAAAAAAg","topic":"foo","partition":3},"id":"AAAAAAAAAAMAAAAAAAAABA"},
+//	  "startOffset":0,"endOffset":99,"brokerId":1,"maxTimestampMs":1000,"eventTimestampMs":2000,
+//	  "segmentLeaderEpochs":[{"epoch":0,"startOffset":0}],"segmentSizeInBytes":1024,
+//	  "customMetadata":null,"state":"COPY_SEGMENT_STARTED","txnIdxEmpty":false}
+//	{"type":"RemoteLogSegmentMetadataUpdate","remoteLogSegmentId":{...},"customMetadata":"CgsM",
+//	  "state":"COPY_SEGMENT_FINISHED","eventTimestampMs":3000,"brokerId":2}
+//	{"type":"RemotePartitionDeleteMetadata","topicIdPartition":{...},
+//	  "state":"DELETE_PARTITION_MARKED","eventTimestampMs":4000,"brokerId":5}
+//	{"type":"RemoteLogSegmentMetadataSnapshot","segmentId":"AAAAAAAAAAMAAAAAAAAABA", ...same as the
+//	  segment from startOffset on}
+//
+// Custom metadata is standard base64 with padding, "" when present but
+// empty, null when absent.
+//
+// # Libraries
+//
+// The primitive encoders come from franz-go's kbin (github.com/twmb/franz-go/pkg/kbin,
+// already a dependency through the Kafka client): they are Kafka's
+// encodings and inline to plain appends. The decoder has its own small
+// reader, because it must report the byte offset and field of every
+// failure, read varints with Java's exact overflow rules, and check every
+// length before allocating, which kbin.Reader does not do. murmur2 is
+// written here: franz-go's is not exported.
+package wire

@@ -1,0 +1,235 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// The JSON form of an event uses Kafka's model field names (the package doc
+// shows one of each type): every field is always present,
+// Uuids in Kafka's 22-character text form, custom metadata as standard
+// base64 ("" present but empty, null absent), states by Kafka's names. The
+// "type" field names the Kafka model class.
+const (
+	jsonTypeSegment         = "RemoteLogSegmentMetadata"
+	jsonTypeUpdate          = "RemoteLogSegmentMetadataUpdate"
+	jsonTypePartitionDelete = "RemotePartitionDeleteMetadata"
+	jsonTypeSnapshot        = "RemoteLogSegmentMetadataSnapshot"
+)
+
+type jsonTopicIDPartition struct {
+	TopicID   rlmm.Uuid `json:"topicId"`
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+}
+
+type jsonSegmentID struct {
+	TopicIDPartition jsonTopicIDPartition `json:"topicIdPartition"`
+	ID               rlmm.Uuid            `json:"id"`
+}
+
+type jsonEpoch struct {
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"startOffset"`
+}
+
+type jsonSegment struct {
+	Type               string        `json:"type"`
+	RemoteLogSegmentID jsonSegmentID `json:"remoteLogSegmentId"`
+	StartOffset        int64         `json:"startOffset"`
+	EndOffset          int64         `json:"endOffset"`
+	BrokerID           int32         `json:"brokerId"`
+	MaxTimestampMs     int64         `json:"maxTimestampMs"`
+	EventTimestampMs   int64         `json:"eventTimestampMs"`
+	LeaderEpochs       []jsonEpoch   `json:"segmentLeaderEpochs"`
+	SizeInBytes        int32         `json:"segmentSizeInBytes"`
+	CustomMetadata     []byte        `json:"customMetadata"`
+	State              string        `json:"state"`
+	TxnIdxEmpty        bool          `json:"txnIdxEmpty"`
+}
+
+type jsonUpdate struct {
+	Type               string        `json:"type"`
+	RemoteLogSegmentID jsonSegmentID `json:"remoteLogSegmentId"`
+	CustomMetadata     []byte        `json:"customMetadata"`
+	State              string        `json:"state"`
+	EventTimestampMs   int64         `json:"eventTimestampMs"`
+	BrokerID           int32         `json:"brokerId"`
+}
+
+type jsonPartitionDelete struct {
+	Type             string               `json:"type"`
+	TopicIDPartition jsonTopicIDPartition `json:"topicIdPartition"`
+	State            string               `json:"state"`
+	EventTimestampMs int64                `json:"eventTimestampMs"`
+	BrokerID         int32                `json:"brokerId"`
+}
+
+type jsonSnapshot struct {
+	Type             string      `json:"type"`
+	SegmentID        rlmm.Uuid   `json:"segmentId"`
+	StartOffset      int64       `json:"startOffset"`
+	EndOffset        int64       `json:"endOffset"`
+	BrokerID         int32       `json:"brokerId"`
+	MaxTimestampMs   int64       `json:"maxTimestampMs"`
+	EventTimestampMs int64       `json:"eventTimestampMs"`
+	LeaderEpochs     []jsonEpoch `json:"segmentLeaderEpochs"`
+	SizeInBytes      int32       `json:"segmentSizeInBytes"`
+	CustomMetadata   []byte      `json:"customMetadata"`
+	State            string      `json:"state"`
+	TxnIdxEmpty      bool        `json:"txnIdxEmpty"`
+}
+
+func toJSONTP(tp rlmm.TopicIDPartition) jsonTopicIDPartition {
+	return jsonTopicIDPartition{TopicID: tp.TopicID, Topic: tp.Topic, Partition: tp.Partition}
+}
+
+func fromJSONTP(j jsonTopicIDPartition) rlmm.TopicIDPartition {
+	return rlmm.TopicIDPartition{TopicID: j.TopicID, Topic: j.Topic, Partition: j.Partition}
+}
+
+func toJSONEpochs(es []rlmm.EpochStart) []jsonEpoch {
+	out := make([]jsonEpoch, len(es)) // never nil: the schema wants an array
+	for i, e := range es {
+		out[i] = jsonEpoch(e)
+	}
+	return out
+}
+
+func fromJSONEpochs(js []jsonEpoch) []rlmm.EpochStart {
+	if js == nil {
+		return nil
+	}
+	out := make([]rlmm.EpochStart, len(js))
+	for i, j := range js {
+		out[i] = rlmm.EpochStart(j)
+	}
+	return out
+}
+
+// MarshalJSON encodes the event in wire's JSON form (the schema of
+// testdata/kafka-vectors.json). An unknown key is an error.
+func (e Event) MarshalJSON() ([]byte, error) {
+	switch e.Key {
+	case KeySegment:
+		m := &e.Segment
+		return json.Marshal(jsonSegment{
+			Type:               jsonTypeSegment,
+			RemoteLogSegmentID: jsonSegmentID{TopicIDPartition: toJSONTP(m.ID.TopicIDPartition), ID: m.ID.ID},
+			StartOffset:        m.StartOffset, EndOffset: m.EndOffset, BrokerID: m.BrokerID,
+			MaxTimestampMs: m.MaxTimestampMs, EventTimestampMs: m.EventTimestampMs,
+			LeaderEpochs: toJSONEpochs(m.LeaderEpochs), SizeInBytes: m.SizeInBytes,
+			CustomMetadata: m.CustomMetadata, State: m.State.String(), TxnIdxEmpty: m.TxnIndexEmpty,
+		})
+	case KeyUpdate:
+		u := &e.Update
+		return json.Marshal(jsonUpdate{
+			Type:               jsonTypeUpdate,
+			RemoteLogSegmentID: jsonSegmentID{TopicIDPartition: toJSONTP(u.ID.TopicIDPartition), ID: u.ID.ID},
+			CustomMetadata:     u.CustomMetadata, State: u.State.String(),
+			EventTimestampMs: u.EventTimestampMs, BrokerID: u.BrokerID,
+		})
+	case KeyPartitionDelete:
+		d := &e.PartitionDelete
+		return json.Marshal(jsonPartitionDelete{
+			Type: jsonTypePartitionDelete, TopicIDPartition: toJSONTP(d.TopicIDPartition),
+			State: d.State.String(), EventTimestampMs: d.EventTimestampMs, BrokerID: d.BrokerID,
+		})
+	case KeySnapshot:
+		m := &e.Segment
+		return json.Marshal(jsonSnapshot{
+			Type: jsonTypeSnapshot, SegmentID: m.ID.ID,
+			StartOffset: m.StartOffset, EndOffset: m.EndOffset, BrokerID: m.BrokerID,
+			MaxTimestampMs: m.MaxTimestampMs, EventTimestampMs: m.EventTimestampMs,
+			LeaderEpochs: toJSONEpochs(m.LeaderEpochs), SizeInBytes: m.SizeInBytes,
+			CustomMetadata: m.CustomMetadata, State: m.State.String(), TxnIdxEmpty: m.TxnIndexEmpty,
+		})
+	}
+	return nil, fmt.Errorf("%w: wire: cannot marshal an event with unknown key %d", rlmm.ErrInvalidArgument, int16(e.Key))
+}
+
+// UnmarshalJSON decodes wire's JSON form. Unknown fields, an unknown type and
+// unknown state names are errors (wrapping rlmm.ErrInvalidArgument). The
+// event is not validated: use AppendEvent or SegmentMetadata.Validate.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("%w: wire: event JSON: %v", rlmm.ErrInvalidArgument, err)
+	}
+	strict := func(v any) error {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(v); err != nil {
+			return fmt.Errorf("%w: wire: %s JSON: %v", rlmm.ErrInvalidArgument, head.Type, err)
+		}
+		return nil
+	}
+	var out Event
+	switch head.Type {
+	case jsonTypeSegment:
+		var j jsonSegment
+		if err := strict(&j); err != nil {
+			return err
+		}
+		st, err := rlmm.ParseSegmentState(j.State)
+		if err != nil {
+			return fmt.Errorf("wire: %s JSON: %w", head.Type, err)
+		}
+		out = SegmentEvent(rlmm.SegmentMetadata{
+			ID:          rlmm.SegmentID{TopicIDPartition: fromJSONTP(j.RemoteLogSegmentID.TopicIDPartition), ID: j.RemoteLogSegmentID.ID},
+			StartOffset: j.StartOffset, EndOffset: j.EndOffset, MaxTimestampMs: j.MaxTimestampMs,
+			BrokerID: j.BrokerID, EventTimestampMs: j.EventTimestampMs, LeaderEpochs: fromJSONEpochs(j.LeaderEpochs),
+			SizeInBytes: j.SizeInBytes, CustomMetadata: j.CustomMetadata, State: st, TxnIndexEmpty: j.TxnIdxEmpty,
+		})
+	case jsonTypeUpdate:
+		var j jsonUpdate
+		if err := strict(&j); err != nil {
+			return err
+		}
+		st, err := rlmm.ParseSegmentState(j.State)
+		if err != nil {
+			return fmt.Errorf("wire: %s JSON: %w", head.Type, err)
+		}
+		out = UpdateEvent(rlmm.SegmentUpdate{
+			ID:               rlmm.SegmentID{TopicIDPartition: fromJSONTP(j.RemoteLogSegmentID.TopicIDPartition), ID: j.RemoteLogSegmentID.ID},
+			EventTimestampMs: j.EventTimestampMs, CustomMetadata: j.CustomMetadata, State: st, BrokerID: j.BrokerID,
+		})
+	case jsonTypePartitionDelete:
+		var j jsonPartitionDelete
+		if err := strict(&j); err != nil {
+			return err
+		}
+		st, err := rlmm.ParsePartitionDeleteState(j.State)
+		if err != nil {
+			return fmt.Errorf("wire: %s JSON: %w", head.Type, err)
+		}
+		out = PartitionDeleteEvent(rlmm.PartitionDelete{
+			TopicIDPartition: fromJSONTP(j.TopicIDPartition), State: st,
+			EventTimestampMs: j.EventTimestampMs, BrokerID: j.BrokerID,
+		})
+	case jsonTypeSnapshot:
+		var j jsonSnapshot
+		if err := strict(&j); err != nil {
+			return err
+		}
+		st, err := rlmm.ParseSegmentState(j.State)
+		if err != nil {
+			return fmt.Errorf("wire: %s JSON: %w", head.Type, err)
+		}
+		out = Event{Key: KeySnapshot, Segment: rlmm.SegmentMetadata{
+			ID:          rlmm.SegmentID{ID: j.SegmentID},
+			StartOffset: j.StartOffset, EndOffset: j.EndOffset, MaxTimestampMs: j.MaxTimestampMs,
+			BrokerID: j.BrokerID, EventTimestampMs: j.EventTimestampMs, LeaderEpochs: fromJSONEpochs(j.LeaderEpochs),
+			SizeInBytes: j.SizeInBytes, CustomMetadata: j.CustomMetadata, State: st, TxnIndexEmpty: j.TxnIdxEmpty,
+		}}
+	default:
+		return fmt.Errorf("%w: wire: event JSON: unknown type %q", rlmm.ErrInvalidArgument, head.Type)
+	}
+	*e = out
+	return nil
+}
