@@ -1,0 +1,338 @@
+package view
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/memory"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+// Counts are the totals of what a Builder has read.
+type Counts struct {
+	Records          int64 `json:"records"`
+	Bytes            int64 `json:"bytes"`
+	Segments         int64 `json:"segmentEvents"`
+	Updates          int64 `json:"updateEvents"`
+	PartitionDeletes int64 `json:"partitionDeleteEvents"`
+	Snapshots        int64 `json:"snapshotRecords"`
+	Undecodable      int64 `json:"undecodable"`
+	Rejected         int64 `json:"rejected"`
+}
+
+// partitionInfo is what the Builder keeps per user partition beside the cache.
+type partitionInfo struct {
+	metadataPartition int32
+	deleteState       rlmm.PartitionDeleteState
+	hasDelete         bool
+}
+
+// Builder applies metadata records, in log order per metadata partition, to
+// an in-memory view, collecting the anomalies of the record stream. It is not
+// safe for concurrent use.
+type Builder struct {
+	cache              *memory.Manager
+	metadataPartitions int32
+	partitions         map[rlmm.TopicIDPartition]*partitionInfo
+	anomalies          []Anomaly
+	newestEventMs      int64
+	counts             Counts
+}
+
+// NewBuilder returns an empty view of a log with metadataPartitions
+// partitions (the partition count is used to check the partitioner; 0
+// skips that check).
+func NewBuilder(metadataPartitions int32) *Builder {
+	return &Builder{
+		cache:              memory.New(),
+		metadataPartitions: metadataPartitions,
+		partitions:         map[rlmm.TopicIDPartition]*partitionInfo{},
+		newestEventMs:      -1,
+	}
+}
+
+// Apply decodes one record and applies it. It returns the decoded event, or
+// the decode error (the record is then counted as undecodable and reported);
+// an event the state machine rejects is returned without error and reported.
+func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
+	b.counts.Records++
+	b.counts.Bytes += int64(len(rec.Value))
+	ref := &RecordRef{Partition: rec.Partition, Offset: rec.Offset}
+	ev, err := wire.DecodeEvent(rec.Value)
+	if err != nil {
+		b.counts.Undecodable++
+		b.anomalies = append(b.anomalies, Anomaly{Kind: UndecodableRecord, Record: ref,
+			Detail: fmt.Sprintf("%d bytes: %v", len(rec.Value), err)})
+		return ev, err
+	}
+	if ev.Key == wire.KeySnapshot {
+		b.counts.Snapshots++
+		b.anomalies = append(b.anomalies, Anomaly{Kind: SnapshotRecord, Warning: true, Record: ref,
+			Detail: "a snapshot record (api key 3) inside the metadata topic, where Kafka never writes one: ignored"})
+		return ev, nil
+	}
+	tp, ok := ev.TopicIDPartition()
+	if !ok {
+		// A decoded event always names its partition; be defensive anyway.
+		b.anomalies = append(b.anomalies, Anomaly{Kind: UndecodableRecord, Record: ref,
+			Detail: fmt.Sprintf("record with api key %d names no partition", ev.Key)})
+		b.counts.Undecodable++
+		return ev, nil
+	}
+	info := b.partitions[tp]
+	if info == nil {
+		info = &partitionInfo{metadataPartition: rec.Partition}
+		b.partitions[tp] = info
+	}
+	if b.metadataPartitions > 0 {
+		if want := wire.MetadataPartition(tp, b.metadataPartitions); want != rec.Partition {
+			b.anomalies = append(b.anomalies, Anomaly{Kind: MisroutedEvent, Record: ref, TopicIDPartition: tp.String(),
+				Detail: fmt.Sprintf("event belongs in metadata partition %d of %d, found in %d: brokers never read it",
+					want, b.metadataPartitions, rec.Partition)})
+		}
+	}
+	ctx := context.Background()
+	var applyErr error
+	switch ev.Key {
+	case wire.KeySegment:
+		b.counts.Segments++
+		b.seen(ev.Segment.EventTimestampMs)
+		if serr := ev.Segment.Sanity(); serr != nil {
+			b.anomalies = append(b.anomalies, Anomaly{Kind: SanityWarning, Warning: true, Record: ref,
+				TopicIDPartition: tp.String(), SegmentIDs: []string{ev.Segment.ID.ID.String()}, Detail: serr.Error()})
+		}
+		applyErr = b.cache.AddSegment(ctx, ev.Segment)
+	case wire.KeyUpdate:
+		b.counts.Updates++
+		b.seen(ev.Update.EventTimestampMs)
+		applyErr = b.cache.UpdateSegment(ctx, ev.Update)
+	case wire.KeyPartitionDelete:
+		b.counts.PartitionDeletes++
+		d := ev.PartitionDelete
+		b.seen(d.EventTimestampMs)
+		if !b.deleteInOrder(info, d.State) {
+			from := "(none)"
+			if info.hasDelete {
+				from = info.deleteState.String()
+			}
+			b.anomalies = append(b.anomalies, Anomaly{Kind: PartitionDeleteOrder, Warning: true, Record: ref,
+				TopicIDPartition: tp.String(), Detail: fmt.Sprintf("partition delete state %s after %s", d.State, from)})
+		}
+		applyErr = b.cache.PutPartitionDelete(ctx, d)
+		if applyErr == nil {
+			info.deleteState, info.hasDelete = d.State, true
+		}
+	}
+	if applyErr != nil {
+		b.counts.Rejected++
+		a := Anomaly{Kind: RejectedEvent, Record: ref, TopicIDPartition: tp.String(), Detail: applyErr.Error()}
+		if id, ok := segmentOf(&ev); ok {
+			a.SegmentIDs = []string{id.String()}
+		}
+		b.anomalies = append(b.anomalies, a)
+	}
+	return ev, nil
+}
+
+func segmentOf(ev *wire.Event) (rlmm.Uuid, bool) {
+	switch ev.Key {
+	case wire.KeySegment:
+		return ev.Segment.ID.ID, true
+	case wire.KeyUpdate:
+		return ev.Update.ID.ID, true
+	}
+	return rlmm.Uuid{}, false
+}
+
+// deleteInOrder applies Kafka's partition-delete transition rule, which
+// Kafka itself never enforces when it applies events.
+func (b *Builder) deleteInOrder(info *partitionInfo, to rlmm.PartitionDeleteState) bool {
+	if !info.hasDelete {
+		return to == rlmm.DeletePartitionMarked
+	}
+	return rlmm.CanTransitionPartitionDelete(info.deleteState, to)
+}
+
+func (b *Builder) seen(ms int64) { b.newestEventMs = max(b.newestEventMs, ms) }
+
+// NewestEventMs returns the largest event timestamp read, or -1 if none.
+func (b *Builder) NewestEventMs() int64 { return b.newestEventMs }
+
+// Counts returns the totals read so far.
+func (b *Builder) Counts() Counts { return b.counts }
+
+// StreamAnomalies returns the anomalies found in the record stream, in the
+// order read.
+func (b *Builder) StreamAnomalies() []Anomaly { return slices.Clone(b.anomalies) }
+
+// Anomalies returns the stream anomalies followed by the state anomalies of
+// every user partition (CheckSegments with refMs and stuckAfter), partitions
+// in the order of Partitions.
+func (b *Builder) Anomalies(refMs int64, stuckAfter time.Duration) []Anomaly {
+	out := b.StreamAnomalies()
+	for _, tp := range b.Partitions() {
+		out = append(out, CheckSegments(tp, b.Segments(tp), refMs, stuckAfter)...)
+	}
+	return out
+}
+
+// Partitions returns every user partition named by an event, ordered by
+// topic name, topic id, then partition.
+func (b *Builder) Partitions() []rlmm.TopicIDPartition {
+	out := make([]rlmm.TopicIDPartition, 0, len(b.partitions))
+	for tp := range b.partitions {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, compareTP)
+	return out
+}
+
+func compareTP(a, b rlmm.TopicIDPartition) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), slices.Compare(a.TopicID[:], b.TopicID[:]), cmp.Compare(a.Partition, b.Partition))
+}
+
+// Segments returns tp's segments not yet DELETE_SEGMENT_FINISHED, ordered by
+// start offset, end offset and id.
+func (b *Builder) Segments(tp rlmm.TopicIDPartition) []rlmm.SegmentMetadata {
+	segs, err := b.cache.ListSegments(tp)
+	if err != nil {
+		// The in-memory manager serves every partition; no error is expected.
+		return nil
+	}
+	return segs
+}
+
+// EpochSummary is a leader epoch of a partition and the highest offset
+// copied to remote storage in it.
+type EpochSummary struct {
+	Epoch         int32 `json:"leaderEpoch"`
+	HighestOffset int64 `json:"highestOffset"`
+}
+
+// PartitionSummary is the view of one user partition.
+type PartitionSummary struct {
+	TopicIDPartition  rlmm.TopicIDPartition `json:"-"`
+	TopicID           string                `json:"topicId"`
+	Topic             string                `json:"topic"`
+	Partition         int32                 `json:"partition"`
+	MetadataPartition int32                 `json:"metadataPartition"`
+	// SegmentsByState counts the segments by state name; DELETE_SEGMENT_FINISHED
+	// segments are gone from the view and not counted.
+	SegmentsByState map[string]int `json:"segmentsByState"`
+	// RemoteBytes sums the sizes of the listed segments.
+	RemoteBytes int64 `json:"remoteBytes"`
+	// StartOffset and EndOffset bound the finished segments (-1 when none).
+	StartOffset int64          `json:"startOffset"`
+	EndOffset   int64          `json:"endOffset"`
+	Epochs      []EpochSummary `json:"leaderEpochs"`
+	// DeleteState is the partition delete state, empty when none.
+	DeleteState string `json:"partitionDeleteState,omitempty"`
+}
+
+// Summary returns the view of tp.
+func (b *Builder) Summary(tp rlmm.TopicIDPartition) PartitionSummary {
+	s := PartitionSummary{TopicIDPartition: tp, TopicID: tp.TopicID.String(), Topic: tp.Topic, Partition: tp.Partition,
+		SegmentsByState: map[string]int{}, StartOffset: -1, EndOffset: -1}
+	if info := b.partitions[tp]; info != nil {
+		s.MetadataPartition = info.metadataPartition
+		if info.hasDelete {
+			s.DeleteState = info.deleteState.String()
+		}
+	}
+	epochs := map[int32]bool{}
+	for _, m := range b.Segments(tp) {
+		s.SegmentsByState[m.State.String()]++
+		s.RemoteBytes += int64(m.SizeInBytes)
+		for _, e := range m.LeaderEpochs {
+			epochs[e.Epoch] = true
+		}
+		if m.State != rlmm.CopySegmentFinished {
+			continue
+		}
+		if s.StartOffset < 0 || m.StartOffset < s.StartOffset {
+			s.StartOffset = m.StartOffset
+		}
+		s.EndOffset = max(s.EndOffset, m.EndOffset)
+	}
+	for e := range epochs {
+		if off, ok, err := b.cache.HighestOffsetForEpoch(tp, e); err == nil && ok {
+			s.Epochs = append(s.Epochs, EpochSummary{Epoch: e, HighestOffset: off})
+		}
+	}
+	slices.SortFunc(s.Epochs, func(x, y EpochSummary) int { return cmp.Compare(x.Epoch, y.Epoch) })
+	return s
+}
+
+// ReadLog reads every partition of log from offset 0 up to its high-water
+// mark sampled at the start, calling fn for each record in order per
+// partition, and returns the number of records read. started, if not nil,
+// is called once with the total to read before the first record. It stops at
+// the first error of fn or of the log, or when ctx ends.
+func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), fn func(eventlog.Record) error) (int64, error) {
+	n := log.Partitions()
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	hwms, err := log.HighWaterMarks(ctx, parts)
+	if err != nil {
+		return 0, fmt.Errorf("reading the high-water marks of %d metadata partitions: %w", n, err)
+	}
+	var total int64
+	for _, h := range hwms {
+		total += h
+	}
+	if started != nil {
+		started(total)
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	sub, err := log.Subscribe(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("subscribing to the metadata log: %w", err)
+	}
+	defer sub.Close()
+	remaining := map[int32]int64{}
+	for p, h := range hwms {
+		if h > 0 {
+			if err := sub.Add(int32(p), 0); err != nil {
+				return 0, fmt.Errorf("consuming metadata partition %d: %w", p, err)
+			}
+			remaining[int32(p)] = h
+		}
+	}
+	var read int64
+	for len(remaining) > 0 {
+		recs, err := sub.Poll(ctx)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return read, fmt.Errorf("read %d of %d records, %d metadata partitions unfinished: %w", read, total, len(remaining), err)
+			}
+			return read, fmt.Errorf("reading the metadata log after %d of %d records: %w", read, total, err)
+		}
+		for _, r := range recs {
+			h, ok := remaining[r.Partition]
+			if !ok || r.Offset >= h {
+				continue
+			}
+			read++
+			if err := fn(r); err != nil {
+				return read, err
+			}
+			if r.Offset >= h-1 {
+				delete(remaining, r.Partition)
+				if err := sub.Remove(r.Partition); err != nil {
+					return read, fmt.Errorf("releasing metadata partition %d: %w", r.Partition, err)
+				}
+			}
+		}
+	}
+	return read, nil
+}

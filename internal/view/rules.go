@@ -1,0 +1,201 @@
+package view
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// Kind names one class of anomaly. The values are stable: scripts match them.
+type Kind string
+
+// The kinds of anomaly. Warnings (Anomaly.Warning) are reported but do not
+// make `rlmm verify` fail.
+const (
+	// StuckCopy: a segment in COPY_SEGMENT_STARTED older than the threshold.
+	// Its copy most likely died with its broker: an orphan candidate whose
+	// remote data should be cleaned up.
+	StuckCopy Kind = "stuck_copy"
+	// StuckDelete: a segment in DELETE_SEGMENT_STARTED older than the
+	// threshold: its deletion never finished, the remote data may remain.
+	StuckDelete Kind = "stuck_delete"
+	// RejectedEvent: an event the state machine rejects (an invalid
+	// transition, an update of an unknown segment, an invalid argument).
+	RejectedEvent Kind = "rejected_event"
+	// UndecodableRecord: a record whose bytes are not a metadata event.
+	UndecodableRecord Kind = "undecodable_record"
+	// MisroutedEvent: an event in a metadata partition other than the one
+	// Kafka's partitioner assigns its user partition to; brokers consuming
+	// the right partition never see it.
+	MisroutedEvent Kind = "misrouted_event"
+	// Overlap: two COPY_SEGMENT_FINISHED segments cover the same offset in
+	// one leader epoch.
+	Overlap Kind = "overlapping_segments"
+	// Gap: offsets missing between two COPY_SEGMENT_FINISHED segments of one
+	// leader epoch: a fetch of those offsets from remote storage fails.
+	Gap Kind = "offset_gap"
+	// SanityWarning: a segment metadata that Kafka accepts but that fails
+	// rlmm's stricter checks (rlmm.SegmentMetadata.Sanity). Warning.
+	SanityWarning Kind = "sanity_warning"
+	// PartitionDeleteOrder: a partition delete state that does not follow
+	// the previous one (MARKED, STARTED, FINISHED). Kafka applies it anyway.
+	// Warning.
+	PartitionDeleteOrder Kind = "partition_delete_order"
+	// SnapshotRecord: a snapshot record (api key 3) inside the topic, where
+	// Kafka never writes one; it is ignored. Warning.
+	SnapshotRecord Kind = "snapshot_record"
+)
+
+// RecordRef locates a record in the metadata log.
+type RecordRef struct {
+	Partition int32 `json:"metadataPartition"`
+	Offset    int64 `json:"offset"`
+}
+
+// Anomaly is one finding, with the segment or record it concerns.
+type Anomaly struct {
+	Kind    Kind `json:"kind"`
+	Warning bool `json:"warning,omitempty"`
+	// TopicIDPartition is the user partition concerned, when known.
+	TopicIDPartition string `json:"topicIdPartition,omitempty"`
+	// SegmentIDs are the remote log segment ids concerned (Kafka's Uuid
+	// text form): for a stuck copy, the id whose remote data to clean up.
+	SegmentIDs []string `json:"segmentIds,omitempty"`
+	// Epoch is the leader epoch of an overlap or gap.
+	Epoch *int32 `json:"leaderEpoch,omitempty"`
+	// FirstOffset and LastOffset bound the offsets of an overlap or gap.
+	FirstOffset *int64 `json:"firstOffset,omitempty"`
+	LastOffset  *int64 `json:"lastOffset,omitempty"`
+	// AgeMs is the age of a stuck segment's state at the reference time.
+	AgeMs *int64 `json:"ageMs,omitempty"`
+	// Record is the record of a stream anomaly.
+	Record *RecordRef `json:"record,omitempty"`
+	// Detail says what is wrong in words.
+	Detail string `json:"detail"`
+}
+
+// String prints the anomaly on one line for people.
+func (a Anomaly) String() string {
+	s := string(a.Kind)
+	if a.Warning {
+		s = "warning: " + s
+	}
+	if a.Record != nil {
+		s += fmt.Sprintf(" [metadata partition %d, offset %d]", a.Record.Partition, a.Record.Offset)
+	}
+	if a.TopicIDPartition != "" {
+		s += " " + a.TopicIDPartition
+	}
+	return s + ": " + a.Detail
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// CheckSegments applies the state rules to the segments of one user partition
+// (any order; DELETE_SEGMENT_FINISHED ones are ignored): segments in
+// COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED whose state is older than
+// stuckAfter at refMs (age strictly greater), COPY_SEGMENT_FINISHED segments
+// overlapping in one leader epoch, and gaps in an epoch's coverage by
+// finished segments. Epoch ranges that are empty (a metadata failing Sanity)
+// are skipped. The result is ordered: stuck segments by start offset, then
+// overlaps and gaps by epoch and offset.
+func CheckSegments(tp rlmm.TopicIDPartition, segs []rlmm.SegmentMetadata, refMs int64, stuckAfter time.Duration) []Anomaly {
+	var out []Anomaly
+	name := tp.String()
+	sorted := slices.Clone(segs)
+	slices.SortFunc(sorted, func(a, b rlmm.SegmentMetadata) int {
+		return cmp.Or(cmp.Compare(a.StartOffset, b.StartOffset), cmp.Compare(a.EndOffset, b.EndOffset),
+			slices.Compare(a.ID.ID[:], b.ID.ID[:]))
+	})
+	limit := stuckAfter.Milliseconds()
+	for _, m := range sorted {
+		if m.State != rlmm.CopySegmentStarted && m.State != rlmm.DeleteSegmentStarted {
+			continue
+		}
+		age := refMs - m.EventTimestampMs
+		if age <= limit {
+			continue
+		}
+		a := Anomaly{TopicIDPartition: name, SegmentIDs: []string{m.ID.ID.String()}, AgeMs: ptr(age),
+			FirstOffset: ptr(m.StartOffset), LastOffset: ptr(m.EndOffset)}
+		if m.State == rlmm.CopySegmentStarted {
+			a.Kind = StuckCopy
+			a.Detail = fmt.Sprintf("segment %s [%d, %d] in %s for %s (broker %d): orphan candidate, clean up its remote data",
+				m.ID.ID, m.StartOffset, m.EndOffset, m.State, time.Duration(age)*time.Millisecond, m.BrokerID)
+		} else {
+			a.Kind = StuckDelete
+			a.Detail = fmt.Sprintf("segment %s [%d, %d] in %s for %s (broker %d): deletion never finished, remote data may remain",
+				m.ID.ID, m.StartOffset, m.EndOffset, m.State, time.Duration(age)*time.Millisecond, m.BrokerID)
+		}
+		out = append(out, a)
+	}
+	return append(out, checkCoverage(name, sorted)...)
+}
+
+// epochSpan is the part of one finished segment inside one leader epoch.
+type epochSpan struct {
+	start, end int64
+	id         rlmm.Uuid
+}
+
+// checkCoverage finds overlaps and gaps among the finished segments, per
+// leader epoch. segs must be sorted by start offset.
+func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
+	spans := map[int32][]epochSpan{}
+	for i := range segs {
+		m := &segs[i]
+		if m.State != rlmm.CopySegmentFinished {
+			continue
+		}
+		for _, e := range m.LeaderEpochs {
+			s, end, ok := m.EpochRange(e.Epoch)
+			if !ok || end < s {
+				continue
+			}
+			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.ID.ID})
+		}
+	}
+	epochs := make([]int32, 0, len(spans))
+	for e := range spans {
+		epochs = append(epochs, e)
+	}
+	slices.Sort(epochs)
+	var out []Anomaly
+	for _, epoch := range epochs {
+		list := spans[epoch]
+		slices.SortFunc(list, func(a, b epochSpan) int {
+			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), slices.Compare(a.id[:], b.id[:]))
+		})
+		maxEnd, maxID := list[0].end, list[0].id
+		for _, sp := range list[1:] {
+			switch {
+			case sp.start <= maxEnd:
+				last := min(sp.end, maxEnd)
+				out = append(out, Anomaly{Kind: Overlap, TopicIDPartition: name,
+					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
+					FirstOffset: ptr(sp.start), LastOffset: ptr(last),
+					Detail: fmt.Sprintf("finished segments %s and %s both cover offsets [%d, %d] in leader epoch %d",
+						maxID, sp.id, sp.start, last, epoch)})
+			case maxEnd < math.MaxInt64 && sp.start > maxEnd+1:
+				out = append(out, Anomaly{Kind: Gap, TopicIDPartition: name,
+					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
+					FirstOffset: ptr(maxEnd + 1), LastOffset: ptr(sp.start - 1),
+					Detail: fmt.Sprintf("no finished segment covers offsets [%d, %d] of leader epoch %d (between segments %s and %s)",
+						maxEnd+1, sp.start-1, epoch, maxID, sp.id)})
+			}
+			if sp.end > maxEnd {
+				maxEnd, maxID = sp.end, sp.id
+			}
+		}
+	}
+	return out
+}
+
+// HasFailures reports whether any anomaly is not a warning.
+func HasFailures(as []Anomaly) bool {
+	return slices.ContainsFunc(as, func(a Anomaly) bool { return !a.Warning })
+}
