@@ -1,0 +1,39 @@
+// Package kafkalog is the eventlog.Log over a real Apache Kafka topic, by
+// default Kafka's own __remote_log_metadata, so rlmm and Kafka's Java
+// TopicBasedRemoteLogMetadataManager can share one topic.
+//
+// It uses franz-go (github.com/twmb/franz-go): kgo for producing and
+// consuming, because it is a pure-Go client that speaks the whole modern
+// protocol (idempotent producer, direct partition consumption with runtime
+// Add/Remove) without cgo, and kadm for the admin calls (topic creation and
+// description, ListOffsets for high-water marks). TLS and SASL (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512) come from kgo's dialer and franz-go's
+// pkg/sasl. Command-line flags use github.com/spf13/pflag, the flag library
+// under cobra, so the rlmm command registers the same flags.
+//
+// How the eventlog contract maps onto Kafka:
+//   - Open creates the topic when it is absent, the way Kafka's manager does
+//     (cleanup.policy=delete, retention.ms, the partition count and
+//     replication factor, min.insync.replicas), or uses the existing topic and
+//     reports its real partition count. A partition count configured
+//     explicitly that differs from the existing topic's is an error.
+//   - Publish produces to an explicit partition with a null key and the
+//     value as given, through an idempotent producer with acks=all; it
+//     returns the offset from the produce response. Concurrent publishers
+//     share produce requests (the producer batches whatever is buffered
+//     while a request is in flight): that is the group commit.
+//   - A subscription is a kgo client of its own that consumes partitions
+//     directly (no consumer group, nothing committed). kgo may hold fetched
+//     records of a partition that was just removed or restarted; Poll
+//     therefore filters every record against the subscription's own view of
+//     each partition (the next offset it must deliver, and whether the
+//     assignment changed while the fetch was outstanding), so Remove and Add
+//     are exact as eventlog.Subscription requires.
+//   - HighWaterMarks lists end offsets (ListOffsets) and retries partitions
+//     whose leader is moving, for a bounded time.
+//
+// Differences from Kafka's manager, on purpose: the replication factor
+// defaults to min(3, live brokers) rather than a fixed 3 (Kafka's default
+// fails on a cluster of fewer than 3 brokers), and min.insync.replicas to
+// min(2, replication factor) for the same reason.
+package kafkalog

@@ -1,0 +1,149 @@
+package kafkalog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/goleak"
+)
+
+// Environment of the real-broker tests, set by `make test` (see
+// docs/bench/kafkalog.md for the commands).
+const (
+	envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
+	envHome      = "RLMM_KAFKA_HOME"
+)
+
+// testTimeout bounds every wait of these tests.
+const testTimeout = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	closeClusters()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	clustersMu sync.Mutex
+	clusters   = map[int]*kfake.Cluster{}
+)
+
+// fakeCluster returns the package's shared in-process kfake cluster with n
+// brokers, started on first use and closed by TestMain.
+func fakeCluster(t testing.TB, n int) *kfake.Cluster {
+	t.Helper()
+	clustersMu.Lock()
+	defer clustersMu.Unlock()
+	if c, ok := clusters[n]; ok {
+		return c
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(n))
+	if err != nil {
+		t.Fatalf("starting kfake with %d brokers: %v", n, err)
+	}
+	clusters[n] = c
+	return c
+}
+
+func closeClusters() {
+	clustersMu.Lock()
+	defer clustersMu.Unlock()
+	for n, c := range clusters {
+		c.Close()
+		delete(clusters, n)
+	}
+}
+
+// realBootstrap returns the address of the real Kafka broker of `make test`,
+// or skips (fails in CI) when there is none.
+func realBootstrap(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv(envBootstrap)
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(envBootstrap + " unset in CI: make test starts the broker")
+		}
+		t.Skip(envBootstrap + " unset: no real Kafka broker to test against; start one with " +
+			"`scripts/kafka.sh start <dir>` and export the variable it prints (make test does this)")
+	}
+	return addr
+}
+
+var topicSeq atomic.Int64
+
+// uniqueTopic returns a topic name no other test of this process uses.
+func uniqueTopic(t testing.TB) string {
+	name := strings.NewReplacer("/", ".", " ", "_", "#", "_").Replace(t.Name())
+	if len(name) > 150 {
+		name = name[:150]
+	}
+	return fmt.Sprintf("rlmm-test.%d.%d.%s", time.Now().UnixNano()%1e9, topicSeq.Add(1), name)
+}
+
+// testConfig is a Config for a fresh topic with the given partition count
+// (0: the default) at the given addresses.
+func testConfig(t testing.TB, addrs []string, partitions int32) Config {
+	return Config{
+		BootstrapServers: addrs,
+		Topic:            uniqueTopic(t),
+		NumPartitions:    partitions,
+		ConnectTimeout:   testTimeout,
+	}
+}
+
+// openLog opens a log with cfg and closes it when the test ends.
+func openLog(t testing.TB, cfg Config) *Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	l, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open(%v, topic %s): %v", cfg.BootstrapServers, cfg.Topic, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// subscribeLog opens a subscription closed when the test ends.
+func subscribeLog(t testing.TB, l *Log) eventlog.Subscription {
+	t.Helper()
+	s, err := l.Subscribe(context.Background())
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// pollN polls until n records arrived or the timeout passed.
+func pollN(t testing.TB, s eventlog.Subscription, n int) []eventlog.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var out []eventlog.Record
+	for len(out) < n {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatalf("Poll after %d of %d records: %v", len(out), n, err)
+		}
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// recordValue is the value the tests publish as record i of partition p.
+func recordValue(p int32, i int) []byte { return fmt.Appendf(nil, "p%d-r%d", p, i) }

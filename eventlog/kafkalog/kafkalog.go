@@ -1,0 +1,410 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrTopicNotFound is returned by Open when the topic does not exist and
+// Config.SkipTopicCreation is set. It matches rlmm.ErrInvalidArgument too.
+var ErrTopicNotFound = fmt.Errorf("%w: metadata topic does not exist", rlmm.ErrInvalidArgument)
+
+// hwmRetryWait bounds how long HighWaterMarks retries partitions whose
+// leader is moving (NOT_LEADER_OR_FOLLOWER and other retriable errors)
+// before it gives up with ErrTimeout.
+const hwmRetryWait = 30 * time.Second
+
+// Log is an eventlog.Log over a Kafka topic. Create it with Open.
+type Log struct {
+	cfg        Config
+	partitions int32
+	producer   *kgo.Client
+	admin      *kadm.Client
+	log        *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	subs   map[*subscription]struct{}
+}
+
+var _ eventlog.Log = (*Log)(nil)
+
+// Open connects to the cluster, creates the topic if it is absent (unless
+// cfg.SkipTopicCreation), and returns a log over it. The cluster must answer
+// within cfg.ConnectTimeout (or ctx's deadline, if earlier); otherwise the
+// error names the addresses tried and wraps rlmm.ErrTimeout.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := cfg.clientOpts("producer")
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default and needs acks=all
+		kgo.ProducerLinger(0),              // batching comes from records queued behind an in-flight request
+	)
+	producer, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkalog: %w: %w", rlmm.ErrInvalidArgument, err)
+	}
+	l := &Log{
+		cfg:      cfg,
+		producer: producer,
+		admin:    kadm.NewClient(producer),
+		log:      cfg.Logger.With("topic", cfg.Topic),
+		subs:     make(map[*subscription]struct{}),
+	}
+	openCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if l.partitions, err = l.prepareTopic(ctx, openCtx); err != nil {
+		producer.Close()
+		return nil, err
+	}
+	l.log.Info("kafkalog opened", "bootstrap", strings.Join(cfg.BootstrapServers, ","), "partitions", l.partitions)
+	return l, nil
+}
+
+// openError explains a failure of Open's cluster calls: a deadline that ran
+// out is the unreachable-cluster case, which names the addresses tried.
+func (l *Log) openError(parent, openCtx context.Context, what string, err error) error {
+	if parent.Err() != nil {
+		return fmt.Errorf("kafkalog: %s: %w", what, parent.Err())
+	}
+	if openCtx.Err() != nil {
+		return fmt.Errorf("kafkalog: %s: no answer from the Kafka cluster at %s within %s: %w (last error: %v)",
+			what, strings.Join(l.cfg.BootstrapServers, ","), l.cfg.ConnectTimeout, rlmm.ErrTimeout, err)
+	}
+	return fmt.Errorf("kafkalog: %s at %s: %w", what, strings.Join(l.cfg.BootstrapServers, ","), err)
+}
+
+// prepareTopic finds or creates the topic and returns its partition count.
+func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
+	brokers, err := l.listBrokers(ctx)
+	if err != nil {
+		return 0, l.openError(parent, ctx, "listing brokers", err)
+	}
+	for {
+		n, exists, err := l.describeTopic(ctx)
+		if err != nil {
+			return 0, l.openError(parent, ctx, "describing topic "+l.cfg.Topic, err)
+		}
+		if exists {
+			if l.cfg.NumPartitions != 0 && n != l.cfg.NumPartitions {
+				return 0, fmt.Errorf("kafkalog: %w: topic %s has %d partitions but remote.log.metadata.topic.num.partitions is %d; "+
+					"the count decides where each partition's metadata lives, so it must match the existing topic",
+					rlmm.ErrInvalidArgument, l.cfg.Topic, n, l.cfg.NumPartitions)
+			}
+			return n, l.waitLeaders(parent, ctx)
+		}
+		if l.cfg.SkipTopicCreation {
+			return 0, fmt.Errorf("kafkalog: topic %s at %s: %w", l.cfg.Topic, strings.Join(l.cfg.BootstrapServers, ","), ErrTopicNotFound)
+		}
+		created, err := l.createTopic(ctx, len(brokers))
+		if err != nil {
+			return 0, l.openError(parent, ctx, "creating topic "+l.cfg.Topic, err)
+		}
+		if created {
+			continue // describe again: the count now comes from the cluster
+		}
+	}
+}
+
+// listBrokers asks for the cluster's brokers until one answers or ctx ends:
+// a broker that is starting refuses connections for a while, as does one
+// that is restarting.
+func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		brokers, err := l.admin.ListBrokers(ctx)
+		if err == nil && len(brokers) > 0 {
+			return brokers, nil
+		}
+		if err == nil {
+			err = errors.New("the metadata answer lists no broker")
+		}
+		l.log.Debug("cluster not reachable yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// describeTopic returns the topic's partition count and whether it exists.
+func (l *Log) describeTopic(ctx context.Context) (int32, bool, error) {
+	topics, err := l.admin.ListTopics(ctx, l.cfg.Topic)
+	if err != nil {
+		return 0, false, err
+	}
+	d, ok := topics[l.cfg.Topic]
+	if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		return 0, false, nil
+	}
+	if d.Err != nil {
+		return 0, false, d.Err
+	}
+	return int32(len(d.Partitions)), true, nil
+}
+
+// createTopic creates the topic with Kafka's settings. It reports true also
+// when another client created it first.
+func (l *Log) createTopic(ctx context.Context, brokers int) (bool, error) {
+	partitions := l.cfg.NumPartitions
+	if partitions == 0 {
+		partitions = DefaultNumPartitions
+	}
+	rf := l.cfg.ReplicationFactor
+	if rf == 0 {
+		rf = int16(min(3, max(brokers, 1)))
+	}
+	minISR := l.cfg.MinInSyncReplicas
+	if minISR == 0 {
+		minISR = min(2, rf)
+	}
+	retention := strconv.FormatInt(l.cfg.RetentionMs, 10)
+	deletePolicy, minISRText, noRemote := "delete", strconv.Itoa(int(minISR)), "false"
+	configs := map[string]*string{
+		"cleanup.policy":        &deletePolicy,
+		"retention.ms":          &retention,
+		"min.insync.replicas":   &minISRText,
+		"remote.storage.enable": &noRemote,
+	}
+	resp, err := l.admin.CreateTopic(ctx, partitions, rf, configs, l.cfg.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case err == nil:
+		l.log.Info("created metadata topic", "partitions", partitions, "replication_factor", rf,
+			"retention_ms", l.cfg.RetentionMs, "min_insync_replicas", minISR)
+		return true, nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return true, nil
+	default:
+		if resp.ErrMessage != "" {
+			err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
+		}
+		return false, fmt.Errorf("%d partitions, replication factor %d: %w", partitions, rf, err)
+	}
+}
+
+// waitLeaders waits until every partition of the topic has a leader, so the
+// first publishes do not race the topic's creation.
+func (l *Log) waitLeaders(parent, ctx context.Context) error {
+	for {
+		topics, err := l.admin.ListTopics(ctx, l.cfg.Topic)
+		if err == nil {
+			d := topics[l.cfg.Topic]
+			ready := d.Err == nil && len(d.Partitions) > 0
+			for _, p := range d.Partitions {
+				if p.Err != nil || p.Leader < 0 {
+					ready = false
+				}
+			}
+			if ready {
+				return nil
+			}
+			err = fmt.Errorf("partitions without a leader yet")
+		}
+		select {
+		case <-ctx.Done():
+			return l.openError(parent, ctx, "waiting for leaders of topic "+l.cfg.Topic, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Partitions returns the topic's partition count.
+func (l *Log) Partitions() int32 { return l.partitions }
+
+// Topic returns the name of the topic the log uses.
+func (l *Log) Topic() string { return l.cfg.Topic }
+
+// ConsumeWait returns remote.log.metadata.consume.wait.ms, for the manager.
+func (l *Log) ConsumeWait() time.Duration { return l.cfg.ConsumeWait }
+
+func (l *Log) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+func (l *Log) checkPartition(p int32) error {
+	if p < 0 || p >= l.partitions {
+		return fmt.Errorf("kafkalog: %w: partition %d of topic %s is out of range [0, %d)", rlmm.ErrInvalidArgument, p, l.cfg.Topic, l.partitions)
+	}
+	return nil
+}
+
+// Publish produces value to partition (null key) and returns its offset once
+// every in-sync replica has it (acks=all).
+func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64, error) {
+	if err := l.checkPartition(partition); err != nil {
+		return 0, err
+	}
+	if l.isClosed() {
+		return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, rlmm.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, err)
+	}
+	if value == nil {
+		value = []byte{} // a null value would be a tombstone; the log stores bytes
+	}
+	type result struct {
+		offset int64
+		err    error
+	}
+	done := make(chan result, 1)
+	rec := &kgo.Record{Topic: l.cfg.Topic, Partition: partition, Value: value}
+	l.producer.Produce(ctx, rec, func(r *kgo.Record, err error) {
+		done <- result{r.Offset, err}
+	})
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return 0, l.produceError(partition, res.err)
+		}
+		return res.offset, nil
+	case <-ctx.Done():
+		// The record may still be written; the promise sends into the
+		// buffered channel and nobody waits for it.
+		return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, ctx.Err())
+	}
+}
+
+func (l *Log) produceError(partition int32, err error) error {
+	if errors.Is(err, kgo.ErrClientClosed) || l.isClosed() {
+		return fmt.Errorf("kafkalog: publish to %s-%d: %w (%v)", l.cfg.Topic, partition, rlmm.ErrClosed, err)
+	}
+	return fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, err)
+}
+
+// HighWaterMarks lists the end offsets of the given partitions. Partitions
+// whose leader is moving are retried for a bounded time.
+func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
+	for _, p := range partitions {
+		if err := l.checkPartition(p); err != nil {
+			return nil, err
+		}
+	}
+	if l.isClosed() {
+		return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+	}
+	out := make([]int64, len(partitions))
+	if len(partitions) == 0 {
+		return out, nil
+	}
+	deadline := time.Now().Add(hwmRetryWait)
+	backoff := 20 * time.Millisecond
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, err)
+		}
+		listed, err := l.admin.ListEndOffsets(ctx, l.cfg.Topic)
+		var retry error
+		if err == nil {
+			for i, p := range partitions {
+				lo, ok := listed.Lookup(l.cfg.Topic, p)
+				switch {
+				case !ok:
+					retry = fmt.Errorf("partition %d missing from the ListOffsets answer", p)
+				case lo.Err != nil && kerr.IsRetriable(lo.Err):
+					retry = fmt.Errorf("partition %d: %w", p, lo.Err)
+				case lo.Err != nil:
+					return nil, fmt.Errorf("kafkalog: high-water mark of %s-%d: %w", l.cfg.Topic, p, lo.Err)
+				default:
+					out[i] = lo.Offset
+				}
+			}
+			if retry == nil {
+				return out, nil
+			}
+		} else {
+			switch {
+			case errors.Is(err, kgo.ErrClientClosed) || l.isClosed():
+				return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+			case ctx.Err() != nil:
+				return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, ctx.Err())
+			}
+			retry = err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("kafkalog: high-water marks of %s: still failing after %s: %w: %w", l.cfg.Topic, hwmRetryWait, rlmm.ErrTimeout, retry)
+		}
+		l.log.Debug("retrying high-water marks", "err", retry)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// Subscribe returns a subscription with a kgo consumer client of its own,
+// consuming no partition yet.
+func (l *Log) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("kafkalog: subscribe to %s: %w", l.cfg.Topic, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, fmt.Errorf("kafkalog: subscribe to %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+	}
+	s, err := newSubscription(l)
+	if err != nil {
+		return nil, err
+	}
+	l.subs[s] = struct{}{}
+	return s, nil
+}
+
+// forget drops a closed subscription from the log's set.
+func (l *Log) forget(s *subscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.subs, s)
+}
+
+// Close closes every subscription still open and the producer. Publishes
+// in flight fail with rlmm.ErrClosed. Close is idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	subs := make([]*subscription, 0, len(l.subs))
+	for s := range l.subs {
+		subs = append(subs, s)
+	}
+	l.subs = nil
+	l.mu.Unlock()
+	for _, s := range subs {
+		s.closeClient()
+	}
+	l.producer.Close()
+	return nil
+}
