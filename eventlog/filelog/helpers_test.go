@@ -1,0 +1,163 @@
+package filelog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+)
+
+// logBuffer is a concurrency-safe buffer for a test's slog output.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newLogger returns a logger writing text lines into a fresh buffer.
+func newLogger() (*slog.Logger, *logBuffer) {
+	b := &logBuffer{}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+}
+
+// mustOpen opens dir with opts and fails the test on error.
+func mustOpen(t testing.TB, dir string, opts Options) *Log {
+	t.Helper()
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	return l
+}
+
+// mustClose closes l and fails the test on error.
+func mustClose(t testing.TB, l *Log) {
+	t.Helper()
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// crash abandons l as a killed process would: the committer stops after its
+// current batch, files are closed without the final checkpoint, and the lock
+// is released.
+func crash(t testing.TB, l *Log) {
+	t.Helper()
+	l.mu.Lock()
+	l.closed = true
+	close(l.appended)
+	l.mu.Unlock()
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		<-l.committerEnd
+		l.files.Lock()
+		defer l.files.Unlock()
+		l.closeFiles()
+	})
+}
+
+// publishValues publishes values to partition p and checks the offsets
+// continue from the partition's high-water mark.
+func publishValues(t testing.TB, l *Log, p int32, values ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, v := range values {
+		if _, err := l.Publish(ctx, p, []byte(v)); err != nil {
+			t.Fatalf("Publish(%d, %q): %v", p, v, err)
+		}
+	}
+}
+
+// readAllRecords reads partition p of l from offset 0 to its high-water mark.
+func readAllRecords(t testing.TB, l *Log, p int32) ([]eventlog.Record, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hw, err := l.HighWaterMarks(ctx, []int32{p})
+	if err != nil {
+		return nil, err
+	}
+	sub, err := l.Subscribe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	if err := sub.Add(p, 0); err != nil {
+		return nil, err
+	}
+	var recs []eventlog.Record
+	for int64(len(recs)) < hw[0] {
+		got, err := sub.Poll(ctx)
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, got...)
+	}
+	return recs, nil
+}
+
+// values returns the values of recs as strings, checking offsets are dense
+// from 0.
+func values(t testing.TB, recs []eventlog.Record) []string {
+	t.Helper()
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		if r.Offset != int64(i) {
+			t.Fatalf("record %d has offset %d: offsets not dense", i, r.Offset)
+		}
+		out[i] = string(r.Value)
+	}
+	return out
+}
+
+// segmentFiles lists partition p's segment files in dir, in offset order.
+func segmentFiles(t testing.TB, dir string, p int32) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, partitionDirName(p), "*"+segmentSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// journalFile returns the one journal file in dir.
+func journalFile(t testing.TB, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, journalPrefix+"*"+journalSuffix))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("journal files in %s: %v (%v), want exactly one", dir, files, err)
+	}
+	return files[0]
+}
+
+// fileSize returns the size of path.
+func fileSize(t testing.TB, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// isCorrupt reports whether err wraps rlmm.ErrCorrupt.
+func isCorrupt(err error) bool { return errors.Is(err, rlmm.ErrCorrupt) }

@@ -1,0 +1,264 @@
+package filelog
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+)
+
+// Limits of one Poll, so a subscriber replaying a long partition gets it in
+// digestible batches.
+const (
+	maxPollRecords = 4096
+	maxPollBytes   = 4 << 20
+)
+
+// subscription reads the segment files directly: it buffers nothing, so Add
+// and Remove are exact by construction.
+type subscription struct {
+	log *Log
+
+	mu      sync.Mutex
+	next    map[int32]int64 // consumed partition -> next offset to deliver
+	changed chan struct{}   // closed and replaced on Add, Remove and Close
+	closed  bool
+}
+
+func (s *subscription) Add(p int32, offset int64) error {
+	if err := s.log.checkPartition(p); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("filelog: add partition %d at negative offset %d: %w", p, offset, rlmm.ErrInvalidArgument)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("filelog: add: subscription %w", rlmm.ErrClosed)
+	}
+	s.next[p] = offset
+	s.wakeLocked()
+	return nil
+}
+
+func (s *subscription) Remove(p int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("filelog: remove: subscription %w", rlmm.ErrClosed)
+	}
+	delete(s.next, p)
+	s.wakeLocked()
+	return nil
+}
+
+func (s *subscription) wakeLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *subscription) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.changed)
+	}
+	return nil
+}
+
+func (s *subscription) Poll(ctx context.Context) ([]eventlog.Record, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		recs, changed, appended, err := s.collect()
+		if err != nil || len(recs) > 0 {
+			return recs, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		case <-appended:
+		}
+	}
+}
+
+// collect reads the available records of the consumed partitions, within
+// the Poll limits, and advances their next offsets. With nothing available
+// it returns the channels to wait on.
+func (s *subscription) collect() ([]eventlog.Record, <-chan struct{}, <-chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, nil, fmt.Errorf("filelog: poll: subscription %w", rlmm.ErrClosed)
+	}
+	l := s.log
+	l.files.RLock()
+	defer l.files.RUnlock()
+	// Take the wake-up channel before reading, so an append that lands
+	// after the read still wakes us.
+	l.mu.Lock()
+	closed, appended := l.closed, l.appended
+	l.mu.Unlock()
+	if closed {
+		return nil, nil, nil, fmt.Errorf("filelog: poll: log %w", rlmm.ErrClosed)
+	}
+	var recs []eventlog.Record
+	budgetRecs, budgetBytes := maxPollRecords, maxPollBytes
+	for p, next := range s.next {
+		if budgetRecs <= 0 || budgetBytes <= 0 {
+			break
+		}
+		got, err := l.read(l.parts[p], next, budgetRecs, budgetBytes)
+		if err != nil {
+			if len(recs) > 0 {
+				break // deliver what we have; the error comes back next Poll
+			}
+			return nil, nil, nil, err
+		}
+		for _, r := range got {
+			budgetBytes -= len(r.Value) + frameHeaderSize
+		}
+		budgetRecs -= len(got)
+		if len(got) > 0 {
+			s.next[p] = got[len(got)-1].Offset + 1
+			recs = append(recs, got...)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, s.changed, appended, nil
+	}
+	return recs, nil, nil, nil
+}
+
+// read returns durable records of p from offset on, at most maxRecs of them
+// and about maxBytes (at least one record if any is available). The values
+// are fresh memory owned by the caller.
+func (l *Log) read(p *partition, from int64, maxRecs, maxBytes int) ([]eventlog.Record, error) {
+	p.mu.Lock()
+	hwm := p.hwm
+	if from >= hwm {
+		p.mu.Unlock()
+		return nil, nil
+	}
+	if p.overlay != nil && from >= p.overlayBase {
+		// Read-only: records recovered from the journal only.
+		var recs []eventlog.Record
+		for o := from; o < hwm && len(recs) < maxRecs && maxBytes > 0; o++ {
+			v := p.overlay[o-p.overlayBase]
+			recs = append(recs, eventlog.Record{Partition: p.id, Offset: o, Value: append([]byte(nil), v...)})
+			maxBytes -= len(v)
+		}
+		p.mu.Unlock()
+		return recs, nil
+	}
+	i := findSegment(p.segs, from)
+	if i < 0 {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("filelog: partition %d has no segment holding offset %d: %w", p.id, from, rlmm.ErrCorrupt)
+	}
+	seg := p.segs[i]
+	end := hwm // first offset not in this segment (or not durable)
+	if i+1 < len(p.segs) && p.segs[i+1].base < end {
+		end = p.segs[i+1].base
+	}
+	if p.overlay != nil && p.overlayBase < end {
+		end = p.overlayBase
+	}
+	p.mu.Unlock()
+
+	seg.mu.Lock()
+	if !seg.indexed {
+		if err := seg.buildIndex(p.id, end-seg.base); err != nil {
+			seg.mu.Unlock()
+			return nil, err
+		}
+	}
+	first := from - seg.base
+	last := min(end-seg.base, int64(len(seg.pos))) // exclusive
+	if first >= last {
+		seg.mu.Unlock()
+		return nil, nil
+	}
+	startPos := int64(seg.pos[first])
+	n := first + 1
+	for n < last && n-first < int64(maxRecs) && int64(seg.pos[n])-startPos < int64(maxBytes) {
+		n++
+	}
+	endPos := seg.size
+	if n < int64(len(seg.pos)) {
+		endPos = int64(seg.pos[n])
+	}
+	f := seg.f
+	seg.mu.Unlock()
+
+	buf := make([]byte, endPos-startPos)
+	if _, err := f.ReadAt(buf, startPos); err != nil {
+		return nil, fmt.Errorf("filelog: reading %s bytes %d-%d: %w", seg.path, startPos, endPos, err)
+	}
+	recs := make([]eventlog.Record, 0, n-first)
+	var pos int64
+	for o := from; o < seg.base+n; o++ {
+		payload, next, err := readFrame(buf, pos, uint64(o))
+		if err != nil {
+			return nil, fmt.Errorf("filelog: %s: partition %d offset %d: %w", seg.path, p.id, o, shiftFrameError(err, startPos))
+		}
+		// Cap each value so an append by the receiver cannot spill into
+		// the next one.
+		recs = append(recs, eventlog.Record{Partition: p.id, Offset: o, Value: payload[:len(payload):len(payload)]})
+		pos = next
+	}
+	return recs, nil
+}
+
+// shiftFrameError makes a frame error's position relative to the file.
+func shiftFrameError(err error, by int64) error {
+	if fe, ok := isFrameError(err); ok {
+		c := *fe
+		c.Pos += by
+		return &c
+	}
+	return err
+}
+
+// buildIndex reads a whole segment that recovery did not scan, checks every
+// record, and records their positions. want is the record count the next
+// segment's name implies. The caller holds seg.mu.
+func (seg *segment) buildIndex(partition int32, want int64) error {
+	data, err := readAll(seg.f)
+	if err != nil {
+		return fmt.Errorf("filelog: reading %s: %w", seg.path, err)
+	}
+	pos := make([]uint32, 0, want)
+	count, end, err := scanSegment(data, seg.base, func(_, p int64, _ []byte) { pos = append(pos, uint32(p)) })
+	if err != nil {
+		return fmt.Errorf("filelog: %s: partition %d offset %d: %w", seg.path, partition, seg.base+count, err)
+	}
+	if count != want {
+		return fmt.Errorf("filelog: %s: partition %d: segment holds %d records (offsets %d-%d) but the next segment starts at offset %d: %w",
+			seg.path, partition, count, seg.base, seg.base+count-1, seg.base+want, rlmm.ErrCorrupt)
+	}
+	seg.pos, seg.size, seg.count, seg.indexed = pos, end, count, true
+	return nil
+}
+
+// readAll reads a whole file through its handle.
+func readAll(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, fi.Size())
+	n, err := f.ReadAt(data, 0)
+	if err == io.EOF {
+		err = nil
+	}
+	return data[:n], err
+}
