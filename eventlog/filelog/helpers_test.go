@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -161,3 +163,87 @@ func fileSize(t testing.TB, path string) int64 {
 
 // isCorrupt reports whether err wraps rlmm.ErrCorrupt.
 func isCorrupt(err error) bool { return errors.Is(err, rlmm.ErrCorrupt) }
+
+// recordValue is the fixed-length value of record i of partition p, so byte
+// positions are easy to compute: record k of a segment starts at k*frameLen.
+func recordValue(p int32, i int) string { return fmt.Sprintf("p%02d-r%06d", p, i) }
+
+const frameLen = frameHeaderSize + 11 // 11 = len(recordValue(p, i))
+
+func wantValues(p int32, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = recordValue(p, i)
+	}
+	return out
+}
+
+func publishRecords(t testing.TB, l *Log, p int32, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		publishValues(t, l, p, recordValue(p, i))
+	}
+}
+
+func checkPartition(t testing.TB, l *Log, p int32, n int) {
+	t.Helper()
+	recs, err := readAllRecords(t, l, p)
+	if err != nil {
+		t.Fatalf("reading partition %d: %v", p, err)
+	}
+	if got, want := values(t, recs), wantValues(p, n); !slices.Equal(got, want) {
+		t.Fatalf("partition %d: %d records, want %d (first difference shown by values %v vs %v)", p, len(got), len(want), got[:min(3, len(got))], want[:min(3, len(want))])
+	}
+}
+
+// --- file surgery ---------------------------------------------------------
+
+func appendBytes(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cut(t *testing.T, path string, n int) {
+	t.Helper()
+	if err := os.Truncate(path, fileSize(t, path)-int64(n)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flipByte(t *testing.T, path string, pos int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
