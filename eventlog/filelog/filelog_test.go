@@ -438,4 +438,3 @@ func TestPublishArguments(t *testing.T) {
 		t.Errorf("value of exactly MaxRecordBytes: %v", err)
 	}
 }
-
