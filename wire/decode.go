@@ -67,12 +67,15 @@ func (r *reader) failAt(off int, field, format string, args ...any) {
 func (r *reader) remaining() int { return len(r.b) - r.off }
 
 // need reports whether n more bytes are there, failing the read if not.
-func (r *reader) need(n int, field string) bool {
+func (r *reader) need(n int, field string) bool { return r.needFor(r.off, n, field) }
+
+// needFor is need for a field that started at start (before its length).
+func (r *reader) needFor(start, n int, field string) bool {
 	if r.err != nil {
 		return false
 	}
 	if r.remaining() < n {
-		r.failAt(r.off, field, "truncated: need %d bytes, %d left", n, r.remaining())
+		r.failAt(start, field, "truncated: need %d bytes, %d left", n, r.remaining())
 		return false
 	}
 	return true
@@ -177,7 +180,7 @@ func (r *reader) compactString(field string) string {
 		r.failAt(start, field, "string length %d exceeds %d", n, maxStringLen)
 		return ""
 	}
-	if !r.need(int(n), field) {
+	if !r.needFor(start, int(n), field) {
 		return ""
 	}
 	s := string(r.b[r.off : r.off+int(n)])
@@ -188,11 +191,12 @@ func (r *reader) compactString(field string) string {
 // nullableBytes reads compact nullable bytes: nil for null, a non-nil
 // (possibly empty) copy otherwise.
 func (r *reader) nullableBytes(field string) []byte {
+	start := r.off
 	n := int32(r.uvarint(field)) - 1
 	if r.err != nil || n < 0 {
 		return nil
 	}
-	if !r.need(int(n), field) {
+	if !r.needFor(start, int(n), field) {
 		return nil
 	}
 	b := make([]byte, n)

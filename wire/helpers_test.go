@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -265,4 +266,16 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		return string(out)
 	}
 	return norm(a) == norm(b)
+}
+
+func errorsIsInvalid(err error) bool { return err != nil && errors.Is(err, rlmm.ErrInvalidArgument) }
+
+// ev returns a pointer to a copy of e (for tables).
+func ev(e Event) *Event { return &e }
+
+// segWith is the worked example's segment event, changed by f.
+func segWith(f func(m *rlmm.SegmentMetadata)) Event {
+	m := basicSegment()
+	f(&m)
+	return SegmentEvent(m)
 }
