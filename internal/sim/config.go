@@ -66,7 +66,7 @@ func Defaults() Config {
 		Topics:            3,
 		Partitions:        300,
 		ReplicationFactor: 2,
-		Rounds:            12,
+		Rounds:            30,
 		RecordsPerSegment: 1000,
 		Retain:            5,
 		CopyFailureRate:   0.05,
@@ -80,22 +80,21 @@ func Defaults() Config {
 	}
 }
 
-// withDefaults fills zero fields and validates the result.
-func (c Config) withDefaults() (Config, error) {
+// filled returns c with zero fields set to their defaults.
+func (c Config) filled() Config {
 	d := Defaults()
-	setInt := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{{&c.Brokers, d.Brokers}, {&c.Topics, d.Topics}, {&c.Partitions, d.Partitions}, {&c.Rounds, d.Rounds},
+		{&c.RecordsPerSegment, d.RecordsPerSegment}, {&c.Retain, d.Retain}, {&c.Concurrency, d.Concurrency}} {
+		if *f.v == 0 {
+			*f.v = f.def
 		}
 	}
-	setInt(&c.Brokers, d.Brokers)
-	setInt(&c.Topics, d.Topics)
-	setInt(&c.Partitions, d.Partitions)
-	setInt(&c.ReplicationFactor, min(d.ReplicationFactor, c.Brokers))
-	setInt(&c.Rounds, d.Rounds)
-	setInt(&c.RecordsPerSegment, d.RecordsPerSegment)
-	setInt(&c.Retain, d.Retain)
-	setInt(&c.Concurrency, d.Concurrency)
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = min(d.ReplicationFactor, c.Brokers)
+	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = d.SnapshotInterval
 	}
@@ -105,14 +104,30 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SettleTimeout == 0 {
 		c.SettleTimeout = d.SettleTimeout
 	}
-	bad := func(format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: "+format, append([]any{rlmm.ErrInvalidArgument}, args...)...)
-	}
+	return c
+}
+
+// withDefaults fills zero fields and validates the result.
+func (c Config) withDefaults() (Config, error) {
+	c = c.filled()
 	switch {
 	case c.Log == nil:
-		return bad("no event log")
+		return c, fmt.Errorf("%w: no event log", rlmm.ErrInvalidArgument)
 	case c.WorkDir == "":
-		return bad("no work directory for the brokers' snapshots")
+		return c, fmt.Errorf("%w: no work directory for the brokers' snapshots", rlmm.ErrInvalidArgument)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the sizes and rates (not Log and WorkDir), naming the
+// command-line flag of a bad value; zero values count as their defaults.
+// The error wraps rlmm.ErrInvalidArgument.
+func (c Config) Validate() error {
+	c = c.filled()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{rlmm.ErrInvalidArgument}, args...)...)
+	}
+	switch {
 	case c.Brokers < 2:
 		return bad("--brokers %d: need at least 2 (one is restarted while the others carry on)", c.Brokers)
 	case c.Topics < 2:
@@ -138,5 +153,5 @@ func (c Config) withDefaults() (Config, error) {
 	case c.SettleTimeout < 0 || c.ConsumeWait < 0:
 		return bad("timeouts must not be negative")
 	}
-	return c, nil
+	return nil
 }

@@ -64,7 +64,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &engine{cfg: c, master: rand.New(rand.NewPCG(uint64(c.Seed), 0x5eed)), baseMs: time.Now().UnixMilli()}
+	// The simulated clock ends about now: round r happens Rounds-r minutes ago.
+	e := &engine{cfg: c, master: rand.New(rand.NewPCG(uint64(c.Seed), 0x5eed)),
+		baseMs: time.Now().UnixMilli() - int64(c.Rounds+1)*roundMs}
 	defer e.closeBrokers()
 	return e.run(ctx)
 }
@@ -73,20 +75,25 @@ func (e *engine) run(ctx context.Context) (*Report, error) {
 	c := &e.cfg
 	started := time.Now()
 	e.layout()
-	units := int64(c.Rounds+c.Brokers) * int64(len(e.parts))
-	for _, p := range e.parts {
-		if p.topic == c.Topics-1 {
-			units++
-		}
-	}
-	e.setProgress(0, units, "starting brokers")
 	if err := e.startBrokers(ctx); err != nil {
 		return nil, err
 	}
-	stopRound := max(1, c.Rounds/3)
-	restartRound := max(stopRound+1, 2*c.Rounds/3)
-	deleteRound := (stopRound + restartRound) / 2
+	// One broker is down for one round, a rolling restart; the topic is
+	// deleted while it is down, so its restart replays the deletion.
+	stopRound := max(1, c.Rounds/2)
+	restartRound := stopRound + 1
+	deleteRound := stopRound
 	stopped := int32(e.master.IntN(c.Brokers))
+	// Progress units: a partition's round, a deleted partition, a
+	// partition checked on a broker at the end.
+	all, gone := int64(len(e.parts)), int64(0)
+	for _, p := range e.parts {
+		if p.topic == c.Topics-1 {
+			gone++
+		}
+	}
+	units := int64(deleteRound)*all + int64(c.Rounds-deleteRound)*(all-gone) + gone + int64(c.Brokers)*all
+	e.setProgress(0, units, "starting")
 	var restart Restart
 	for r := range c.Rounds {
 		if r == stopRound {

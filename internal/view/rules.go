@@ -48,6 +48,11 @@ const (
 	// SnapshotRecord: a snapshot record (api key 3) inside the topic, where
 	// Kafka never writes one; it is ignored. Warning.
 	SnapshotRecord Kind = "snapshot_record"
+	// TornTail: bytes after the last good record of an embedded log file,
+	// the remains of a write a crash interrupted (never acknowledged unless
+	// the journal restored it). A broker opening the log drops them.
+	// Warning.
+	TornTail Kind = "torn_tail"
 )
 
 // RecordRef locates a record in the metadata log.

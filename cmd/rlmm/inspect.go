@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+// inspectOptions are the flags of rlmm inspect.
+type inspectOptions struct {
+	log       *logFlags
+	topic     string
+	partition int32
+	segments  bool
+	events    bool
+	jsonOut   bool
+	quiet     bool
+	timeout   time.Duration
+}
+
+func newInspectCmd() *cobra.Command {
+	o := &inspectOptions{}
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show the remote log metadata of every user partition, read from an rlmm log or a Kafka cluster",
+		Long: `inspect reads a remote log metadata log from the start up to its end (sampled
+when it starts), read-only, and shows per user partition: segments by state,
+remote bytes, the offset range of the finished segments, the leader epochs with
+their highest remote offsets, and the partition delete state.
+
+The log is the embedded log of --dir (default ./rlmm-data: the newest
+` + "`rlmm simulate`" + ` run in it), or the __remote_log_metadata topic of the Kafka
+cluster given by --kafka, written by rlmm or by Java brokers. inspect never
+writes: the embedded log is opened without its lock, the Kafka topic is never
+created.`,
+		Example: `  rlmm inspect                                  # the newest simulate run in ./rlmm-data
+  rlmm inspect --dir rlmm-data/run-20260101-120000-seed1 --segments
+  rlmm inspect --kafka broker1:9092 --topic orders --partition 3 --segments
+  rlmm inspect --kafka broker1:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user ops --json
+  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runInspect(cmd, o) },
+	}
+	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
+	f := cmd.Flags()
+	f.StringVar(&o.topic, "topic", "", "show only this user topic")
+	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number (with or without --topic)")
+	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
+	f.BoolVar(&o.events, "events", false, "print every raw event in Kafka's formatter text (metadata partition, offset, value)")
+	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
+	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	return cmd
+}
+
+// keep reports whether tp passes the --topic and --partition filters.
+func (o *inspectOptions) keep(tp rlmm.TopicIDPartition) bool {
+	return (o.topic == "" || tp.Topic == o.topic) && (o.partition < 0 || tp.Partition == o.partition)
+}
+
+// jsonEvent is one raw event of inspect --events --json.
+type jsonEvent struct {
+	MetadataPartition int32       `json:"metadataPartition"`
+	Offset            int64       `json:"offset"`
+	Event             *wire.Event `json:"event,omitempty"`
+	Error             string      `json:"error,omitempty"`
+}
+
+// jsonSegment is one segment of inspect --segments --json.
+type jsonSegment struct {
+	ID               string           `json:"segmentId"`
+	State            string           `json:"state"`
+	StartOffset      int64            `json:"startOffset"`
+	EndOffset        int64            `json:"endOffset"`
+	LeaderEpochs     map[string]int64 `json:"segmentLeaderEpochs"`
+	SizeInBytes      int32            `json:"segmentSizeInBytes"`
+	BrokerID         int32            `json:"brokerId"`
+	MaxTimestampMs   int64            `json:"maxTimestampMs"`
+	EventTimestampMs int64            `json:"eventTimestampMs"`
+	CustomMetadata   *int             `json:"customMetadataBytes,omitempty"`
+	TxnIndexEmpty    bool             `json:"txnIdxEmpty"`
+}
+
+func toJSONSegment(m *rlmm.SegmentMetadata) jsonSegment {
+	s := jsonSegment{ID: m.ID.ID.String(), State: m.State.String(), StartOffset: m.StartOffset, EndOffset: m.EndOffset,
+		LeaderEpochs: map[string]int64{}, SizeInBytes: m.SizeInBytes, BrokerID: m.BrokerID,
+		MaxTimestampMs: m.MaxTimestampMs, EventTimestampMs: m.EventTimestampMs, TxnIndexEmpty: m.TxnIndexEmpty}
+	for _, e := range m.LeaderEpochs {
+		s.LeaderEpochs[strconv.Itoa(int(e.Epoch))] = e.StartOffset
+	}
+	if m.CustomMetadata != nil {
+		n := len(m.CustomMetadata)
+		s.CustomMetadata = &n
+	}
+	return s
+}
+
+// jsonPartition is one user partition of inspect --json.
+type jsonPartition struct {
+	view.PartitionSummary
+	Segments []jsonSegment `json:"segments,omitempty"`
+}
+
+// inspectJSON is the document inspect --json prints.
+type inspectJSON struct {
+	Source             string          `json:"source"`
+	MetadataPartitions int32           `json:"metadataPartitions"`
+	Counts             view.Counts     `json:"counts"`
+	NewestEventMs      int64           `json:"newestEventTimestampMs"`
+	Partitions         []jsonPartition `json:"partitions"`
+	Events             []jsonEvent     `json:"events,omitempty"`
+}
+
+func runInspect(cmd *cobra.Command, o *inspectOptions) error {
+	if o.timeout <= 0 {
+		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	src, err := o.log.openReadOnly(cmd.Context(), cmd, logger)
+	if err != nil {
+		return couldNotRun(err)
+	}
+	defer src.log.Close()
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+
+	var events []jsonEvent
+	var line []byte
+	onRecord := func(rec eventlog.Record, ev *wire.Event, derr error) error {
+		if !o.events {
+			return nil
+		}
+		if derr == nil {
+			if tp, ok := ev.TopicIDPartition(); ok && !o.keep(tp) {
+				return nil
+			}
+		}
+		if o.jsonOut {
+			je := jsonEvent{MetadataPartition: rec.Partition, Offset: rec.Offset}
+			if derr != nil {
+				je.Error = derr.Error()
+			} else {
+				evCopy := *ev
+				je.Event = &evCopy
+			}
+			events = append(events, je)
+			return nil
+		}
+		if derr != nil {
+			_, err := fmt.Fprintf(out, "partition: %d, offset: %d, undecodable: %v\n", rec.Partition, rec.Offset, derr)
+			return err
+		}
+		line = wire.AppendText(line[:0], rec.Partition, rec.Offset, ev)
+		_, err := out.Write(line)
+		return err
+	}
+	b, err := materialize(cmd.Context(), src, o.timeout, o.quiet, onRecord)
+	if err != nil {
+		return err
+	}
+	var parts []jsonPartition
+	for _, tp := range b.Partitions() {
+		if !o.keep(tp) {
+			continue
+		}
+		p := jsonPartition{PartitionSummary: b.Summary(tp)}
+		if o.segments {
+			segs := b.Segments(tp)
+			p.Segments = make([]jsonSegment, 0, len(segs))
+			for i := range segs {
+				p.Segments = append(p.Segments, toJSONSegment(&segs[i]))
+			}
+		}
+		parts = append(parts, p)
+	}
+	if o.jsonOut {
+		doc := inspectJSON{Source: src.name, MetadataPartitions: src.log.Partitions(), Counts: b.Counts(),
+			NewestEventMs: b.NewestEventMs(), Partitions: parts, Events: events}
+		if doc.Partitions == nil {
+			doc.Partitions = []jsonPartition{}
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	if o.events {
+		fmt.Fprintln(out)
+	}
+	return writeInspectText(out, src, b, parts, o.segments)
+}
+
+func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonPartition, segments bool) error {
+	c := b.Counts()
+	fmt.Fprintf(out, "%s: %d records in %d metadata partitions (%d undecodable, %d rejected by the state machine: see rlmm verify)\n",
+		src.name, c.Records, src.log.Partitions(), c.Undecodable, c.Rejected)
+	if newest := b.NewestEventMs(); newest >= 0 {
+		fmt.Fprintf(out, "newest event: %s\n", time.UnixMilli(newest).UTC().Format(time.RFC3339))
+	}
+	if len(parts) == 0 {
+		fmt.Fprintln(out, "no user partition matches")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tMETA\tCOPYING\tFINISHED\tDELETING\tREMOTE BYTES\tOFFSETS\tLEADER EPOCHS (highest offset)\tPARTITION DELETE")
+	for _, p := range parts {
+		s := &p.PartitionSummary
+		offsets := "-"
+		if s.StartOffset >= 0 {
+			offsets = fmt.Sprintf("[%d, %d]", s.StartOffset, s.EndOffset)
+		}
+		var epochs []string
+		for _, e := range s.Epochs {
+			epochs = append(epochs, fmt.Sprintf("%d:%d", e.Epoch, e.HighestOffset))
+		}
+		del := s.DeleteState
+		if del == "" {
+			del = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.TopicIDPartition, s.MetadataPartition,
+			s.SegmentsByState[rlmm.CopySegmentStarted.String()], s.SegmentsByState[rlmm.CopySegmentFinished.String()],
+			s.SegmentsByState[rlmm.DeleteSegmentStarted.String()], s.RemoteBytes, offsets, orDash(strings.Join(epochs, " ")), del)
+	}
+	if err := tw.Flush(); err != nil || !segments {
+		return err
+	}
+	for _, p := range parts {
+		segs := b.Segments(p.TopicIDPartition)
+		fmt.Fprintf(out, "\n%s: %d segments\n", p.TopicIDPartition, len(segs))
+		if len(segs) == 0 {
+			continue
+		}
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SEGMENT ID\tSTATE\tOFFSETS\tLEADER EPOCHS\tBYTES\tBROKER\tEVENT TIME")
+		for _, m := range segs {
+			var eb strings.Builder
+			rlmm.WriteEpochs(&eb, m.LeaderEpochs)
+			fmt.Fprintf(tw, "  %s\t%s\t[%d, %d]\t%s\t%d\t%d\t%s\n", m.ID.ID, m.State, m.StartOffset, m.EndOffset,
+				eb.String(), m.SizeInBytes, m.BrokerID, time.UnixMilli(m.EventTimestampMs).UTC().Format(time.RFC3339))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

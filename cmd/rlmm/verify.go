@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlmm-go/rlmm/internal/view"
+)
+
+// verifyOptions are the flags of rlmm verify.
+type verifyOptions struct {
+	log        *logFlags
+	stuckAfter time.Duration
+	reference  string
+	jsonOut    bool
+	quiet      bool
+	timeout    time.Duration
+}
+
+func newVerifyCmd() *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Find stuck, orphaned, rejected and inconsistent remote log metadata; exit 1 when there is any",
+		Long: `verify reads a remote log metadata log like inspect (read-only, from the start
+up to its end sampled when it starts) and reports every anomaly with the
+segment or record it concerns:
+
+  stuck_copy            a segment in COPY_SEGMENT_STARTED older than --stuck-after:
+                        its copy died; an orphan candidate whose remote data to
+                        clean up (the segment ids are listed)
+  stuck_delete          a segment in DELETE_SEGMENT_STARTED older than --stuck-after:
+                        its deletion never finished
+  rejected_event        an event the state machine rejects: an invalid transition,
+                        an update of an unknown segment (metadata partition, offset)
+  undecodable_record    a record that is not a metadata event (metadata partition, offset)
+  misrouted_event       an event in a metadata partition other than Kafka's
+                        partitioner gives its user partition: brokers never see it
+  overlapping_segments  finished segments covering the same offsets in one leader epoch
+  offset_gap            offsets of a leader epoch no finished segment covers,
+                        between two that do
+
+and, as warnings that do not change the exit status: segment metadata Kafka
+accepts but rlmm's stricter sanity checks fail (sanity_warning), partition
+delete states out of order (partition_delete_order), snapshot records inside
+the topic (snapshot_record) and torn tails of the embedded log (torn_tail).
+
+Ages are measured against the newest event timestamp in the log by default
+(--stuck-reference log), so verifying a copy of a log gives the same answer
+tomorrow; --stuck-reference now measures against the wall clock, which also
+catches a log where nothing has happened for long.
+
+Exit status: 0 no anomaly, 1 anomalies found, 2 could not run.`,
+		Example: `  rlmm verify                                   # the newest simulate run in ./rlmm-data
+  rlmm verify --kafka broker1:9092 --stuck-after 6h --stuck-reference now
+  rlmm verify --kafka broker1:9092 --json | jq '.anomalies[] | select(.kind == "stuck_copy") | .segmentIds[]'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, o) },
+	}
+	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
+	f := cmd.Flags()
+	f.DurationVar(&o.stuckAfter, "stuck-after", time.Hour, "a segment in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED longer than this is stuck")
+	f.StringVar(&o.reference, "stuck-reference", "log", "measure ages against the newest event of the log (log) or the wall clock (now)")
+	f.BoolVar(&o.jsonOut, "json", false, "print JSON for monitoring")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
+	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	_ = cmd.RegisterFlagCompletionFunc("stuck-reference", cobra.FixedCompletions([]string{"log", "now"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// verifyJSON is the document verify --json prints.
+type verifyJSON struct {
+	Source          string         `json:"source"`
+	Counts          view.Counts    `json:"counts"`
+	Partitions      int            `json:"userPartitions"`
+	ReferenceTimeMs int64          `json:"referenceTimeMs"`
+	Reference       string         `json:"stuckReference"`
+	StuckAfterMs    int64          `json:"stuckAfterMs"`
+	Failures        int            `json:"anomalyCount"`
+	Warnings        int            `json:"warningCount"`
+	OK              bool           `json:"ok"`
+	Anomalies       []view.Anomaly `json:"anomalies"`
+}
+
+func runVerify(cmd *cobra.Command, o *verifyOptions) error {
+	if o.stuckAfter <= 0 {
+		return usageErrorf("--stuck-after %s: must be positive (e.g. 30m, 1h, 24h)", o.stuckAfter)
+	}
+	if o.reference != "log" && o.reference != "now" {
+		return usageErrorf("--stuck-reference %q: must be log or now", o.reference)
+	}
+	if o.timeout <= 0 {
+		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	}
+	src, err := o.log.openReadOnly(cmd.Context(), cmd, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return couldNotRun(err)
+	}
+	defer src.log.Close()
+	b, err := materialize(cmd.Context(), src, o.timeout, o.quiet, nil)
+	if err != nil {
+		return err
+	}
+	ref := b.NewestEventMs()
+	if o.reference == "now" || ref < 0 {
+		ref = time.Now().UnixMilli()
+	}
+	anomalies := append(slices.Clone(src.tornTails), b.Anomalies(ref, o.stuckAfter)...)
+	failures := 0
+	for _, a := range anomalies {
+		if !a.Warning {
+			failures++
+		}
+	}
+	doc := verifyJSON{Source: src.name, Counts: b.Counts(), Partitions: len(b.Partitions()), ReferenceTimeMs: ref,
+		Reference: o.reference, StuckAfterMs: o.stuckAfter.Milliseconds(), Failures: failures,
+		Warnings: len(anomalies) - failures, OK: failures == 0, Anomalies: anomalies}
+	if doc.Anomalies == nil {
+		doc.Anomalies = []view.Anomaly{}
+	}
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	if o.jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(doc)
+	} else {
+		err = writeVerifyText(out, &doc)
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return couldNotRun(fmt.Errorf("writing the report: %w", err))
+	}
+	if failures > 0 {
+		return findings("verify: %d anomalies in %s", failures, src.name)
+	}
+	return nil
+}
+
+func writeVerifyText(out io.Writer, doc *verifyJSON) error {
+	refWhat := "the newest event"
+	if doc.Reference == "now" {
+		refWhat = "now"
+	}
+	fmt.Fprintf(out, "%s: %d records, %d user partitions; stuck means older than %s at %s (%s)\n",
+		doc.Source, doc.Counts.Records, doc.Partitions, time.Duration(doc.StuckAfterMs)*time.Millisecond,
+		time.UnixMilli(doc.ReferenceTimeMs).UTC().Format(time.RFC3339), refWhat)
+	var cleanup []view.Anomaly
+	for _, a := range doc.Anomalies {
+		fmt.Fprintln(out, a.String())
+		if a.Kind == view.StuckCopy {
+			cleanup = append(cleanup, a)
+		}
+	}
+	if len(cleanup) > 0 {
+		fmt.Fprintf(out, "\nsegments to clean up in remote storage (stuck copies, orphan candidates):\n")
+		for _, a := range cleanup {
+			for _, id := range a.SegmentIDs {
+				fmt.Fprintf(out, "  %s %s\n", a.TopicIDPartition, id)
+			}
+		}
+	}
+	if doc.OK {
+		_, err := fmt.Fprintf(out, "OK: no anomalies (%d warnings)\n", doc.Warnings)
+		return err
+	}
+	_, err := fmt.Fprintf(out, "FAILED: %d anomalies, %d warnings\n", doc.Failures, doc.Warnings)
+	return err
+}
