@@ -116,13 +116,10 @@ func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
 		if l.cfg.SkipTopicCreation {
 			return 0, fmt.Errorf("kafkalog: topic %s at %s: %w", l.cfg.Topic, strings.Join(l.cfg.BootstrapServers, ","), ErrTopicNotFound)
 		}
-		created, err := l.createTopic(ctx, len(brokers))
-		if err != nil {
+		if err := l.createTopic(ctx, len(brokers)); err != nil {
 			return 0, l.openError(parent, ctx, "creating topic "+l.cfg.Topic, err)
 		}
-		if created {
-			continue // describe again: the count now comes from the cluster
-		}
+		// Describe again: the count now comes from the cluster.
 	}
 }
 
@@ -165,9 +162,9 @@ func (l *Log) describeTopic(ctx context.Context) (int32, bool, error) {
 	return int32(len(d.Partitions)), true, nil
 }
 
-// createTopic creates the topic with Kafka's settings. It reports true also
-// when another client created it first.
-func (l *Log) createTopic(ctx context.Context, brokers int) (bool, error) {
+// createTopic creates the topic with Kafka's settings. Another client
+// creating it first is success too.
+func (l *Log) createTopic(ctx context.Context, brokers int) error {
 	partitions := l.cfg.NumPartitions
 	if partitions == 0 {
 		partitions = DefaultNumPartitions
@@ -196,14 +193,14 @@ func (l *Log) createTopic(ctx context.Context, brokers int) (bool, error) {
 	case err == nil:
 		l.log.Info("created metadata topic", "partitions", partitions, "replication_factor", rf,
 			"retention_ms", l.cfg.RetentionMs, "min_insync_replicas", minISR)
-		return true, nil
+		return nil
 	case errors.Is(err, kerr.TopicAlreadyExists):
-		return true, nil
+		return nil
 	default:
 		if resp.ErrMessage != "" {
 			err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
 		}
-		return false, fmt.Errorf("%d partitions, replication factor %d: %w", partitions, rf, err)
+		return fmt.Errorf("%d partitions, replication factor %d: %w", partitions, rf, err)
 	}
 }
 

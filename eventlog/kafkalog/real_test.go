@@ -1,0 +1,251 @@
+package kafkalog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/eventlogtest"
+)
+
+// The tests of this file run against a real Apache Kafka 4.4.0 broker,
+// started by `make test` through scripts/kafka.sh.
+
+func TestConformanceRealKafka(t *testing.T) {
+	addr := realBootstrap(t)
+	eventlogtest.Run(t, func(t *testing.T, partitions int32) eventlog.Log {
+		return openLog(t, testConfig(t, []string{addr}, partitions))
+	})
+}
+
+func TestSubscriptionAddedWhileProducingRealKafka(t *testing.T) {
+	addr := realBootstrap(t)
+	testSubscriptionAddedWhileProducing(t, openLog(t, testConfig(t, []string{addr}, 4)))
+}
+
+func TestOpenRealKafkaCreatesTopic(t *testing.T) {
+	addr := realBootstrap(t)
+	l := openLog(t, testConfig(t, []string{addr}, 0))
+	if l.Partitions() != DefaultNumPartitions {
+		t.Fatalf("Partitions() = %d, want Kafka's default %d", l.Partitions(), DefaultNumPartitions)
+	}
+	// A second log on the existing topic sees the same count.
+	again := openLog(t, Config{BootstrapServers: []string{addr}, Topic: l.Topic(), ConnectTimeout: testTimeout})
+	if again.Partitions() != DefaultNumPartitions {
+		t.Fatalf("reopened Partitions() = %d, want %d", again.Partitions(), DefaultNumPartitions)
+	}
+}
+
+// privateBroker starts a broker of its own in a temporary directory with
+// scripts/kafka.sh (so restarting it disturbs no other package's tests that
+// share the broker of make test) and stops it when the test ends. It returns
+// the broker's directory and address.
+func privateBroker(t *testing.T) (dir, addr string) {
+	t.Helper()
+	realBootstrap(t) // the jars and Java are there only where make test runs a broker
+	dir = t.TempDir()
+	out := kafkaScript(t, "start", dir)
+	t.Cleanup(func() { kafkaScript(t, "stop", dir) })
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), envBootstrap+"="); ok {
+			return dir, v
+		}
+	}
+	t.Fatalf("scripts/kafka.sh start printed no %s= line:\n%s", envBootstrap, out)
+	return "", ""
+}
+
+// kafkaScript runs scripts/kafka.sh with args and returns its stdout.
+func kafkaScript(t *testing.T, args ...string) string {
+	t.Helper()
+	script, err := filepath.Abs("../../scripts/kafka.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("scripts/kafka.sh %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestBrokerRestartWhilePublishing restarts a real broker while publishers
+// run and a subscription follows every partition: no acknowledged record is
+// lost or duplicated, publishing resumes, and the subscription delivers the
+// whole log in order across the restart.
+func TestBrokerRestartWhilePublishing(t *testing.T) {
+	started := time.Now()
+	dir, addr := privateBroker(t)
+	t.Logf("private broker started in %s", time.Since(started).Round(time.Millisecond))
+	const parts = 4
+	l := openLog(t, testConfig(t, []string{addr}, parts))
+	sub := subscribeLog(t, l)
+	for p := range int32(parts) {
+		if err := sub.Add(p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type ack struct {
+		p   int32
+		off int64
+	}
+	var (
+		mu      sync.Mutex
+		acked   = map[ack]string{}
+		counts  [parts]int
+		failed  int
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	for p := range int32(parts) {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				v := fmt.Sprintf("p%d-%d", p, i)
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				off, err := l.Publish(ctx, p, []byte(v))
+				cancel()
+				mu.Lock()
+				if err != nil {
+					failed++ // allowed while the broker is down; it may or may not be written
+				} else {
+					acked[ack{p, off}] = v
+					counts[p]++
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	snapshot := func() [parts]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts
+	}
+	waitEach := func(what string, min [parts]int) {
+		deadline := time.Now().Add(testTimeout)
+		for {
+			c := snapshot()
+			ok := true
+			for p := range parts {
+				if c[p] < min[p] {
+					ok = false
+				}
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: acknowledged per partition %v, want at least %v", what, c, min)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// The follower: polls all the time, also while the broker is down.
+	var (
+		dmu       sync.Mutex
+		delivered []eventlog.Record
+	)
+	pollErr := make(chan error, 1)
+	pollCtx, pollCancel := context.WithCancel(context.Background())
+	defer pollCancel()
+	var pollWG sync.WaitGroup
+	pollWG.Go(func() {
+		for {
+			recs, err := sub.Poll(pollCtx)
+			if err != nil {
+				if pollCtx.Err() == nil {
+					pollErr <- err
+				}
+				return
+			}
+			dmu.Lock()
+			delivered = append(delivered, recs...)
+			dmu.Unlock()
+		}
+	})
+
+	waitEach("before the restart", [parts]int{50, 50, 50, 50})
+	restartStart := time.Now()
+	kafkaScript(t, "restart", dir)
+	t.Logf("broker restarted in %s", time.Since(restartStart).Round(time.Millisecond))
+	before := snapshot()
+	waitEach("after the restart (publishing must resume)", [parts]int{before[0] + 50, before[1] + 50, before[2] + 50, before[3] + 50})
+	close(stop)
+	wg.Wait()
+
+	// The log holds every acknowledged record, once.
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	hw, err := l.HighWaterMarks(ctx, []int32{0, 1, 2, 3})
+	if err != nil {
+		t.Fatalf("HighWaterMarks after the restart: %v", err)
+	}
+	total := int64(0)
+	for _, h := range hw {
+		total += h
+	}
+	deadline := time.Now().Add(testTimeout)
+	for {
+		dmu.Lock()
+		n := int64(len(delivered))
+		dmu.Unlock()
+		if n >= total {
+			break
+		}
+		select {
+		case err := <-pollErr:
+			t.Fatalf("the subscription failed across the restart: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscription delivered %d of the %d records in the log", n, total)
+		}
+	}
+	pollCancel()
+	pollWG.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	next := make([]int64, parts)
+	seen := map[string]bool{}
+	for _, r := range delivered {
+		if r.Offset != next[r.Partition] {
+			t.Fatalf("the subscription delivered %d/%d, want offset %d: a gap or a repeat across the restart", r.Partition, r.Offset, next[r.Partition])
+		}
+		next[r.Partition]++
+		if seen[string(r.Value)] {
+			t.Fatalf("value %q is in the log twice (offset %d/%d): the idempotent producer duplicated it", r.Value, r.Partition, r.Offset)
+		}
+		seen[string(r.Value)] = true
+		if v, ok := acked[ack{r.Partition, r.Offset}]; ok && v != string(r.Value) {
+			t.Fatalf("%d/%d holds %q but Publish acknowledged %q there", r.Partition, r.Offset, r.Value, v)
+		}
+	}
+	for a, v := range acked {
+		if a.off >= next[a.p] {
+			t.Fatalf("acknowledged record %q at %d/%d is missing (partition has %d records)", v, a.p, a.off, next[a.p])
+		}
+	}
+	t.Logf("restart test: %d acknowledged, %d failed publishes while the broker was down, %d records in the log, high-water marks %v",
+		len(acked), failed, len(delivered), hw)
+}
