@@ -102,12 +102,12 @@ func TestBrokerRestartWhilePublishing(t *testing.T) {
 		off int64
 	}
 	var (
-		mu      sync.Mutex
-		acked   = map[ack]string{}
-		counts  [parts]int
-		failed  int
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
+		mu     sync.Mutex
+		acked  = map[ack]string{}
+		counts [parts]int
+		failed int
+		stop   = make(chan struct{})
+		wg     sync.WaitGroup
 	)
 	for p := range int32(parts) {
 		wg.Go(func() {
