@@ -125,7 +125,7 @@ func explainFilelog(err error, dir string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return usageErrorf("%s holds no rlmm log (%v)", dir, err)
 	case errors.Is(err, rlmm.ErrInvalidArgument), errors.Is(err, rlmm.ErrCorrupt):
-		return usageErrorf("%s cannot be read as an rlmm log: %v", dir, err)
+		return usageErrorf("%v", err)
 	case errors.Is(err, fs.ErrPermission):
 		return usageErrorf("%s cannot be read: permission denied (%v)", dir, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/wire"
 )
 
 // testTP is the user partition the rule tests use.
@@ -45,4 +46,27 @@ func mustEqualKinds(t *testing.T, as []Anomaly, want ...Kind) {
 			t.Fatalf("got anomalies %v, want kinds %v", as, want)
 		}
 	}
+}
+
+// metadataPartitions is the partition count of the logs the builder tests use.
+const metadataPartitions = 4
+
+// encode returns the record bytes of ev, failing t if it cannot be encoded.
+func encode(t *testing.T, ev wire.Event) []byte {
+	t.Helper()
+	b, err := wire.AppendEvent(nil, &ev)
+	if err != nil {
+		t.Fatalf("encoding %v: %v", ev, err)
+	}
+	return b
+}
+
+// update returns the update event of segment n of testTP to st.
+func update(n int64, st rlmm.SegmentState, tsMs int64) wire.Event {
+	return wire.UpdateEvent(rlmm.SegmentUpdate{ID: segID(n), EventTimestampMs: tsMs, State: st, BrokerID: 1})
+}
+
+// partitionDelete returns the partition delete event of testTP in st.
+func partitionDelete(st rlmm.PartitionDeleteState) wire.Event {
+	return wire.PartitionDeleteEvent(rlmm.PartitionDelete{TopicIDPartition: testTP, State: st, EventTimestampMs: 5, BrokerID: 1})
 }
