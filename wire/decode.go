@@ -66,23 +66,27 @@ func (r *reader) failAt(off int, field, format string, args ...any) {
 
 func (r *reader) remaining() int { return len(r.b) - r.off }
 
-// need reports whether n more bytes are there, failing the read if not.
-func (r *reader) need(n int, field string) bool { return r.needFor(r.off, n, field) }
-
-// needFor is need for a field that started at start (before its length).
+// needFor reports whether n more bytes are there for a field that started
+// at start (before its length), failing the read if not. After a failure
+// nothing is left (failAt moves to the end), so every later read fails too
+// and the first error stays.
 func (r *reader) needFor(start, n int, field string) bool {
-	if r.err != nil {
-		return false
-	}
-	if r.remaining() < n {
-		r.failAt(start, field, "truncated: need %d bytes, %d left", n, r.remaining())
+	if len(r.b)-r.off < n {
+		r.truncated(start, n, field)
 		return false
 	}
 	return true
 }
 
+// truncated records a read past the end (out of line, so that the reads
+// above stay small enough to inline).
+func (r *reader) truncated(start, n int, field string) {
+	r.failAt(start, field, "truncated: need %d bytes, %d left", n, r.remaining())
+}
+
 func (r *reader) int8(field string) int8 {
-	if !r.need(1, field) {
+	if len(r.b)-r.off < 1 {
+		r.truncated(r.off, 1, field)
 		return 0
 	}
 	v := r.b[r.off]
@@ -91,7 +95,8 @@ func (r *reader) int8(field string) int8 {
 }
 
 func (r *reader) int32(field string) int32 {
-	if !r.need(4, field) {
+	if len(r.b)-r.off < 4 {
+		r.truncated(r.off, 4, field)
 		return 0
 	}
 	v := binary.BigEndian.Uint32(r.b[r.off:])
@@ -100,7 +105,8 @@ func (r *reader) int32(field string) int32 {
 }
 
 func (r *reader) int64(field string) int64 {
-	if !r.need(8, field) {
+	if len(r.b)-r.off < 8 {
+		r.truncated(r.off, 8, field)
 		return 0
 	}
 	v := binary.BigEndian.Uint64(r.b[r.off:])
@@ -108,9 +114,9 @@ func (r *reader) int64(field string) int64 {
 	return int64(v)
 }
 
-func (r *reader) uuid(field string) rlmm.Uuid {
-	var u rlmm.Uuid
-	if !r.need(16, field) {
+func (r *reader) uuid(field string) (u rlmm.Uuid) {
+	if len(r.b)-r.off < 16 {
+		r.truncated(r.off, 16, field)
 		return u
 	}
 	copy(u[:], r.b[r.off:])
