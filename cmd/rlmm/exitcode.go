@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
 
 // Exit statuses of inspect, verify and simulate.
 const (
@@ -46,4 +50,10 @@ func couldNotRun(err error) error {
 // status 1); its report is already printed, the message sums it up.
 func findings(format string, args ...any) error {
 	return &statusError{code: exitFindings, err: fmt.Errorf(format, args...)}
+}
+
+// flagError makes a flag that does not parse a could-not-run error that
+// points to the command's help.
+func flagError(cmd *cobra.Command, err error) error {
+	return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 }

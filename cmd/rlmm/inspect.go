@@ -55,6 +55,7 @@ created.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInspect(cmd, o) },
 	}
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
+	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
 	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number (with or without --topic)")

@@ -62,6 +62,7 @@ the same workload.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
 	}
 	o.log = addLogFlags(cmd, "data directory: each run writes a fresh run-<time>-seed<seed> directory in it (log/ and brokers/)")
+	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	c := &o.cfg
 	f.Int32Var(&o.metadataPartitions, "metadata-partitions", 50, "partitions of the embedded metadata log (Kafka's remote.log.metadata.topic.num.partitions default)")

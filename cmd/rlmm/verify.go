@@ -65,6 +65,7 @@ Exit status: 0 no anomaly, 1 anomalies found, 2 could not run.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, o) },
 	}
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
+	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	f.DurationVar(&o.stuckAfter, "stuck-after", time.Hour, "a segment in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED longer than this is stuck")
 	f.StringVar(&o.reference, "stuck-reference", "log", "measure ages against the newest event of the log (log) or the wall clock (now)")

@@ -1,0 +1,179 @@
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog/filelog"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+// rlmmBinary is the path of the command under test.
+var rlmmBinary string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	if bin := os.Getenv("RLMM_BINARY"); bin != "" {
+		rlmmBinary = bin
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "rlmm-clitest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clitest:", err)
+		return 2
+	}
+	defer os.RemoveAll(dir)
+	rlmmBinary = filepath.Join(dir, "rlmm")
+	build := exec.Command("go", "build", "-o", rlmmBinary, "github.com/rlmm-go/rlmm/cmd/rlmm")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "clitest: building rlmm:", err)
+		return 2
+	}
+	return m.Run()
+}
+
+// result is what one run of the command produced.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs rlmm with args in dir and returns its output and exit status.
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rlmmBinary, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	default:
+		t.Fatalf("running rlmm %v: %v", args, err)
+	}
+	return res
+}
+
+// mustCode fails t unless r exited with code.
+func mustCode(t *testing.T, r result, code int, args ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("rlmm %v exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args, r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// simulateReport is the part of simulate's JSON report the tests check.
+type simulateReport struct {
+	OK                 bool     `json:"ok"`
+	Differences        []string `json:"differences"`
+	Rejected           int64    `json:"rejected"`
+	Events             int64    `json:"events"`
+	Mutations          int64    `json:"mutations"`
+	MutationsPerSec    float64  `json:"mutationsPerSec"`
+	Lookups            int64    `json:"lookups"`
+	LookupsPerSec      float64  `json:"lookupsPerSec"`
+	Partitions         int      `json:"partitions"`
+	Brokers            int      `json:"brokers"`
+	MetadataPartitions int32    `json:"metadataPartitions"`
+	LiveSegments       int64    `json:"liveSegments"`
+	SegmentsCopied     int64    `json:"segmentsCopied"`
+	MultiEpochSegments int64    `json:"multiEpochSegments"`
+	HeapBytesPerSeg    float64  `json:"heapBytesPerSegment"`
+	MutationLatency    struct {
+		Count int64   `json:"count"`
+		P50Us float64 `json:"p50Us"`
+		P99Us float64 `json:"p99Us"`
+		MaxUs float64 `json:"maxUs"`
+	} `json:"mutationLatency"`
+	Restart struct {
+		DurationMs     float64 `json:"durationMs"`
+		EventsReplayed int64   `json:"eventsReplayed"`
+		EventsTotal    int64   `json:"eventsTotal"`
+	} `json:"restart"`
+	RunDir string `json:"runDir"`
+}
+
+// smallSimulation is the argument list of a quick simulation.
+var smallSimulation = []string{"simulate", "--partitions", "12", "--rounds", "4", "--records-per-segment", "50",
+	"--lookups", "2", "--metadata-partitions", "6", "--seed", "5", "--json", "--quiet"}
+
+// simulate runs a small simulation in a new directory and returns the
+// working directory and the report.
+func simulate(t *testing.T) (string, simulateReport) {
+	t.Helper()
+	work := t.TempDir()
+	r := run(t, work, smallSimulation...)
+	mustCode(t, r, 0, smallSimulation...)
+	var rep simulateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("simulate --json printed no JSON report (%v):\n%s", err, r.stdout)
+	}
+	if !filepath.IsAbs(rep.RunDir) {
+		rep.RunDir = filepath.Join(work, rep.RunDir)
+	}
+	return work, rep
+}
+
+// publish appends raw records to the embedded log in dir, each to its
+// partition, and returns their offsets.
+func publish(t *testing.T, dir string, records []planted) []int64 {
+	t.Helper()
+	l, err := filelog.Open(dir, filelog.Options{})
+	if err != nil {
+		t.Fatalf("opening the simulated log to plant records: %v", err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offsets := make([]int64, len(records))
+	for i, r := range records {
+		if offsets[i], err = l.Publish(ctx, r.partition, r.value); err != nil {
+			t.Fatalf("planting record %d: %v", i, err)
+		}
+	}
+	return offsets
+}
+
+// planted is a raw record to plant in a log.
+type planted struct {
+	partition int32
+	value     []byte
+}
+
+// eventRecord encodes ev for the metadata partition Kafka's partitioner
+// gives its user partition.
+func eventRecord(t *testing.T, ev wire.Event, partitions int32) planted {
+	t.Helper()
+	b, err := wire.AppendEvent(nil, &ev)
+	if err != nil {
+		t.Fatalf("encoding %v: %v", ev, err)
+	}
+	tp, _ := ev.TopicIDPartition()
+	return planted{partition: wire.MetadataPartition(tp, partitions), value: b}
+}
+
+// newSegment returns a COPY_SEGMENT_STARTED segment of tp.
+func newSegment(tp rlmm.TopicIDPartition, start, end, tsMs int64) rlmm.SegmentMetadata {
+	return rlmm.SegmentMetadata{ID: rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.RandomUuid()}, StartOffset: start,
+		EndOffset: end, MaxTimestampMs: tsMs, BrokerID: 7, EventTimestampMs: tsMs,
+		LeaderEpochs: []rlmm.EpochStart{{Epoch: 0, StartOffset: start}}, SizeInBytes: 1000, State: rlmm.CopySegmentStarted}
+}
