@@ -152,3 +152,26 @@ func BenchmarkPublishConcurrent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPublish is Publish alone (no subscription following), to set the
+// log's own cost beside BenchmarkProduceSyncRTT.
+func BenchmarkPublish(b *testing.B) {
+	for _, target := range benchTargets(b) {
+		b.Run(target.name, func(b *testing.B) {
+			l := openLog(b, testConfig(b, target.addrs(b), 1))
+			ctx := context.Background()
+			value := make([]byte, benchValueSize)
+			samples := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if _, err := l.Publish(ctx, 0, value); err != nil {
+					b.Fatal(err)
+				}
+				samples = append(samples, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatencies(b, "", samples)
+		})
+	}
+}

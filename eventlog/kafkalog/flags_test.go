@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/spf13/pflag"
@@ -70,6 +71,85 @@ func TestFlags(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("Config(): %v", err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestParseProperties(t *testing.T) {
+	tests := []struct {
+		name    string
+		props   map[string]string
+		wantErr string
+		check   func(t *testing.T, c Config)
+	}{
+		{
+			name: "remote.log.metadata settings",
+			props: map[string]string{
+				"remote.log.metadata.common.client.bootstrap.servers": "a:9092,b:9092",
+				"remote.log.metadata.topic.num.partitions":            "10",
+				"remote.log.metadata.topic.replication.factor":        "2",
+				"remote.log.metadata.topic.min.isr":                   "1",
+				"remote.log.metadata.topic.retention.ms":              "-1",
+				"remote.log.metadata.consume.wait.ms":                 "30000",
+			},
+			check: func(t *testing.T, c Config) {
+				if c.BootstrapServers[0] != "a:9092,b:9092" || c.NumPartitions != 10 || c.ReplicationFactor != 2 ||
+					c.MinInSyncReplicas != 1 || c.RetentionMs != -1 || c.ConsumeWait != 30*time.Second || c.TLSEnable {
+					t.Errorf("got %+v", c)
+				}
+			},
+		},
+		{
+			name: "SASL_SSL with SCRAM and PEM stores",
+			props: map[string]string{
+				"bootstrap.servers":       "a:9093",
+				"security.protocol":       "SASL_SSL",
+				"sasl.mechanism":          "SCRAM-SHA-512",
+				"sasl.jaas.config":        `org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="p\"w";`,
+				"ssl.truststore.location": "/etc/ca.pem",
+				"ssl.truststore.type":     "PEM",
+				"ssl.keystore.location":   "/etc/client.pem",
+				"ssl.keystore.type":       "pem",
+			},
+			check: func(t *testing.T, c Config) {
+				if !c.TLSEnable || c.SASLMechanism != "SCRAM-SHA-512" || c.SASLUser != "alice" || c.SASLPassword != `p"w` ||
+					c.TLSCAFile != "/etc/ca.pem" || c.TLSCertFile != "/etc/client.pem" || c.TLSKeyFile != "/etc/client.pem" {
+					t.Errorf("got %+v", c)
+				}
+			},
+		},
+		{
+			name:  "SASL_PLAINTEXT defaults to PLAIN",
+			props: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_PLAINTEXT", "sasl.jaas.config": `x required username="u" password="p";`},
+			check: func(t *testing.T, c Config) {
+				if c.SASLMechanism != SASLPlain || c.TLSEnable {
+					t.Errorf("got %+v", c)
+				}
+			},
+		},
+		{name: "unknown key", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.topic.num.partition": "3"}, wantErr: "num.partition"},
+		{name: "zero partitions", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.topic.num.partitions": "0"}, wantErr: "num.partitions"},
+		{name: "retention 0", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.topic.retention.ms": "0"}, wantErr: "retention.ms"},
+		{name: "consume wait not a number", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.consume.wait.ms": "2m"}, wantErr: "consume.wait.ms"},
+		{name: "JKS truststore", props: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SSL", "ssl.truststore.location": "/x.jks"}, wantErr: "PEM"},
+		{name: "ssl settings on plaintext", props: map[string]string{"bootstrap.servers": "a:1", "ssl.truststore.location": "/x.pem", "ssl.truststore.type": "PEM"}, wantErr: "security.protocol"},
+		{name: "sasl without credentials", props: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_SSL"}, wantErr: "username"},
+		{name: "bad protocol", props: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "TLS"}, wantErr: "security.protocol"},
+		{name: "no servers", props: map[string]string{}, wantErr: "bootstrap"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseProperties(tc.props)
+			if tc.wantErr != "" {
+				if err == nil || !errors.Is(err, rlmm.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseProperties: %v; want rlmm.ErrInvalidArgument mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseProperties: %v", err)
 			}
 			tc.check(t, c)
 		})
