@@ -218,7 +218,8 @@ func (o *simulateOptions) openLog(ctx context.Context, cmd *cobra.Command, runDi
 		// Never the real __remote_log_metadata: a fresh topic per run.
 		cfg.Topic = "rlmm-simulate-" + time.Now().UTC().Format("20060102-150405")
 	}
-	if !cmd.Flags().Changed("kafka-partitions") {
+	if !cmd.Flags().Changed("kafka-partitions") && (!cmd.Flags().Changed("kafka-topic") || cmd.Flags().Changed("metadata-partitions")) {
+		// A named existing topic keeps its own count unless one is asked for.
 		cfg.NumPartitions = o.metadataPartitions
 	}
 	cfg.Logger = logger
