@@ -19,7 +19,10 @@
 //     explicitly that differs from the existing topic's is an error.
 //   - Publish produces to an explicit partition with a null key and the
 //     value as given, through an idempotent producer with acks=all; it
-//     returns the offset from the produce response. Concurrent publishers
+//     returns the offset from the produce response. "Durable" is Kafka's
+//     meaning: every in-sync replica has the record (and
+//     min.insync.replicas bounds how few they may be); brokers leave fsync to
+//     the operating system unless the topic says otherwise. Concurrent publishers
 //     share produce requests (the producer batches whatever is buffered
 //     while a request is in flight): that is the group commit.
 //   - A subscription is a kgo client of its own that consumes partitions

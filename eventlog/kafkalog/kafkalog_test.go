@@ -364,3 +364,32 @@ func TestHighWaterMarksAfterLeaderMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveredValuesDoNotShareCapacity checks a receiver can append to a
+// delivered value without changing the next record of the same fetch (kgo
+// slices both out of one buffer).
+func TestDeliveredValuesDoNotShareCapacity(t *testing.T) {
+	addrs := fakeCluster(t, 1).ListenAddrs()
+	l := openLog(t, testConfig(t, addrs, 1))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// One ProduceSync call: both records travel in one batch.
+	if err := cl.ProduceSync(context.Background(),
+		&kgo.Record{Topic: l.Topic(), Partition: 0, Value: []byte("first")},
+		&kgo.Record{Topic: l.Topic(), Partition: 0, Value: []byte("second")},
+	).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+	sub := subscribeLog(t, l)
+	if err := sub.Add(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := pollN(t, sub, 2)
+	_ = append(got[0].Value, "XXXXXXXX"...)
+	if string(got[1].Value) != "second" {
+		t.Fatalf("appending to the first value changed the second to %q", got[1].Value)
+	}
+}

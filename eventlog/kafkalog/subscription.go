@@ -194,7 +194,11 @@ func (s *subscription) filter(fetches kgo.Fetches, pollEpoch uint64) ([]eventlog
 				reseek = append(reseek, fp.Partition)
 				return
 			}
-			out = append(out, eventlog.Record{Partition: r.Partition, Offset: r.Offset, Value: r.Value})
+			// kgo slices values out of one fetch buffer; capping the
+			// capacity keeps a receiver's append from writing over the
+			// next record's bytes.
+			v := r.Value[:len(r.Value):len(r.Value)]
+			out = append(out, eventlog.Record{Partition: r.Partition, Offset: r.Offset, Value: v})
 			st.next = r.Offset + 1
 		}
 	})
