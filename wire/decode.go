@@ -80,6 +80,8 @@ func (r *reader) needFor(start, n int, field string) bool {
 
 // truncated records a read past the end (out of line, so that the reads
 // above stay small enough to inline).
+//
+//go:noinline
 func (r *reader) truncated(start, n int, field string) {
 	r.failAt(start, field, "truncated: need %d bytes, %d left", n, r.remaining())
 }
@@ -129,6 +131,17 @@ func (r *reader) uuid(field string) (u rlmm.Uuid) {
 // have its continuation bit set, and bits beyond 32 are dropped. The result
 // holds the bits of Java's int.
 func (r *reader) uvarint(field string) uint32 {
+	// Fast path: one byte, which is every length and count in practice.
+	if r.off < len(r.b) && r.b[r.off] < 0x80 {
+		v := r.b[r.off]
+		r.off++
+		return uint32(v)
+	}
+	return r.uvarintSlow(field)
+}
+
+// uvarintSlow is uvarint for a multi-byte (or missing) varint.
+func (r *reader) uvarintSlow(field string) uint32 {
 	if r.err != nil {
 		return 0
 	}
@@ -237,6 +250,16 @@ func (r *reader) arrayLen(field string, minElemSize int) int {
 // tag 0 is TxnIndexEmpty: like Kafka's generated reader, one byte is read as
 // the bool whatever the declared size. Every other tag is skipped.
 func (r *reader) taggedFields(field string, txnIndexEmpty *bool) {
+	// Fast path: no tagged fields, what Kafka writes almost always.
+	if r.off < len(r.b) && r.b[r.off] == 0 {
+		r.off++
+		return
+	}
+	r.taggedFieldsSlow(field, txnIndexEmpty)
+}
+
+// taggedFieldsSlow reads a tagged-field section that is not empty.
+func (r *reader) taggedFieldsSlow(field string, txnIndexEmpty *bool) {
 	start := r.off
 	count := int32(r.uvarint(field))
 	if r.err != nil {
