@@ -43,7 +43,7 @@ func newProgress(what, unit string, silent bool) *progress {
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
-			progressbar.OptionFullWidth(),
+			progressbar.OptionSetWidth(30),
 		)
 	}
 	p.last = p.start
