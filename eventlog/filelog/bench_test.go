@@ -1,0 +1,166 @@
+package filelog
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchValueSize is the record size of the benchmarks: about one encoded
+// remote log segment metadata event.
+const benchValueSize = 200
+
+// reportLatency reports the median and 99th percentile of samples as the
+// custom metrics p50-ns and p99-ns.
+func reportLatency(b *testing.B, samples []time.Duration) {
+	if len(samples) == 0 {
+		return
+	}
+	slices.Sort(samples)
+	b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkRawWriteFdatasync is the floor a durable publish stands on: one
+// 200-byte append and one fdatasync of a plain file on the same disk.
+func BenchmarkRawWriteFdatasync(b *testing.B) {
+	benchRawSync(b, fdatasync)
+}
+
+// BenchmarkRawWriteFsync is the same with fsync (os.File.Sync).
+func BenchmarkRawWriteFsync(b *testing.B) {
+	benchRawSync(b, (*os.File).Sync)
+}
+
+func benchRawSync(b *testing.B, sync func(*os.File) error) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "raw"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, benchValueSize)
+	samples := make([]time.Duration, 0, b.N)
+	b.SetBytes(benchValueSize)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := sync(f); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	reportLatency(b, samples)
+}
+
+// BenchmarkPublishLatency is one publisher, one record at a time, into a
+// 50-partition log (Kafka's default partition count of the metadata topic).
+func BenchmarkPublishLatency(b *testing.B) {
+	l := mustOpen(b, filepath.Join(b.TempDir(), "log"), Options{Partitions: 50})
+	defer mustClose(b, l)
+	ctx := context.Background()
+	value := make([]byte, benchValueSize)
+	samples := make([]time.Duration, 0, b.N)
+	b.SetBytes(benchValueSize)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if _, err := l.Publish(ctx, int32(i%50), value); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	reportLatency(b, samples)
+}
+
+// BenchmarkPublishConcurrent is 64 publishers, each publishing one record
+// at a time and waiting for it, over 1 or 50 partitions; b.N records in all.
+func BenchmarkPublishConcurrent(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		partitions int32
+	}{{"64pub-1part", 1}, {"64pub-50part", 50}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const publishers = 64
+			l := mustOpen(b, filepath.Join(b.TempDir(), "log"), Options{Partitions: bc.partitions})
+			defer mustClose(b, l)
+			value := make([]byte, benchValueSize)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var samples []time.Duration
+			b.SetBytes(benchValueSize)
+			b.ResetTimer()
+			start := time.Now()
+			for g := range publishers {
+				wg.Go(func() {
+					ctx := context.Background()
+					local := make([]time.Duration, 0, b.N/publishers+1)
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							break
+						}
+						t0 := time.Now()
+						if _, err := l.Publish(ctx, int32((int(i)+g)%int(bc.partitions)), value); err != nil {
+							b.Error(err)
+							return
+						}
+						local = append(local, time.Since(t0))
+					}
+					mu.Lock()
+					samples = append(samples, local...)
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+			st := l.Stats()
+			b.ReportMetric(float64(st.Records)/float64(max(st.Syncs, 1)), "records/fsync")
+			reportLatency(b, samples)
+		})
+	}
+}
+
+// BenchmarkReplay reads 100,000 records of one partition from the files,
+// as a manager replaying its metadata partition at start.
+func BenchmarkReplay(b *testing.B) {
+	l := mustOpen(b, filepath.Join(b.TempDir(), "log"), Options{Partitions: 1})
+	defer mustClose(b, l)
+	ctx := context.Background()
+	value := make([]byte, benchValueSize)
+	const n = 100_000
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			for range n / 64 {
+				if _, err := l.Publish(ctx, 0, value); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			_ = g
+		})
+	}
+	wg.Wait()
+	b.SetBytes(n / 64 * 64 * benchValueSize)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := readAllRecords(b, l, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n/64*64*b.N)/b.Elapsed().Seconds(), "records/s")
+}
