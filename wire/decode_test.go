@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -175,5 +176,38 @@ func TestDecodeCustomMetadataThreeWays(t *testing.T) {
 				t.Errorf("%s: custom metadata %#v came back as %#v", e.Key, c, gc)
 			}
 		}
+	}
+}
+
+// TestDecodeHostileLengths: lengths and counts far beyond the input are
+// refused before anything is allocated for them.
+func TestDecodeHostileLengths(t *testing.T) {
+	const (
+		offEpochsCnt = 81
+		offCustom    = 99
+	)
+	tests := []struct {
+		name string
+		hex  string
+	}{
+		{"custom metadata of 2 GiB", hex6_6[:2*offCustom] + "ffffffff07" + hex6_6[2*(offCustom+1):]},
+		{"999999 epochs", hex6_6[:2*offEpochsCnt] + "c0843d" + hex6_6[2*(offEpochsCnt+1):]},
+		{"topic name of 32767 bytes", hex6_6[:6] + "80ff01" + hex6_6[8:]},
+		{"9999 tagged fields", hex6_6[:2*101] + "8f4e"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := unhex(t, tc.hex)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := DecodeEvent(b)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, rlmm.ErrCorrupt) {
+				t.Fatalf("DecodeEvent: %v, want a corrupt-data error", err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 16<<10 {
+				t.Errorf("decoding %d hostile bytes allocated %d bytes", len(b), got)
+			}
+		})
 	}
 }

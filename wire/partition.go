@@ -19,7 +19,8 @@ func MetadataPartition(tp rlmm.TopicIDPartition, partitions int32) int32 {
 	}
 	h := javaObjectsHash(tp.TopicID.LeastSignificantBits(), tp.TopicID.MostSignificantBits(), tp.Partition)
 	m := murmur2Int32BE(h)
-	return int32(m&0x7fffffff) % partitions
+	// Both are non-negative: an unsigned division is the same and cheaper.
+	return int32((m & 0x7fffffff) % uint32(partitions))
 }
 
 // javaObjectsHash is Java's Objects.hash(Long lsb, Long msb, Integer p) in
