@@ -62,6 +62,11 @@ the same workload.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, o) },
 	}
 	o.log = addLogFlags(cmd, "data directory: each run writes a fresh run-<time>-seed<seed> directory in it (log/ and brokers/)")
+	if fl := cmd.Flags().Lookup("kafka-topic"); fl != nil {
+		// simulate never writes into the real metadata topic by default.
+		fl.DefValue = "rlmm-simulate-<time>, a fresh topic per run"
+		fl.Usage = "metadata topic to simulate in; it must be empty"
+	}
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	c := &o.cfg
