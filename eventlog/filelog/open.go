@@ -50,7 +50,16 @@ func Open(dir string, opts Options) (*Log, error) {
 		stop:         make(chan struct{}),
 		committerEnd: make(chan struct{}),
 	}
-	if err := l.open(); err != nil {
+	err := l.open()
+	// A read-only open races with the writer of a live log: a checkpoint or
+	// a segment roll between our directory listing and our reads can look
+	// like a segment ending before its checkpoint. Look again.
+	for attempt := 1; err != nil && opts.ReadOnly && errors.Is(err, rlmm.ErrCorrupt) && attempt < readOnlyAttempts; attempt++ {
+		l.closeFiles()
+		l.parts, l.torn = nil, nil
+		err = l.open()
+	}
+	if err != nil {
 		l.closeFiles()
 		return nil, err
 	}
@@ -59,6 +68,10 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	return l, nil
 }
+
+// readOnlyAttempts is how often a read-only Open tries to get a consistent
+// view of a log that is being written.
+const readOnlyAttempts = 3
 
 func (l *Log) open() error {
 	creating := l.opts.Partitions > 0 && !l.opts.ReadOnly
@@ -262,6 +275,10 @@ func (l *Log) loadJournal(partitions int32) (journalHeader, []journalRecord, err
 	}
 	path := filepath.Join(l.dir, journalName(seq))
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && l.opts.ReadOnly {
+		// Replaced by a checkpoint of the writer since we listed it.
+		return h, nil, fmt.Errorf("filelog: journal %s vanished while opening read-only: %w", path, rlmm.ErrCorrupt)
+	}
 	if err != nil {
 		return h, nil, fmt.Errorf("filelog: reading journal: %w", err)
 	}
