@@ -135,8 +135,8 @@ func explainFilelog(err error, dir string) error {
 // explainKafka turns a Kafka open error into one a person can act on.
 func explainKafka(err error, cfg kafkalog.Config) error {
 	if errors.Is(err, kafkalog.ErrTopicNotFound) {
-		return usageErrorf("the Kafka cluster at %s has no topic %s (is tiered storage enabled? is --kafka-topic right?): %v",
-			strings.Join(cfg.BootstrapServers, ","), cfg.Topic, err)
+		return usageErrorf("the Kafka cluster at %s has no topic %s (is tiered storage enabled? is --kafka-topic right?)",
+			strings.Join(cfg.BootstrapServers, ","), cfg.Topic)
 	}
 	return fmt.Errorf("%w", err)
 }
