@@ -26,6 +26,9 @@ var ErrTopicNotFound = fmt.Errorf("%w: metadata topic does not exist", rlmm.ErrI
 // before it gives up with ErrTimeout.
 const hwmRetryWait = 30 * time.Second
 
+// deliveryTimeout is Kafka's producer default delivery.timeout.ms.
+const deliveryTimeout = 2 * time.Minute
+
 // Log is an eventlog.Log over a Kafka topic. Create it with Open.
 type Log struct {
 	cfg        Config
@@ -59,6 +62,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default and needs acks=all
 		kgo.ProducerLinger(0),              // batching comes from records queued behind an in-flight request
+		// Kafka's delivery.timeout.ms: a record the cluster cannot take
+		// fails after 2 minutes even when the caller's ctx has no deadline.
+		kgo.RecordDeliveryTimeout(deliveryTimeout),
 	)
 	producer, err := kgo.NewClient(opts...)
 	if err != nil {
