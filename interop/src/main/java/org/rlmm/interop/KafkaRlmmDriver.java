@@ -539,11 +539,24 @@ public final class KafkaRlmmDriver {
                 throw e;
             }
         }
-        TopicDescription d = admin.describeTopics(List.of(METADATA_TOPIC)).allTopicNames()
-                .get(timeoutMs(), TimeUnit.MILLISECONDS).get(METADATA_TOPIC);
-        if (d.partitions().size() != want) {
-            throw new IllegalStateException(METADATA_TOPIC + " has " + d.partitions().size()
-                    + " partitions, --metadata-partitions says " + want);
+        // Wait until every partition has a leader before producing (fewer NOT_LEADER_OR_FOLLOWER retries).
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs());
+        while (true) {
+            TopicDescription d = admin.describeTopics(List.of(METADATA_TOPIC)).allTopicNames()
+                    .get(timeoutMs(), TimeUnit.MILLISECONDS).get(METADATA_TOPIC);
+            if (d.partitions().size() != want) {
+                throw new IllegalStateException(METADATA_TOPIC + " has " + d.partitions().size()
+                        + " partitions, --metadata-partitions says " + want);
+            }
+            long leaderless = d.partitions().stream().filter(p -> p.leader() == null || p.leader().id() < 0).count();
+            if (leaderless == 0) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(leaderless + " partition(s) of " + METADATA_TOPIC + " have no leader after "
+                        + timeoutMs() + " ms");
+            }
+            TimeUnit.MILLISECONDS.sleep(100);
         }
     }
 
@@ -561,6 +574,10 @@ public final class KafkaRlmmDriver {
         }
         Map<String, Object> pp = clientProps();
         pp.put(ProducerConfig.ACKS_CONFIG, "all");
+        // Not idempotent: right after topic creation 4.4.0 answered NOT_LEADER_OR_FOLLOWER and the idempotent
+        // producer then looped on OUT_OF_ORDER_SEQUENCE_NUMBER for good. One request in flight keeps order.
+        pp.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        pp.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         pp.put(ProducerConfig.LINGER_MS_CONFIG, "10");
         pp.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(512 * 1024));
         pp.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(256L * 1024 * 1024));
