@@ -130,11 +130,11 @@ func CheckSegments(tp rlmm.TopicIDPartition, segs []rlmm.SegmentMetadata, refMs 
 		if m.State == rlmm.CopySegmentStarted {
 			a.Kind = StuckCopy
 			a.Detail = fmt.Sprintf("segment %s [%d, %d] in %s for %s (broker %d): orphan candidate, clean up its remote data",
-				m.ID.ID, m.StartOffset, m.EndOffset, m.State, (time.Duration(age)*time.Millisecond).Round(time.Second), m.BrokerID)
+				m.ID.ID, m.StartOffset, m.EndOffset, m.State, (time.Duration(age) * time.Millisecond).Round(time.Second), m.BrokerID)
 		} else {
 			a.Kind = StuckDelete
 			a.Detail = fmt.Sprintf("segment %s [%d, %d] in %s for %s (broker %d): deletion never finished, remote data may remain",
-				m.ID.ID, m.StartOffset, m.EndOffset, m.State, (time.Duration(age)*time.Millisecond).Round(time.Second), m.BrokerID)
+				m.ID.ID, m.StartOffset, m.EndOffset, m.State, (time.Duration(age) * time.Millisecond).Round(time.Second), m.BrokerID)
 		}
 		out = append(out, a)
 	}
