@@ -1,0 +1,77 @@
+// Package memory is the in-memory remote log metadata manager: the lifecycle
+// state machine of remote log segments and the canonical cache that answers
+// every read. It implements rlmm.Manager on its own (every partition counts
+// as assigned and ready; a mutation applies at once and returns the state
+// machine's verdict), and the topic-based manager wraps it as its cache,
+// using CheckAddSegment / CheckUpdateSegment / CheckPartitionDelete to
+// validate before publishing, Export / Import for snapshots, DropPartition
+// when a metadata partition is unassigned, and View for the CLI.
+//
+// It uses only the standard library: the state is plain Go data behind
+// sync locks.
+//
+// # Semantics
+//
+// Kafka's RemoteLogMetadataCache (KIP-405), with these deliberate
+// differences:
+//
+//   - A rejected mutation changes nothing and says why: an invalid argument
+//     (rlmm.ErrInvalidArgument), an update of an unknown segment
+//     (rlmm.ErrUnknownSegment) or a transition the state forbids
+//     (*rlmm.TransitionError, matching rlmm.ErrInvalidTransition). Kafka
+//     drops such events with a log line, or (before 3.7, and for an update
+//     to COPY_SEGMENT_STARTED still today) stops its consumer thread.
+//     Self-transitions are idempotent successes, as in Kafka.
+//   - Adding a segment id that exists is the transition from its state to
+//     COPY_SEGMENT_STARTED: while it is still STARTED a success that changes
+//     nothing (a retried add keeps the first metadata), otherwise a
+//     *rlmm.TransitionError. Kafka drops it silently.
+//   - SegmentForOffset returns a COPY_SEGMENT_FINISHED segment whose range
+//     for the epoch covers the offset whenever one exists; where several
+//     do, the one that finished last (Kafka's intent: a re-upload after a
+//     leader change replaces the older copy). Kafka's floor-entry index can
+//     answer empty although a finished segment covers the offset, and can
+//     lose a segment from its epoch list (kafka-rlmm.md §5.3): with A =
+//     [0, 100] then B = [50, 80] finished in one epoch, Kafka finds nothing
+//     at 90, we find A; with C = [200, 300] then D = [200, 250], Kafka
+//     drops C from the epoch's list and finds nothing at 260, we list both
+//     and find C. When the newest segment is deleted, the older ones it
+//     covered become visible again. Only finished segments are returned.
+//   - HighestOffsetForEpoch is Kafka's: the highest epoch end offset of any
+//     segment that reached COPY_SEGMENT_FINISHED; it never decreases.
+//   - ListSegments (unordered in Kafka) and ListSegmentsForEpoch (ties in
+//     hash order in Kafka) return every segment not yet
+//     DELETE_SEGMENT_FINISHED ordered by start offset, then end offset,
+//     then segment id. RemoteLogSize sums ListSegmentsForEpoch.
+//   - NextSegmentWithTxnIndex is Kafka 4.0's walk over SegmentForOffset.
+//   - Partition deletion, as in Kafka, accepts any state in any order:
+//     MARKED and STARTED keep the segments visible, FINISHED drops the
+//     partition's whole state. A partition that holds nothing at all (no
+//     segment, no epoch, no delete state) is forgotten.
+//   - A partition nobody wrote to is a miss (false, empty, 0, no error);
+//     Kafka's cache throws RemoteResourceNotFoundException.
+//   - Returned values are copies: nothing a caller does to a returned slice
+//     reaches the cache, and the cache keeps its own copy of what it is
+//     given. Copying a segment's leader epochs costs an allocation, so
+//     SegmentForOffset allocates once per hit; SegmentForOffsetInto reuses
+//     the caller's slices and is the zero-allocation path for the fetch loop.
+//
+// # Concurrency
+//
+// Safe for concurrent use: any number of readers and one writer at a time
+// (mutations are serialized). Each partition has its own read-write lock
+// which a mutation holds only while it writes that one event, so a reader
+// waits at most for one event's apply; Export holds the writer lock only,
+// so it delays mutations but never reads.
+//
+// # Representation
+//
+// A partition interns its TopicIDPartition once and stores segments in a
+// compact 88-byte form in chunks of 256 (growing a partition never copies
+// more than a chunk), with an id map for updates. Each leader epoch keeps
+// an "envelope": the runs of offsets, sorted, each naming the newest
+// finished segment that covers them. A lookup is one binary search in it.
+// Finishing a segment paints its range over the envelope; deleting it
+// uncovers what lies beneath, which needs a scan of the partition only in
+// epochs where finished segments have ever overlapped.
+package memory

@@ -1,0 +1,239 @@
+package memory
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// PartitionState is the whole state of one user partition, as Export returns
+// it and Import takes it (the snapshot's unit).
+type PartitionState struct {
+	TopicIDPartition rlmm.TopicIDPartition
+	// Segments holds every segment not DELETE_SEGMENT_FINISHED, ascending by
+	// when each last changed state: the order Import re-inserts them in, so
+	// that the newest finished segment still wins each lookup.
+	Segments []rlmm.SegmentMetadata
+	// HighestOffsets holds, per epoch, the never-decreasing highest finished
+	// offset, sorted by epoch. Epochs without a finished segment are absent.
+	HighestOffsets []EpochOffset
+	// Delete is the latest partition-delete event, nil if none.
+	Delete *rlmm.PartitionDelete
+}
+
+// EpochOffset pairs a leader epoch with an offset.
+type EpochOffset struct {
+	Epoch  int32
+	Offset int64
+}
+
+// Export returns a copy of the state of every partition for which keep
+// returns true (keep nil = all), sorted like Partitions. The copy is
+// consistent: no change is applied while it is taken (reads go on). Export
+// then Import into a fresh Manager reproduces every read exactly. After
+// Close it returns nil.
+func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if m.closed.Load() {
+		return nil
+	}
+	tps := slices.SortedFunc(maps.Keys(m.parts), compareTP)
+	out := make([]PartitionState, 0, len(tps))
+	for _, tp := range tps {
+		if keep != nil && !keep(tp) {
+			continue
+		}
+		// The writer lock keeps the partition still: no read lock needed.
+		out = append(out, m.parts[tp].export())
+	}
+	return out
+}
+
+func (p *partition) export() PartitionState {
+	st := PartitionState{TopicIDPartition: p.tp}
+	idx := p.liveSlots(make([]int32, 0, p.live), 0, true)
+	slices.SortFunc(idx, func(a, b int32) int { return cmpUint64(p.slot(a).seq, p.slot(b).seq) })
+	st.Segments = p.copies(idx)
+	for _, es := range p.epochs {
+		if es.hasHighest {
+			st.HighestOffsets = append(st.HighestOffsets, EpochOffset{Epoch: es.epoch, Offset: es.highest})
+		}
+	}
+	if p.hasDel {
+		d := p.del
+		st.Delete = &d
+	}
+	return st
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Import replaces the state of exactly the partitions it is given (a state
+// with nothing in it removes the partition). It checks every state first and
+// changes nothing when one is invalid (rlmm.ErrInvalidArgument naming the
+// partition and what is wrong): a segment that fails Validate, belongs to
+// another partition, is DELETE_SEGMENT_FINISHED or repeats an id; highest
+// offsets not sorted by epoch without duplicates; a delete of another
+// partition, with an undefined state, or DELETE_PARTITION_FINISHED (which
+// leaves no state to import); a partition given twice.
+func (m *Manager) Import(states []PartitionState) error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if m.closed.Load() {
+		return errClosed()
+	}
+	seen := make(map[rlmm.TopicIDPartition]struct{}, len(states))
+	for k := range states {
+		if err := checkState(&states[k]); err != nil {
+			return err
+		}
+		tp := states[k].TopicIDPartition
+		if _, dup := seen[tp]; dup {
+			return fmt.Errorf("%w: import: partition %s given twice", rlmm.ErrInvalidArgument, tp)
+		}
+		seen[tp] = struct{}{}
+	}
+	for k := range states {
+		p := buildPartition(&states[k])
+		m.dropPartition(p.tp)
+		if !p.empty() {
+			m.putPartition(p)
+		}
+	}
+	return nil
+}
+
+func checkState(st *PartitionState) error {
+	tp := st.TopicIDPartition
+	ids := make(map[rlmm.Uuid]struct{}, len(st.Segments))
+	for k := range st.Segments {
+		md := &st.Segments[k]
+		if err := md.Validate(); err != nil {
+			return fmt.Errorf("import: partition %s: %w", tp, err)
+		}
+		if md.ID.TopicIDPartition != tp {
+			return fmt.Errorf("%w: import: partition %s: segment %s belongs to %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.ID.TopicIDPartition)
+		}
+		if md.State == rlmm.DeleteSegmentFinished {
+			return fmt.Errorf("%w: import: partition %s: segment %s is %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.State)
+		}
+		if _, dup := ids[md.ID.ID]; dup {
+			return fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID)
+		}
+		ids[md.ID.ID] = struct{}{}
+	}
+	for k := 1; k < len(st.HighestOffsets); k++ {
+		if st.HighestOffsets[k].Epoch <= st.HighestOffsets[k-1].Epoch {
+			return fmt.Errorf("%w: import: partition %s: highest offsets not sorted by epoch (epoch %d after %d)",
+				rlmm.ErrInvalidArgument, tp, st.HighestOffsets[k].Epoch, st.HighestOffsets[k-1].Epoch)
+		}
+	}
+	if d := st.Delete; d != nil {
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		if d.TopicIDPartition != tp {
+			return fmt.Errorf("%w: import: partition %s: delete state of %s", rlmm.ErrInvalidArgument, tp, d.TopicIDPartition)
+		}
+		if d.State == rlmm.DeletePartitionFinished {
+			return fmt.Errorf("%w: import: partition %s: delete state %s leaves no state to import", rlmm.ErrInvalidArgument, tp, d.State)
+		}
+	}
+	return nil
+}
+
+// buildPartition makes a partition from a checked state; it is not yet
+// visible to readers.
+func buildPartition(st *PartitionState) *partition {
+	p := newPartition(st.TopicIDPartition)
+	for k := range st.Segments {
+		md := &st.Segments[k]
+		i := p.add(md)
+		if md.State == rlmm.CopySegmentFinished {
+			p.finish(i)
+		}
+	}
+	for _, eo := range st.HighestOffsets {
+		es := p.epochFor(eo.Epoch)
+		if !es.hasHighest || eo.Offset > es.highest {
+			es.highest, es.hasHighest = eo.Offset, true
+		}
+	}
+	if st.Delete != nil {
+		p.del, p.hasDel = *st.Delete, true
+	}
+	return p
+}
+
+// PartitionView is a cheap per-partition summary for the CLI.
+type PartitionView struct {
+	TopicIDPartition rlmm.TopicIDPartition
+	// SegmentsByState counts live segments, indexed by rlmm.SegmentState
+	// (the DELETE_SEGMENT_FINISHED count is always 0: those are forgotten).
+	SegmentsByState [4]int
+	// RemoteBytes sums the sizes of live segments.
+	RemoteBytes int64
+	// StartOffset and EndOffset are the lowest start and highest end offsets
+	// of live segments, -1 and -1 when there is none.
+	StartOffset, EndOffset int64
+	// Epochs lists, sorted, each epoch carried by a live segment or with a
+	// finished offset, with its highest finished offset (Offset -1 when no
+	// segment of it has finished).
+	Epochs []EpochOffset
+	// Delete is the latest partition-delete event, nil if none.
+	Delete *rlmm.PartitionDelete
+}
+
+// View summarizes tp; false when tp has no state (or after Close).
+func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
+	if m.closed.Load() {
+		return PartitionView{}, false
+	}
+	p := m.lookup(tp)
+	if p == nil {
+		return PartitionView{}, false
+	}
+	defer p.mu.RUnlock()
+	v := PartitionView{TopicIDPartition: p.tp, RemoteBytes: p.bytes, StartOffset: -1, EndOffset: -1}
+	for st, n := range p.counts {
+		v.SegmentsByState[st] = int(n)
+	}
+	for c := range p.chunks {
+		for o := range p.chunks[c] {
+			s := &p.chunks[c][o]
+			if !s.used {
+				continue
+			}
+			if v.StartOffset < 0 || s.start < v.StartOffset {
+				v.StartOffset = s.start
+			}
+			if s.end > v.EndOffset {
+				v.EndOffset = s.end
+			}
+		}
+	}
+	v.Epochs = make([]EpochOffset, 0, len(p.epochs))
+	for _, es := range p.epochs {
+		off := int64(-1)
+		if es.hasHighest {
+			off = es.highest
+		}
+		v.Epochs = append(v.Epochs, EpochOffset{Epoch: es.epoch, Offset: off})
+	}
+	if p.hasDel {
+		d := p.del
+		v.Delete = &d
+	}
+	return v, true
+}

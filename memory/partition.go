@@ -1,0 +1,653 @@
+package memory
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// Segments live in chunks of chunkSize slots so that growing a partition never
+// copies more than one chunk while readers wait on the partition lock.
+const (
+	chunkBits = 8
+	chunkSize = 1 << chunkBits
+	chunkMask = chunkSize - 1
+)
+
+// segExtra holds what most segments do not have: more than one leader epoch,
+// or custom metadata. Keeping it out of line keeps seg small.
+type segExtra struct {
+	// epochs is the full epoch list when the segment has more than one epoch.
+	epochs []rlmm.EpochStart
+	// custom is the custom metadata; nil means absent.
+	custom []byte
+}
+
+// seg is the compact form of one live segment (88 bytes). The topic partition
+// is not stored: it is the partition's, interned once.
+type seg struct {
+	id      rlmm.Uuid
+	start   int64
+	end     int64
+	maxTs   int64
+	eventTs int64
+	// seq orders the segment's last applied change within its partition:
+	// the newest FINISHED segment wins a lookup, and Export lists segments
+	// by it so that Import reproduces the same order.
+	seq uint64
+	// e0Start/e0 are the first leader epoch, inline for single-epoch segments.
+	e0Start  int64
+	extra    *segExtra
+	e0       int32
+	broker   int32
+	size     int32
+	state    rlmm.SegmentState
+	txnEmpty bool
+	used     bool
+}
+
+// epochs returns the segment's leader epochs without allocating when scratch
+// has room for one entry.
+func (s *seg) epochList(scratch *[1]rlmm.EpochStart) []rlmm.EpochStart {
+	if s.extra != nil && s.extra.epochs != nil {
+		return s.extra.epochs
+	}
+	scratch[0] = rlmm.EpochStart{Epoch: s.e0, StartOffset: s.e0Start}
+	return scratch[:]
+}
+
+// epochRange returns the offsets [start, end] of epoch e inside the segment
+// (Kafka's rule: up to the next epoch's start minus one, or the segment end).
+func (s *seg) epochRange(e int32) (start, end int64, ok bool) {
+	if s.extra == nil || s.extra.epochs == nil {
+		if e != s.e0 {
+			return 0, 0, false
+		}
+		return s.e0Start, s.end, true
+	}
+	eps := s.extra.epochs
+	i, found := slices.BinarySearchFunc(eps, e, cmpEpoch)
+	if !found {
+		return 0, 0, false
+	}
+	end = s.end
+	if i+1 < len(eps) {
+		end = eps[i+1].StartOffset - 1
+	}
+	return eps[i].StartOffset, end, true
+}
+
+func cmpEpoch(e rlmm.EpochStart, t int32) int {
+	switch {
+	case e.Epoch < t:
+		return -1
+	case e.Epoch > t:
+		return 1
+	}
+	return 0
+}
+
+// custom returns the stored custom metadata (nil when absent).
+func (s *seg) custom() []byte {
+	if s.extra == nil {
+		return nil
+	}
+	return s.extra.custom
+}
+
+// setCustom stores a private copy of c (nil stays absent, empty stays empty).
+func (s *seg) setCustom(c []byte) {
+	if c == nil {
+		if s.extra != nil {
+			s.extra.custom = nil
+			if s.extra.epochs == nil {
+				s.extra = nil
+			}
+		}
+		return
+	}
+	if s.extra == nil {
+		s.extra = &segExtra{}
+	}
+	s.extra.custom = append(make([]byte, 0, len(c)), c...)
+}
+
+// load fills s from md (which passed Validate); the caller sets seq and used.
+func (s *seg) load(md *rlmm.SegmentMetadata) {
+	*s = seg{
+		id: md.ID.ID, start: md.StartOffset, end: md.EndOffset, maxTs: md.MaxTimestampMs,
+		eventTs: md.EventTimestampMs, e0: md.LeaderEpochs[0].Epoch, e0Start: md.LeaderEpochs[0].StartOffset,
+		broker: md.BrokerID, size: md.SizeInBytes, state: md.State, txnEmpty: md.TxnIndexEmpty,
+	}
+	if len(md.LeaderEpochs) > 1 {
+		s.extra = &segExtra{epochs: slices.Clone(md.LeaderEpochs)}
+	}
+	s.setCustom(md.CustomMetadata)
+}
+
+// fill writes the segment into dst, reusing dst's slices: a copy the caller owns.
+func (s *seg) fill(tp rlmm.TopicIDPartition, dst *rlmm.SegmentMetadata) {
+	epochs := dst.LeaderEpochs[:0]
+	if s.extra != nil && s.extra.epochs != nil {
+		epochs = append(epochs, s.extra.epochs...)
+	} else {
+		epochs = append(epochs, rlmm.EpochStart{Epoch: s.e0, StartOffset: s.e0Start})
+	}
+	custom := dst.CustomMetadata
+	if c := s.custom(); c != nil {
+		custom = append(custom[:0], c...)
+		if custom == nil {
+			custom = []byte{}
+		}
+	} else {
+		custom = nil
+	}
+	*dst = rlmm.SegmentMetadata{
+		ID:          rlmm.SegmentID{TopicIDPartition: tp, ID: s.id},
+		StartOffset: s.start, EndOffset: s.end, MaxTimestampMs: s.maxTs, BrokerID: s.broker,
+		EventTimestampMs: s.eventTs, LeaderEpochs: epochs, SizeInBytes: s.size,
+		CustomMetadata: custom, State: s.state, TxnIndexEmpty: s.txnEmpty,
+	}
+}
+
+// piece is one run of the lookup envelope of an epoch: from start on, seg is
+// the newest finished segment covering the offset. A piece ends before the
+// next piece's start or at seg's end for the epoch, whichever comes first.
+// (A piece cut short by a newer segment is always followed by that
+// segment's piece, so the end never needs storing.)
+type piece struct {
+	start int64
+	seg   int32
+}
+
+// epochState is the per-epoch index of a partition.
+type epochState struct {
+	epoch int32
+	// refs counts the live segments that carry the epoch.
+	refs int32
+	// hasHighest/highest: Kafka's highestLogOffset, the max epoch end over
+	// every FINISHED event of the epoch; it never decreases.
+	hasHighest bool
+	// overlapped is set once a finished segment of the epoch overlapped
+	// another; until then every finished segment is exactly one piece and a
+	// delete removes that piece without searching for what lies beneath.
+	overlapped bool
+	highest    int64
+	// pieces is the envelope, sorted by start: a lookup is one binary search.
+	pieces []piece
+}
+
+// partition is the state of one user partition. The Manager's writer lock
+// serializes every change; mu keeps readers out only while a change is
+// written, so reads are never blocked for longer than one event's apply.
+type partition struct {
+	mu sync.RWMutex
+	tp rlmm.TopicIDPartition
+	// dead is set when the partition was dropped or replaced: a reader that
+	// raced with that looks the partition up again.
+	dead bool
+
+	chunks [][]seg
+	slots  int32 // slots handed out so far
+	free   []int32
+	byID   map[rlmm.Uuid]int32
+
+	epochs []epochState // sorted by epoch
+
+	del    rlmm.PartitionDelete
+	hasDel bool
+
+	seq    uint64
+	counts [4]int32 // live segments by state (DELETE_SEGMENT_FINISHED is always 0)
+	bytes  int64    // sum of sizes of live segments
+	live   int32
+}
+
+func newPartition(tp rlmm.TopicIDPartition) *partition {
+	return &partition{tp: tp, byID: make(map[rlmm.Uuid]int32)}
+}
+
+func (p *partition) slot(i int32) *seg { return &p.chunks[i>>chunkBits][i&chunkMask] }
+
+// alloc returns a free slot index. Only the writer calls it, under mu.
+func (p *partition) alloc() int32 {
+	if n := len(p.free); n > 0 {
+		i := p.free[n-1]
+		p.free = p.free[:n-1]
+		return i
+	}
+	i := p.slots
+	p.slots++
+	c := int(i >> chunkBits)
+	if c == len(p.chunks) {
+		capacity := chunkSize
+		if c == 0 {
+			capacity = 4 // small partitions stay small
+		}
+		p.chunks = append(p.chunks, make([]seg, 0, capacity))
+	}
+	p.chunks[c] = append(p.chunks[c], seg{})
+	return i
+}
+
+// release frees slot i. Only the writer calls it, under mu.
+func (p *partition) release(i int32) {
+	*p.slot(i) = seg{}
+	p.free = append(p.free, i)
+}
+
+// empty reports whether the partition holds nothing worth keeping.
+func (p *partition) empty() bool { return p.live == 0 && len(p.epochs) == 0 && !p.hasDel }
+
+// epochIndex returns the index of epoch e in p.epochs, or -1.
+func (p *partition) epochIndex(e int32) int {
+	lo, hi := 0, len(p.epochs)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if p.epochs[mid].epoch < e {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(p.epochs) && p.epochs[lo].epoch == e {
+		return lo
+	}
+	return -1
+}
+
+// epochFor returns the state of epoch e, creating it. Writer only, under mu.
+func (p *partition) epochFor(e int32) *epochState {
+	i, found := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int {
+		switch {
+		case s.epoch < t:
+			return -1
+		case s.epoch > t:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		p.epochs = slices.Insert(p.epochs, i, epochState{epoch: e})
+	}
+	return &p.epochs[i]
+}
+
+// dropEpochIfUnused removes epoch e's state once nothing refers to it and it
+// never had a finished segment. Writer only, under mu.
+func (p *partition) dropEpochIfUnused(e int32) {
+	if i := p.epochIndex(e); i >= 0 {
+		if es := &p.epochs[i]; es.refs == 0 && !es.hasHighest {
+			p.epochs = slices.Delete(p.epochs, i, i+1)
+		}
+	}
+}
+
+// pieceEnd returns the last offset of piece k of ps for epoch e.
+func (p *partition) pieceEnd(ps []piece, k int, e int32) int64 {
+	_, end, _ := p.slot(ps[k].seg).epochRange(e)
+	if k+1 < len(ps) && ps[k+1].start-1 < end {
+		end = ps[k+1].start - 1
+	}
+	return end
+}
+
+// searchStart returns the first index of ps whose start is >= x.
+func searchStart(ps []piece, x int64) int {
+	lo, hi := 0, len(ps)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if ps[mid].start < x {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// paint lays segment xi over [s, e] of epoch ep's envelope ps (xi is the
+// newest) and returns the new envelope and whether xi overlapped another
+// segment. Requires s <= e.
+func (p *partition) paint(ps []piece, ep int32, xi int32, s, e int64) ([]piece, bool) {
+	i := searchStart(ps, s)
+	j := len(ps)
+	if e < math.MaxInt64 {
+		j = searchStart(ps, e+1)
+	}
+	overlapped := false
+	for k := i; k < j; k++ {
+		if ps[k].seg != xi {
+			overlapped = true
+			break
+		}
+	}
+	if i > 0 && ps[i-1].seg != xi && p.pieceEnd(ps, i-1, ep) >= s {
+		overlapped = true
+	}
+	var add [2]piece
+	add[0] = piece{start: s, seg: xi}
+	n := 1
+	if j > 0 && e < math.MaxInt64 && ps[j-1].seg != xi && p.pieceEnd(ps, j-1, ep) > e {
+		// The segment visible at e+1 before continues after xi.
+		add[1] = piece{start: e + 1, seg: ps[j-1].seg}
+		n = 2
+	}
+	return slices.Replace(ps, i, j, add[:n]...), overlapped
+}
+
+// find returns the slot of the newest finished segment whose range for epoch
+// ep covers offset.
+func (p *partition) find(ep int32, offset int64) (int32, bool) {
+	ei := p.epochIndex(ep)
+	if ei < 0 {
+		return 0, false
+	}
+	ps := p.epochs[ei].pieces
+	k := len(ps) - 1 // the last piece starting at or before offset
+	if offset < math.MaxInt64 {
+		k = searchStart(ps, offset+1) - 1
+	}
+	if k < 0 {
+		return 0, false
+	}
+	_, end, _ := p.slot(ps[k].seg).epochRange(ep)
+	if offset > end {
+		return 0, false
+	}
+	return ps[k].seg, true
+}
+
+// finish records that slot xi (now COPY_SEGMENT_FINISHED, with a fresh seq)
+// is the newest finished segment of each of its epochs. Writer only, under mu.
+func (p *partition) finish(xi int32) {
+	s := p.slot(xi)
+	var scratch [1]rlmm.EpochStart
+	eps := s.epochList(&scratch)
+	for k, ep := range eps {
+		start := ep.StartOffset
+		end := s.end
+		if k+1 < len(eps) {
+			end = eps[k+1].StartOffset - 1
+		}
+		es := p.epochFor(ep.Epoch)
+		if !es.hasHighest || end > es.highest {
+			es.highest, es.hasHighest = end, true
+		}
+		if start > end {
+			continue // an empty range covers nothing (Kafka's lookup never finds it either)
+		}
+		var ov bool
+		es.pieces, ov = p.paint(es.pieces, ep.Epoch, xi, start, end)
+		es.overlapped = es.overlapped || ov
+	}
+}
+
+// unfinish removes slot xi (leaving COPY_SEGMENT_FINISHED) from the envelope
+// of each of its epochs, uncovering the older finished segments beneath it.
+// Writer only, under mu.
+func (p *partition) unfinish(xi int32) {
+	s := p.slot(xi)
+	var scratch [1]rlmm.EpochStart
+	eps := s.epochList(&scratch)
+	for k, ep := range eps {
+		start := ep.StartOffset
+		end := s.end
+		if k+1 < len(eps) {
+			end = eps[k+1].StartOffset - 1
+		}
+		if start > end {
+			continue
+		}
+		ei := p.epochIndex(ep.Epoch)
+		if ei < 0 {
+			continue
+		}
+		es := &p.epochs[ei]
+		if !es.overlapped {
+			// Every finished segment of the epoch is exactly one piece.
+			if i := searchStart(es.pieces, start); i < len(es.pieces) && es.pieces[i].seg == xi {
+				es.pieces = slices.Delete(es.pieces, i, i+1)
+			}
+		} else {
+			es.pieces = p.uncover(es.pieces, ep.Epoch, xi, start, end)
+		}
+		if len(es.pieces) == 0 {
+			es.overlapped = false
+		}
+	}
+}
+
+// uncover rebuilds the envelope where xi was visible from the other finished
+// segments of the epoch. It scans the partition: only epochs where finished
+// segments overlap take this path.
+func (p *partition) uncover(ps []piece, ep int32, xi int32, s, e int64) []piece {
+	i := searchStart(ps, s)
+	j := len(ps)
+	if e < math.MaxInt64 {
+		j = searchStart(ps, e+1)
+	}
+	hasX := false
+	for k := i; k < j; k++ {
+		if ps[k].seg == xi {
+			hasX = true
+			break
+		}
+	}
+	if !hasX {
+		return ps // xi was hidden everywhere: nothing changes
+	}
+	// Candidates: other finished segments covering part of [s, e], oldest first.
+	type cand struct {
+		idx        int32
+		seq        uint64
+		start, end int64
+	}
+	var cands []cand
+	for c := range p.chunks {
+		chunk := p.chunks[c]
+		for o := range chunk {
+			sg := &chunk[o]
+			idx := int32(c<<chunkBits | o)
+			if !sg.used || sg.state != rlmm.CopySegmentFinished || idx == xi {
+				continue
+			}
+			cs, ce, ok := sg.epochRange(ep)
+			if !ok || cs > ce || ce < s || cs > e {
+				continue
+			}
+			cands = append(cands, cand{idx, sg.seq, cs, ce})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	region := make([]piece, 0, j-i+2)
+	for k := i; k < j; k++ {
+		if ps[k].seg != xi {
+			region = append(region, ps[k])
+			continue
+		}
+		a := ps[k].start
+		b := p.pieceEnd(ps, k, ep)
+		var sub []piece
+		for _, c := range cands {
+			cs, ce := max(c.start, a), min(c.end, b)
+			if cs > ce {
+				continue
+			}
+			sub, _ = p.paint(sub, ep, c.idx, cs, ce)
+		}
+		for _, pc := range sub {
+			if pc.start <= b {
+				region = append(region, pc)
+			}
+		}
+	}
+	out := slices.Replace(ps, i, j, region...)
+	// Merge neighbours showing the same segment (a segment's range is contiguous).
+	return slices.CompactFunc(out, func(a, b piece) bool { return a.seg == b.seg })
+}
+
+// add inserts md (validated, state COPY_SEGMENT_STARTED or, on Import, any
+// live state) as a new segment. Writer only, under mu.
+func (p *partition) add(md *rlmm.SegmentMetadata) int32 {
+	i := p.alloc()
+	s := p.slot(i)
+	s.load(md)
+	s.used = true
+	p.seq++
+	s.seq = p.seq
+	p.byID[s.id] = i
+	for _, ep := range md.LeaderEpochs {
+		p.epochFor(ep.Epoch).refs++
+	}
+	p.counts[s.state]++
+	p.bytes += int64(s.size)
+	p.live++
+	return i
+}
+
+// update applies a validated, allowed update to slot i. Writer only, under mu.
+func (p *partition) update(i int32, u *rlmm.SegmentUpdate) {
+	s := p.slot(i)
+	from := s.state
+	s.broker = u.BrokerID
+	s.eventTs = u.EventTimestampMs
+	s.setCustom(u.CustomMetadata)
+	s.state = u.State
+	p.seq++
+	s.seq = p.seq
+	p.counts[from]--
+	switch u.State {
+	case rlmm.CopySegmentFinished:
+		p.counts[u.State]++
+		p.finish(i)
+	case rlmm.DeleteSegmentStarted:
+		p.counts[u.State]++
+		if from == rlmm.CopySegmentFinished {
+			p.unfinish(i)
+		}
+	case rlmm.DeleteSegmentFinished:
+		p.remove(i)
+	}
+}
+
+// remove forgets slot i entirely (DELETE_SEGMENT_FINISHED). The segment is
+// not in any envelope (it left FINISHED earlier). Writer only, under mu.
+func (p *partition) remove(i int32) {
+	s := p.slot(i)
+	var scratch [1]rlmm.EpochStart
+	for _, ep := range s.epochList(&scratch) {
+		if ei := p.epochIndex(ep.Epoch); ei >= 0 {
+			p.epochs[ei].refs--
+			p.dropEpochIfUnused(ep.Epoch)
+		}
+	}
+	delete(p.byID, s.id)
+	p.bytes -= int64(s.size)
+	p.live--
+	p.release(i)
+}
+
+// liveSlots appends the slots of live segments carrying epoch ep (all live
+// segments when all is true).
+func (p *partition) liveSlots(dst []int32, ep int32, all bool) []int32 {
+	for c := range p.chunks {
+		chunk := p.chunks[c]
+		for o := range chunk {
+			s := &chunk[o]
+			if !s.used {
+				continue
+			}
+			if !all {
+				if _, _, ok := s.epochRange(ep); !ok {
+					continue
+				}
+			}
+			dst = append(dst, int32(c<<chunkBits|o))
+		}
+	}
+	return dst
+}
+
+// sortForList orders slots by start offset, then end offset, then id.
+func (p *partition) sortForList(idx []int32) {
+	slices.SortFunc(idx, func(a, b int32) int {
+		x, y := p.slot(a), p.slot(b)
+		switch {
+		case x.start != y.start:
+			return cmpInt64(x.start, y.start)
+		case x.end != y.end:
+			return cmpInt64(x.end, y.end)
+		}
+		return bytes.Compare(x.id[:], y.id[:])
+	})
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// copies returns the segments of idx as values the caller owns. The epoch
+// lists and custom metadata share two backing arrays, each sliced with a
+// capped capacity so that an append by the caller cannot reach a neighbour.
+func (p *partition) copies(idx []int32) []rlmm.SegmentMetadata {
+	if len(idx) == 0 {
+		return nil
+	}
+	nEpochs, nCustom := 0, 0
+	for _, i := range idx {
+		s := p.slot(i)
+		nEpochs++
+		if s.extra != nil {
+			if s.extra.epochs != nil {
+				nEpochs += len(s.extra.epochs) - 1
+			}
+			nCustom += len(s.extra.custom)
+		}
+	}
+	epochs := make([]rlmm.EpochStart, 0, nEpochs)
+	var custom []byte
+	if nCustom > 0 {
+		custom = make([]byte, 0, nCustom)
+	}
+	out := make([]rlmm.SegmentMetadata, len(idx))
+	var scratch [1]rlmm.EpochStart
+	for k, i := range idx {
+		s := p.slot(i)
+		from := len(epochs)
+		epochs = append(epochs, s.epochList(&scratch)...)
+		md := &out[k]
+		*md = rlmm.SegmentMetadata{
+			ID:          rlmm.SegmentID{TopicIDPartition: p.tp, ID: s.id},
+			StartOffset: s.start, EndOffset: s.end, MaxTimestampMs: s.maxTs, BrokerID: s.broker,
+			EventTimestampMs: s.eventTs, LeaderEpochs: epochs[from:len(epochs):len(epochs)],
+			SizeInBytes: s.size, State: s.state, TxnIndexEmpty: s.txnEmpty,
+		}
+		if c := s.custom(); c != nil {
+			cf := len(custom)
+			custom = append(custom, c...)
+			md.CustomMetadata = custom[cf:len(custom):len(custom)]
+			if md.CustomMetadata == nil {
+				md.CustomMetadata = []byte{}
+			}
+		}
+	}
+	return out
+}
