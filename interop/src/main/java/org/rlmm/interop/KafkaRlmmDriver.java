@@ -67,6 +67,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * bench-coldstart --bootstrap B (--events N | --topic-id ID --topic T --user-partitions P)
  * bench-lookup    --segments S [--rounds R] [--ops O]
  * bench-heap      --segments S [--partitions P]
+ * serve           --bootstrap B   (JSON-line requests on stdin, one JSON response line each; see README)
  * common:         --metadata-partitions M (50) --broker-id ID (0) --timeout-ms T (120000) --log-dir DIR (temp)
  * </pre>
  */
@@ -118,6 +119,7 @@ public final class KafkaRlmmDriver {
                 case "bench-coldstart" -> d.benchColdstart();
                 case "bench-lookup" -> d.benchLookup();
                 case "bench-heap" -> d.benchHeap();
+                case "serve" -> d.serve();
                 default -> {
                     usage("unknown subcommand " + args[0]);
                     yield null;
@@ -149,7 +151,7 @@ public final class KafkaRlmmDriver {
 
     private static void usage(String why) {
         System.err.println("KafkaRlmmDriver: " + why);
-        System.err.println("usage: KafkaRlmmDriver <workload|dump|bench-mutations|fill|bench-coldstart|bench-lookup|bench-heap> "
+        System.err.println("usage: KafkaRlmmDriver <workload|dump|serve|bench-mutations|fill|bench-coldstart|bench-lookup|bench-heap> "
                 + "[--name value ...] (see interop/README.md)");
         System.exit(2);
     }
@@ -366,41 +368,148 @@ public final class KafkaRlmmDriver {
             // A follower assignment: the manager consumes the metadata partitions but this driver writes nothing.
             m.onPartitionLeadershipChanges(Set.of(), tps);
             awaitReady(m, tps, TimeUnit.MILLISECONDS.toNanos(5));
-            ArrayNode parts = out.putArray("partitions");
-            for (TopicIdPartition tp : tps) {
-                ObjectNode p = parts.addObject();
-                p.set("topicIdPartition", EventJson.topicIdPartition(tp));
-                List<RemoteLogSegmentMetadata> segs = new ArrayList<>();
+            out.set("partitions", dumpPartitions(m, tps));
+        } finally {
+            closeQuietly(m);
+        }
+        return out;
+    }
+
+    /** The manager's view of each partition: its listed segments (sorted) and highest offset per epoch. */
+    static ArrayNode dumpPartitions(TopicBasedRemoteLogMetadataManager m, Iterable<TopicIdPartition> tps) throws Exception {
+        ArrayNode parts = EventJson.MAPPER.createArrayNode();
+        for (TopicIdPartition tp : tps) {
+            ObjectNode p = parts.addObject();
+            p.set("topicIdPartition", EventJson.topicIdPartition(tp));
+            List<RemoteLogSegmentMetadata> segs = new ArrayList<>();
+            try {
+                Iterator<RemoteLogSegmentMetadata> it = m.listRemoteLogSegments(tp);
+                it.forEachRemaining(segs::add);
+                p.put("found", true);
+            } catch (RemoteResourceNotFoundException e) {
+                // Kafka knows nothing of the partition (never written, or its delete finished).
+                p.put("found", false);
+            }
+            segs.sort(EventJson.SEGMENT_ORDER);
+            ArrayNode sa = p.putArray("segments");
+            TreeSet<Integer> epochs = new TreeSet<>();
+            for (RemoteLogSegmentMetadata seg : segs) {
+                sa.add(EventJson.toJson(seg));
+                epochs.addAll(seg.segmentLeaderEpochs().keySet());
+            }
+            ArrayNode ha = p.putArray("highestOffsetForEpoch");
+            for (int epoch : epochs) {
+                ObjectNode h = ha.addObject();
+                h.put("epoch", epoch);
+                Optional<Long> off = m.highestOffsetForEpoch(tp, epoch);
+                if (off.isPresent()) {
+                    h.put("offset", off.get());
+                } else {
+                    h.putNull("offset");
+                }
+            }
+        }
+        return parts;
+    }
+
+    // ---- serve: a long-lived manager driven by JSON lines on stdin ----
+
+    /** Parses a partition given as {"topicId","topic","partition"} or as "topicId:topic-partition". */
+    static TopicIdPartition tpOf(JsonNode n) {
+        return n.isTextual() ? parseTp(n.asText()) : EventJson.parseTopicIdPartition(n);
+    }
+
+    static Set<TopicIdPartition> tpsOf(JsonNode req, String field) {
+        Set<TopicIdPartition> out = new LinkedHashSet<>();
+        JsonNode a = req.path(field);
+        if (!a.isMissingNode() && !a.isArray()) {
+            throw new IllegalArgumentException(field + " is not an array");
+        }
+        for (JsonNode n : a) {
+            out.add(tpOf(n));
+        }
+        return out;
+    }
+
+    private ObjectNode serve() throws Exception {
+        TopicBasedRemoteLogMetadataManager m = configure();
+        java.io.BufferedReader in = new java.io.BufferedReader(
+                new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8));
+        ObjectNode hello = result("serve");
+        hello.put("ok", true);
+        hello.put("op", "started");
+        System.out.println(EventJson.MAPPER.writeValueAsString(hello));
+        System.out.flush();
+        int requests = 0;
+        try {
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                requests++;
+                ObjectNode resp = EventJson.MAPPER.createObjectNode();
+                String op = "?";
+                boolean close = false;
                 try {
-                    Iterator<RemoteLogSegmentMetadata> it = m.listRemoteLogSegments(tp);
-                    it.forEachRemaining(segs::add);
-                    p.put("found", true);
-                } catch (RemoteResourceNotFoundException e) {
-                    // Kafka knows nothing of the partition (never written, or its delete finished).
-                    p.put("found", false);
-                }
-                segs.sort(EventJson.SEGMENT_ORDER);
-                ArrayNode sa = p.putArray("segments");
-                TreeSet<Integer> epochs = new TreeSet<>();
-                for (RemoteLogSegmentMetadata s : segs) {
-                    sa.add(EventJson.toJson(s));
-                    epochs.addAll(s.segmentLeaderEpochs().keySet());
-                }
-                ArrayNode ha = p.putArray("highestOffsetForEpoch");
-                for (int epoch : epochs) {
-                    ObjectNode h = ha.addObject();
-                    h.put("epoch", epoch);
-                    Optional<Long> off = m.highestOffsetForEpoch(tp, epoch);
-                    if (off.isPresent()) {
-                        h.put("offset", off.get());
-                    } else {
-                        h.putNull("offset");
+                    JsonNode req = EventJson.MAPPER.readTree(line);
+                    op = req.path("op").asText("?");
+                    resp.put("op", op);
+                    switch (op) {
+                        case "leadership" -> m.onPartitionLeadershipChanges(tpsOf(req, "leaders"), tpsOf(req, "followers"));
+                        case "stopPartitions" -> m.onStopPartitions(tpsOf(req, "partitions"));
+                        case "awaitReady" -> awaitReady(m, tpsOf(req, "partitions"), TimeUnit.MILLISECONDS.toNanos(2));
+                        case "isReady" -> {
+                            ArrayNode r = resp.putArray("ready");
+                            for (TopicIdPartition tp : tpsOf(req, "partitions")) {
+                                r.add(m.isReady(tp));
+                            }
+                        }
+                        case "apply" -> {
+                            RemoteLogMetadata e = EventJson.fromJson(req.path("event"));
+                            CompletableFuture<Void> f;
+                            if (e instanceof RemoteLogSegmentMetadata sm) {
+                                f = m.addRemoteLogSegmentMetadata(sm);
+                            } else if (e instanceof RemoteLogSegmentMetadataUpdate u) {
+                                f = m.updateRemoteLogSegmentMetadata(u);
+                            } else {
+                                f = m.putRemotePartitionDeleteMetadata((RemotePartitionDeleteMetadata) e);
+                            }
+                            f.get(timeoutMs(), TimeUnit.MILLISECONDS);
+                        }
+                        case "dump" -> resp.set("partitions", dumpPartitions(m, tpsOf(req, "partitions")));
+                        case "lookup" -> {
+                            Optional<RemoteLogSegmentMetadata> r = m.remoteLogSegmentMetadata(tpOf(req.path("topicIdPartition")),
+                                    req.path("epoch").asInt(), req.path("offset").asLong());
+                            if (r.isPresent()) {
+                                resp.set("segment", EventJson.toJson(r.get()));
+                            } else {
+                                resp.putNull("segment");
+                            }
+                        }
+                        case "close" -> close = true;
+                        default -> throw new IllegalArgumentException("unknown op " + op);
                     }
+                    resp.put("ok", true);
+                } catch (Exception e) {
+                    resp.put("op", op);
+                    resp.put("ok", false);
+                    resp.put("error", String.valueOf(e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+                            ? e.getCause() : e));
+                }
+                System.out.println(EventJson.MAPPER.writeValueAsString(resp));
+                System.out.flush();
+                if (close) {
+                    break;
                 }
             }
         } finally {
             closeQuietly(m);
         }
+        ObjectNode out = result("serve");
+        out.put("op", "closed");
+        out.put("ok", true);
+        out.put("requests", requests);
         return out;
     }
 
@@ -690,6 +799,15 @@ public final class KafkaRlmmDriver {
             long tInit = System.nanoTime();
             awaitReady(m, tps, TimeUnit.MICROSECONDS.toNanos(200));
             long tReady = System.nanoTime();
+            long loaded = 0;
+            for (TopicIdPartition tp : tps) {
+                Iterator<RemoteLogSegmentMetadata> it = m.listRemoteLogSegments(tp);
+                while (it.hasNext()) {
+                    it.next();
+                    loaded++;
+                }
+            }
+            out.put("segmentsLoaded", loaded);
             out.put("topicId", topicId.toString());
             out.put("userPartitions", userPartitions);
             out.put("metadataPartitionsAssigned", mps.size());
