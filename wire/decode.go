@@ -106,16 +106,6 @@ func (r *reader) int32(field string) int32 {
 	return int32(v)
 }
 
-func (r *reader) int64(field string) int64 {
-	if len(r.b)-r.off < 8 {
-		r.truncated(r.off, 8, field)
-		return 0
-	}
-	v := binary.BigEndian.Uint64(r.b[r.off:])
-	r.off += 8
-	return int64(v)
-}
-
 func (r *reader) uuid(field string) (u rlmm.Uuid) {
 	if len(r.b)-r.off < 16 {
 		r.truncated(r.off, 16, field)
@@ -125,6 +115,48 @@ func (r *reader) uuid(field string) (u rlmm.Uuid) {
 	r.off += 16
 	return u
 }
+
+// fixedField is one fixed-size field of a run read at once.
+type fixedField struct {
+	name string
+	size int
+}
+
+// Runs of fixed-size fields, read with one bounds check.
+var (
+	topicIDAndPartition = []fixedField{{"TopicIdPartition.Id", 16}, {"TopicIdPartition.Partition", 4}}
+	segmentNumbers      = []fixedField{{"StartOffset", 8}, {"EndOffset", 8}, {"BrokerId", 4}, {"MaxTimestampMs", 8}, {"EventTimestampMs", 8}}
+	snapshotNumbers     = []fixedField{{"SegmentId", 16}, {"StartOffset", 8}, {"EndOffset", 8}, {"BrokerId", 4}, {"MaxTimestampMs", 8}, {"EventTimestampMs", 8}}
+	epochEntry          = []fixedField{{"SegmentLeaderEpochs.LeaderEpoch", 4}, {"SegmentLeaderEpochs.Offset", 8}}
+	brokerAndTimestamp  = []fixedField{{"BrokerId", 4}, {"EventTimestampMs", 8}}
+)
+
+// fixed returns the next n bytes, n being the sum of the fields' sizes, or
+// nil after failing on the first of the fields that runs past the end.
+func (r *reader) fixed(n int, fields []fixedField) []byte {
+	if len(r.b)-r.off < n {
+		r.fixedShort(fields)
+		return nil
+	}
+	p := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return p
+}
+
+// fixedShort names the field of a run that is truncated.
+func (r *reader) fixedShort(fields []fixedField) {
+	off := r.off
+	for _, f := range fields {
+		if left := len(r.b) - off; left < f.size {
+			r.failAt(off, f.name, "truncated: need %d bytes, %d left", f.size, left)
+			return
+		}
+		off += f.size
+	}
+}
+
+func be32(p []byte) int32 { return int32(binary.BigEndian.Uint32(p)) }
+func be64(p []byte) int64 { return int64(binary.BigEndian.Uint64(p)) }
 
 // uvarint reads an unsigned varint exactly as Kafka's
 // ByteUtils.readUnsignedVarint does: at most 5 bytes, the fifth must not
@@ -297,8 +329,10 @@ func (r *reader) taggedFieldsSlow(field string, txnIndexEmpty *bool) {
 
 func (r *reader) topicIDPartition(tp *rlmm.TopicIDPartition) {
 	tp.Topic = r.compactString("TopicIdPartition.Name")
-	tp.TopicID = r.uuid("TopicIdPartition.Id")
-	tp.Partition = r.int32("TopicIdPartition.Partition")
+	if p := r.fixed(20, topicIDAndPartition); p != nil {
+		tp.TopicID = rlmm.Uuid(p[:16])
+		tp.Partition = be32(p[16:])
+	}
 	r.taggedFields("TopicIdPartition tagged fields", nil)
 }
 
@@ -318,8 +352,11 @@ func (r *reader) segmentTail(m *rlmm.SegmentMetadata) {
 	if n > 0 {
 		m.LeaderEpochs = make([]rlmm.EpochStart, n)
 		for i := range m.LeaderEpochs {
-			m.LeaderEpochs[i].Epoch = r.int32("SegmentLeaderEpochs.LeaderEpoch")
-			m.LeaderEpochs[i].StartOffset = r.int64("SegmentLeaderEpochs.Offset")
+			p := r.fixed(12, epochEntry)
+			if p == nil {
+				return
+			}
+			m.LeaderEpochs[i] = rlmm.EpochStart{Epoch: be32(p), StartOffset: be64(p[4:])}
 			r.taggedFields("SegmentLeaderEpochs tagged fields", nil)
 		}
 		m.LeaderEpochs = normalizeEpochs(m.LeaderEpochs)
@@ -400,35 +437,33 @@ func DecodeEvent(b []byte) (Event, error) {
 	case KeySegment:
 		m := &e.Segment
 		r.segmentID(&m.ID)
-		m.StartOffset = r.int64("StartOffset")
-		m.EndOffset = r.int64("EndOffset")
-		m.BrokerID = r.int32("BrokerId")
-		m.MaxTimestampMs = r.int64("MaxTimestampMs")
-		m.EventTimestampMs = r.int64("EventTimestampMs")
+		if p := r.fixed(36, segmentNumbers); p != nil {
+			readSegmentNumbers(m, p)
+		}
 		r.segmentTail(m)
 	case KeyUpdate:
 		u := &e.Update
 		r.segmentID(&u.ID)
-		u.BrokerID = r.int32("BrokerId")
-		u.EventTimestampMs = r.int64("EventTimestampMs")
+		if p := r.fixed(12, brokerAndTimestamp); p != nil {
+			u.BrokerID, u.EventTimestampMs = be32(p), be64(p[4:])
+		}
 		u.CustomMetadata = r.nullableBytes("CustomMetadata")
 		u.State = rlmm.SegmentState(r.int8("RemoteLogSegmentState"))
 		r.taggedFields("tagged fields", nil)
 	case KeyPartitionDelete:
 		d := &e.PartitionDelete
 		r.topicIDPartition(&d.TopicIDPartition)
-		d.BrokerID = r.int32("BrokerId")
-		d.EventTimestampMs = r.int64("EventTimestampMs")
+		if p := r.fixed(12, brokerAndTimestamp); p != nil {
+			d.BrokerID, d.EventTimestampMs = be32(p), be64(p[4:])
+		}
 		d.State = rlmm.PartitionDeleteState(r.int8("RemotePartitionDeleteState"))
 		r.taggedFields("tagged fields", nil)
 	case KeySnapshot:
 		m := &e.Segment
-		m.ID.ID = r.uuid("SegmentId")
-		m.StartOffset = r.int64("StartOffset")
-		m.EndOffset = r.int64("EndOffset")
-		m.BrokerID = r.int32("BrokerId")
-		m.MaxTimestampMs = r.int64("MaxTimestampMs")
-		m.EventTimestampMs = r.int64("EventTimestampMs")
+		if p := r.fixed(52, snapshotNumbers); p != nil {
+			m.ID.ID = rlmm.Uuid(p[:16])
+			readSegmentNumbers(m, p[16:])
+		}
 		r.segmentTail(m)
 	}
 	if r.err != nil {
@@ -443,6 +478,17 @@ func DecodeEvent(b []byte) (Event, error) {
 		return Event{}, r.err
 	}
 	return e, nil
+}
+
+// readSegmentNumbers reads the 36 bytes of offsets, broker and timestamps
+// that segment and snapshot records share (in wire order: BrokerId before
+// the timestamps).
+func readSegmentNumbers(m *rlmm.SegmentMetadata, p []byte) {
+	m.StartOffset = be64(p)
+	m.EndOffset = be64(p[8:])
+	m.BrokerID = be32(p[16:])
+	m.MaxTimestampMs = be64(p[20:])
+	m.EventTimestampMs = be64(p[28:])
 }
 
 // checkDecoded applies the rules Kafka's model constructors apply to a
