@@ -28,9 +28,10 @@ per line, from the file or from standard input (no file, or "-"), and prints
 each decoded event on one line.
 
 Blank lines and lines starting with # are skipped; spaces around a value and a
-0x prefix are ignored. Take the values from the topic with any Kafka tool, for
-example kcat -C -t __remote_log_metadata -f '%s\n' piped through xxd -p -c0, or
-the hex dumps of a packet capture.
+0x prefix are ignored. Take the values from the topic with any Kafka tool that
+prints values as hex, for example franz-go's kcl:
+kcl consume __remote_log_metadata -f '%v{hex}\n'. (rlmm inspect --events reads
+the topic itself and prints every event with its partition and offset.)
 
 The text form is exactly Kafka 4.x's toString of the event, which is the
 "value:" part of the line Kafka's RemoteLogMetadataFormatter prints
