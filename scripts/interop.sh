@@ -8,6 +8,11 @@
 #   scripts/interop.sh run <Main> [args...]  run a main class (short names such as
 #                                            KafkaRlmmDriver mean org.rlmm.interop.*)
 #   scripts/interop.sh vectors               regenerate testdata/kafka-vectors.json
+#   scripts/interop.sh selftest [BOOTSTRAP]  write interop/examples/workload-basic.json
+#                                            with Kafka's manager, dump it with a fresh one,
+#                                            compare with workload-basic.dump.json (starts
+#                                            and stops a broker with scripts/kafka.sh when
+#                                            no bootstrap is given)
 #
 # Environment: JAVA_OPTS (default -Xmx2g) for `run`; logs go to stderr, each
 # program's JSON result to stdout.
@@ -56,6 +61,36 @@ run() {
 	exec java ${JAVA_OPTS:--Xmx2g} -cp "$TARGET/classes:$TARGET/lib/*" "$main" "$@"
 }
 
+selftest() {
+	build
+	local bootstrap="${1:-}"
+	if [[ -z "$bootstrap" ]]; then
+		# Global: the EXIT trap runs after this function's locals are gone.
+		SELFTEST_DIR="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-interop-selftest.XXXXXX")"
+		trap 'bash "$ROOT/scripts/kafka.sh" stop "$SELFTEST_DIR/kafka" >/dev/null 2>&1 || true; rm -rf "$SELFTEST_DIR"' EXIT
+		bootstrap="$(bash "$ROOT/scripts/kafka.sh" start "$SELFTEST_DIR/kafka" | sed -n 's/^RLMM_KAFKA_BOOTSTRAP=//p')"
+		[[ -n "$bootstrap" ]] || die "scripts/kafka.sh start printed no bootstrap address"
+	fi
+	local cp="$TARGET/classes:$TARGET/lib/*" ex="$PROJECT/examples" id=AAAAAAAAAAEAAAAAAAAAAg
+	# The example uses a fixed topic id; a broker that already holds it gives a different view.
+	java -cp "$cp" org.rlmm.interop.KafkaRlmmDriver workload --bootstrap "$bootstrap" \
+		--topic-id "$id" --topic foo --partitions 3 --spec "$ex/workload-basic.json" >/dev/null ||
+		die "workload failed"
+	local got
+	got="$(java -cp "$cp" org.rlmm.interop.KafkaRlmmDriver dump --bootstrap "$bootstrap" \
+		--partitions "$id:foo-0,$id:foo-1,$id:foo-2")" || die "dump failed"
+	python3 - "$ex/workload-basic.dump.json" "$got" <<'PY' || die "dump differs from $ex/workload-basic.dump.json"
+import json, sys
+want = json.load(open(sys.argv[1]))
+got = json.loads(sys.argv[2])
+got.pop("kafkaVersion", None)
+if got != want:
+    print(json.dumps(got, indent=1), file=sys.stderr)
+    sys.exit(1)
+PY
+	log "selftest passed: Kafka's manager read back what it wrote (broker $bootstrap)"
+}
+
 cmd="${1:-}"
 case "$cmd" in
 build) build ;;
@@ -67,5 +102,9 @@ vectors)
 	build
 	java -cp "$TARGET/classes:$TARGET/lib/*" org.rlmm.interop.KafkaVectors "$ROOT/testdata/kafka-vectors.json"
 	;;
-*) die "usage: $0 build | run <Main> [args...] | vectors" ;;
+selftest)
+	shift
+	selftest "$@"
+	;;
+*) die "usage: $0 build | run <Main> [args...] | vectors | selftest [bootstrap]" ;;
 esac
