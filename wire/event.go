@@ -2,7 +2,6 @@ package wire
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -117,34 +116,8 @@ func (e *Event) String() string {
 		return e.Update.String()
 	case KeyPartitionDelete:
 		return e.PartitionDelete.String()
-	case KeySnapshot:
-		return snapshotString(&e.Segment)
 	}
-	return "Event{key=" + e.Key.String() + "}"
-}
-
-// snapshotString is Kafka 4.4's RemoteLogSegmentMetadataSnapshot.toString:
-// no broker id or event timestamp, the bare segment id.
-func snapshotString(m *rlmm.SegmentMetadata) string {
-	var b strings.Builder
-	b.WriteString("RemoteLogSegmentMetadataSnapshot{segmentId=")
-	b.WriteString(m.ID.ID.String())
-	b.WriteString(", startOffset=")
-	b.WriteString(strconv.FormatInt(m.StartOffset, 10))
-	b.WriteString(", endOffset=")
-	b.WriteString(strconv.FormatInt(m.EndOffset, 10))
-	b.WriteString(", maxTimestampMs=")
-	b.WriteString(strconv.FormatInt(m.MaxTimestampMs, 10))
-	b.WriteString(", segmentLeaderEpochs=")
-	rlmm.WriteEpochs(&b, m.LeaderEpochs)
-	b.WriteString(", segmentSizeInBytes=")
-	b.WriteString(strconv.FormatInt(int64(m.SizeInBytes), 10))
-	b.WriteString(", customMetadata=")
-	b.WriteString(rlmm.FormatCustomMetadata(m.CustomMetadata))
-	b.WriteString(", state=")
-	b.WriteString(m.State.String())
-	b.WriteString(", txnIdxEmpty=")
-	b.WriteString(strconv.FormatBool(m.TxnIndexEmpty))
-	b.WriteByte('}')
-	return b.String()
+	// Kafka 4.4's RemoteLogSegmentMetadataSnapshot.toString (no broker id or
+	// event timestamp, the bare segment id), and a fallback for unknown keys.
+	return string(appendEventText(nil, e))
 }

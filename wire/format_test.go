@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
@@ -69,6 +70,37 @@ func TestTopicIDPartition(t *testing.T) {
 		tp, ok := tc.event.TopicIDPartition()
 		if ok != tc.ok || (ok && tp != fooTP) || (!ok && tp != (rlmm.TopicIDPartition{})) {
 			t.Errorf("%s: TopicIDPartition() = %v, %v", tc.event.Key, tp, ok)
+		}
+	}
+}
+
+// TestTextMatchesString holds AppendText's allocation-free value part equal
+// to the root package's String methods (the reference) on random events,
+// undefined states included.
+func TestTextMatchesString(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 3000; i++ {
+		e := randomEvent(r)
+		if i%10 == 0 {
+			e.Segment.State, e.Update.State, e.PartitionDelete.State = 9, -3, 4
+		}
+		var want string
+		switch e.Key {
+		case KeySegment:
+			want = e.Segment.String()
+		case KeyUpdate:
+			want = e.Update.String()
+		case KeyPartitionDelete:
+			want = e.PartitionDelete.String()
+		default:
+			want = e.String()
+		}
+		got := string(AppendText(nil, 7, 8, &e))
+		if got != "partition: 7, offset: 8, value: "+want+"\n" {
+			t.Fatalf("AppendText\n got %q\nwant %q", got, want)
+		}
+		if e.String() != want {
+			t.Fatalf("String\n got %q\nwant %q", e.String(), want)
 		}
 	}
 }
