@@ -295,18 +295,25 @@ func (p *partition) pieceEnd(ps []piece, k int, e int32) int64 {
 	return end
 }
 
-// searchStart returns the first index of ps whose start is >= x.
+// searchStart returns the first index of ps whose start is >= x. The loop
+// body compiles to a conditional move: no branch to mispredict on the fetch path.
 func searchStart(ps []piece, x int64) int {
-	lo, hi := 0, len(ps)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if ps[mid].start < x {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
+	n := len(ps)
+	if n == 0 {
+		return 0
 	}
-	return lo
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		if ps[base+half-1].start < x {
+			base += half
+		}
+		n -= half
+	}
+	if ps[base].start < x {
+		base++
+	}
+	return base
 }
 
 // paint lays segment xi over [s, e] of epoch ep's envelope ps (xi is the

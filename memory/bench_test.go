@@ -1,0 +1,152 @@
+package memory
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// benchTP names user partition i of the benchmarks.
+func benchTP(i int) rlmm.TopicIDPartition {
+	return rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(int64(i/100+1), 7), Topic: fmt.Sprintf("topic-%d", i/100), Partition: int32(i % 100)}
+}
+
+// fillPartition adds and finishes n single-epoch segments of 100 offsets each
+// to tp, the way a broker copies them, reusing one metadata value.
+func fillPartition(b *testing.B, m *Manager, tp rlmm.TopicIDPartition, n int, md *rlmm.SegmentMetadata) {
+	for k := 0; k < n; k++ {
+		md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(int64(k)+1, rand.Int64())}
+		md.StartOffset, md.EndOffset = int64(k)*100, int64(k)*100+99
+		md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: 0, StartOffset: md.StartOffset}
+		if err := m.AddSegment(ctx, *md); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished, BrokerID: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func newBenchMD() rlmm.SegmentMetadata {
+	return rlmm.SegmentMetadata{MaxTimestampMs: 1, BrokerID: 1, LeaderEpochs: make([]rlmm.EpochStart, 1), SizeInBytes: 1 << 20, State: rlmm.CopySegmentStarted}
+}
+
+// BenchmarkSegmentForOffset looks up random offsets of 8 partitions holding
+// 10,000 finished segments each, in a manager of 10,000 partitions (the
+// other 9,992 hold 10 segments each).
+func BenchmarkSegmentForOffset(b *testing.B) {
+	const partitions, big, bigSegs, smallSegs = 10_000, 8, 10_000, 10
+	m := New()
+	md := newBenchMD()
+	for i := 0; i < partitions; i++ {
+		n := smallSegs
+		if i < big {
+			n = bigSegs
+		}
+		fillPartition(b, m, benchTP(i), n, &md)
+	}
+	type query struct {
+		tp     rlmm.TopicIDPartition
+		offset int64
+	}
+	queries := make([]query, 1<<14)
+	for k := range queries {
+		queries[k] = query{benchTP(rand.IntN(big)), rand.Int64N(bigSegs * 100)}
+	}
+	b.Run("into", func(b *testing.B) {
+		var dst rlmm.SegmentMetadata
+		b.ReportAllocs()
+		k := 0
+		for b.Loop() {
+			q := &queries[k&(len(queries)-1)]
+			k++
+			if ok, err := m.SegmentForOffsetInto(q.tp, 0, q.offset, &dst); !ok || err != nil {
+				b.Fatalf("miss at %d: %v", q.offset, err)
+			}
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		b.ReportAllocs()
+		k := 0
+		for b.Loop() {
+			q := &queries[k&(len(queries)-1)]
+			k++
+			if _, ok, err := m.SegmentForOffset(q.tp, 0, q.offset); !ok || err != nil {
+				b.Fatalf("miss at %d: %v", q.offset, err)
+			}
+		}
+	})
+	b.Run("parallel-into", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			var dst rlmm.SegmentMetadata
+			k := rand.IntN(len(queries))
+			for pb.Next() {
+				q := &queries[k&(len(queries)-1)]
+				k++
+				if ok, err := m.SegmentForOffsetInto(q.tp, 0, q.offset, &dst); !ok || err != nil {
+					b.Errorf("miss at %d: %v", q.offset, err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkAddFinish applies an add and a finish (two events) per op, as a
+// broker does for each copied segment, spread over 1,000 partitions.
+func BenchmarkAddFinish(b *testing.B) {
+	const partitions = 1000
+	m := New()
+	tps := make([]rlmm.TopicIDPartition, partitions)
+	for i := range tps {
+		tps[i] = benchTP(i)
+	}
+	md := newBenchMD()
+	b.ReportAllocs()
+	k := 0
+	for b.Loop() {
+		tp := tps[k%partitions]
+		off := int64(k/partitions) * 100
+		md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(int64(k)+1, 42)}
+		md.StartOffset, md.EndOffset = off, off+99
+		md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: 0, StartOffset: off}
+		if err := m.AddSegment(ctx, md); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished, BrokerID: 1}); err != nil {
+			b.Fatal(err)
+		}
+		k++
+	}
+	b.ReportMetric(float64(2*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkRetainedHeap measures the heap retained per live single-epoch
+// finished segment without custom metadata, at 1,000,000 segments, with
+// runtime.MemStats after a GC. The time per op is the cost of building it.
+func BenchmarkRetainedHeap(b *testing.B) {
+	for _, shape := range []struct{ partitions, perPartition int }{{1000, 1000}, {100, 10_000}, {10, 100_000}} {
+		b.Run(fmt.Sprintf("%dx%d", shape.partitions, shape.perPartition), func(b *testing.B) {
+			var perSeg float64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				m := New()
+				md := newBenchMD()
+				for i := 0; i < shape.partitions; i++ {
+					fillPartition(b, m, benchTP(i), shape.perPartition, &md)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perSeg = float64(after.HeapAlloc-before.HeapAlloc) / float64(shape.partitions*shape.perPartition)
+				runtime.KeepAlive(m)
+			}
+			b.ReportMetric(perSeg, "bytes/segment")
+		})
+	}
+}
