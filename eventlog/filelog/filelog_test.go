@@ -2,8 +2,10 @@ package filelog
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -476,6 +478,27 @@ func TestReadOnlyWhileWriting(t *testing.T) {
 		}
 		if got, want := values(t, recs), wantValues(0, len(recs)); !slices.Equal(got, want) {
 			t.Fatalf("read-only view of %d records differs from what was published", len(recs))
+		}
+	}
+}
+
+func TestFrameCRCIsCRC32COfSaltLengthPayload(t *testing.T) {
+	tests := []struct {
+		salt    uint64
+		payload string
+	}{
+		{0, ""},
+		{1, "a"},
+		{1 << 40, "hello world"},
+		{^uint64(0), strings.Repeat("z", 1000)},
+	}
+	for _, tc := range tests {
+		var whole []byte
+		whole = binary.LittleEndian.AppendUint64(whole, tc.salt)
+		whole = binary.LittleEndian.AppendUint32(whole, uint32(len(tc.payload)))
+		whole = append(whole, tc.payload...)
+		if got, want := frameCRC(tc.salt, []byte(tc.payload)), crc32.Checksum(whole, crc32.MakeTable(crc32.Castagnoli)); got != want {
+			t.Errorf("frameCRC(%d, %d bytes) = %08x, want CRC32C %08x", tc.salt, len(tc.payload), got, want)
 		}
 	}
 }
