@@ -1,0 +1,477 @@
+package topicbased
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/memlog"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		// Re-executed by the kill -9 test: run the child's workload only.
+		os.Exit(runCrashChild())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testTimeout bounds every wait of a test for something that must happen.
+const testTimeout = 30 * time.Second
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testLogger logs to the test output only when -v is given with RLMM_TEST_LOG=1.
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("RLMM_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// newMemLog returns a memlog closed at the end of the test.
+func newMemLog(t testing.TB, partitions int32) *memlog.Log {
+	l := memlog.New(partitions)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// startManager starts a manager over log, closed at the end of the test
+// (registered after the log's cleanup, so it runs first).
+func startManager(t testing.TB, cfg Config) *Manager {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	m, err := Start(testCtx(t), cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// uuidN returns a deterministic valid Uuid numbered n (never zero or one).
+func uuidN(n uint64) rlmm.Uuid {
+	var u rlmm.Uuid
+	binary.BigEndian.PutUint64(u[:8], 0x1000+n)
+	binary.BigEndian.PutUint64(u[8:], n*0x9e3779b97f4a7c15+7)
+	return u
+}
+
+func topicPartition(topic string, topicN uint64, partition int32) rlmm.TopicIDPartition {
+	return rlmm.TopicIDPartition{TopicID: uuidN(topicN), Topic: topic, Partition: partition}
+}
+
+// sharingPartitions returns count partitions of one topic whose events go to
+// the same metadata partition of a log with n partitions, and that partition.
+func sharingPartitions(t testing.TB, n int32, count int) ([]rlmm.TopicIDPartition, int32) {
+	t.Helper()
+	byMP := map[int32][]rlmm.TopicIDPartition{}
+	for p := int32(0); p < 10000; p++ {
+		tp := topicPartition("shared", 77, p)
+		mp := wire.MetadataPartition(tp, n)
+		byMP[mp] = append(byMP[mp], tp)
+		if len(byMP[mp]) == count {
+			return byMP[mp], mp
+		}
+	}
+	t.Fatalf("no %d partitions share a metadata partition", count)
+	return nil, 0
+}
+
+// distinctPartitions returns one user partition for each of the first count
+// metadata partitions (index i maps to metadata partition i).
+func distinctPartitions(t testing.TB, n int32, count int) []rlmm.TopicIDPartition {
+	t.Helper()
+	out := make([]rlmm.TopicIDPartition, count)
+	got := 0
+	for p := int32(0); p < 100000 && got < count; p++ {
+		tp := topicPartition("distinct", 88, p)
+		mp := wire.MetadataPartition(tp, n)
+		if int(mp) < count && out[mp].Topic == "" {
+			out[mp] = tp
+			got++
+		}
+	}
+	if got < count {
+		t.Fatalf("found only %d of %d distinct metadata partitions", got, count)
+	}
+	return out
+}
+
+// segment returns a COPY_SEGMENT_STARTED segment of tp with the given id,
+// offsets and leader epochs (pairs of epoch, start offset).
+func segment(tp rlmm.TopicIDPartition, id uint64, start, end int64, epochs ...int64) rlmm.SegmentMetadata {
+	if len(epochs) == 0 {
+		epochs = []int64{0, start}
+	}
+	m := rlmm.SegmentMetadata{
+		ID:          rlmm.SegmentID{TopicIDPartition: tp, ID: uuidN(1_000_000 + id)},
+		StartOffset: start, EndOffset: end, MaxTimestampMs: 1000 + end, BrokerID: 1,
+		EventTimestampMs: 500, SizeInBytes: int32(end - start + 1), State: rlmm.CopySegmentStarted,
+		TxnIndexEmpty: true,
+	}
+	for i := 0; i+1 < len(epochs); i += 2 {
+		m.LeaderEpochs = append(m.LeaderEpochs, rlmm.EpochStart{Epoch: int32(epochs[i]), StartOffset: epochs[i+1]})
+	}
+	return m
+}
+
+// update returns the update of md to state by broker 2 at time 900.
+func update(md rlmm.SegmentMetadata, state rlmm.SegmentState) rlmm.SegmentUpdate {
+	return rlmm.SegmentUpdate{ID: md.ID, EventTimestampMs: 900, State: state, BrokerID: 2, CustomMetadata: []byte{byte(state)}}
+}
+
+// finished returns md after update(md, COPY_SEGMENT_FINISHED).
+func finished(t testing.TB, md rlmm.SegmentMetadata) rlmm.SegmentMetadata {
+	t.Helper()
+	out, err := md.WithUpdate(update(md, rlmm.CopySegmentFinished))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// assign makes m host tps and waits until each is ready.
+func assign(t testing.TB, m *Manager, tps ...rlmm.TopicIDPartition) {
+	t.Helper()
+	ctx := testCtx(t)
+	if err := m.OnPartitionLeadershipChanges(ctx, tps, nil); err != nil {
+		t.Fatalf("OnPartitionLeadershipChanges: %v", err)
+	}
+	for _, tp := range tps {
+		if err := m.WaitReady(ctx, tp); err != nil {
+			t.Fatalf("WaitReady(%s): %v", tp, err)
+		}
+	}
+}
+
+// must fails the test on err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hwm returns the high-water mark of one partition of l.
+func hwm(t testing.TB, l eventlog.Log, p int32) int64 {
+	t.Helper()
+	h, err := l.HighWaterMarks(testCtx(t), []int32{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h[0]
+}
+
+// addFinished adds md and finishes it through m.
+func addFinished(t testing.TB, m *Manager, md rlmm.SegmentMetadata) {
+	t.Helper()
+	ctx := testCtx(t)
+	must(t, m.AddSegment(ctx, md))
+	must(t, m.UpdateSegment(ctx, update(md, rlmm.CopySegmentFinished)))
+}
+
+// sameSegments compares two segment lists by value.
+func sameSegments(a, b []rlmm.SegmentMetadata) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("got %d segments, want %d", len(a), len(b))
+	}
+	for i := range a {
+		if !a[i].Equal(&b[i]) {
+			return fmt.Errorf("segment %d: got %v, want %v", i, a[i], b[i])
+		}
+	}
+	return nil
+}
+
+// pausableLog wraps a log so a test can hold back delivery to the
+// subscriptions it opens (to observe a manager catching up).
+type pausableLog struct {
+	eventlog.Log
+	mu     sync.Mutex
+	paused bool
+	resume chan struct{}
+}
+
+func newPausableLog(l eventlog.Log) *pausableLog {
+	return &pausableLog{Log: l, resume: make(chan struct{})}
+}
+
+func (l *pausableLog) Pause() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.paused = true
+}
+
+func (l *pausableLog) Resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.paused {
+		l.paused = false
+		close(l.resume)
+		l.resume = make(chan struct{})
+	}
+}
+
+func (l *pausableLog) gate(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		paused, resume := l.paused, l.resume
+		l.mu.Unlock()
+		if !paused {
+			return nil
+		}
+		select {
+		case <-resume:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *pausableLog) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
+	s, err := l.Log.Subscribe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pausableSub{Subscription: s, l: l}, nil
+}
+
+type pausableSub struct {
+	eventlog.Subscription
+	l    *pausableLog
+	mu   sync.Mutex
+	held []eventlog.Record // fetched while paused, returned after Resume
+}
+
+// Poll fetches, then holds the records while the log is paused, so a Poll
+// already blocked when Pause is called delivers nothing until Resume.
+func (s *pausableSub) Poll(ctx context.Context) ([]eventlog.Record, error) {
+	s.mu.Lock()
+	empty := len(s.held) == 0
+	s.mu.Unlock()
+	if empty {
+		recs, err := s.Subscription.Poll(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.held = append(s.held, recs...)
+		s.mu.Unlock()
+	}
+	if err := s.l.gate(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.held
+	s.held = nil
+	return out, nil
+}
+
+// drop forgets held records of p, keeping Add and Remove exact.
+func (s *pausableSub) drop(p int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.held[:0]
+	for _, r := range s.held {
+		if r.Partition != p {
+			kept = append(kept, r)
+		}
+	}
+	s.held = kept
+}
+
+func (s *pausableSub) Add(p int32, offset int64) error {
+	s.drop(p)
+	return s.Subscription.Add(p, offset)
+}
+
+func (s *pausableSub) Remove(p int32) error {
+	err := s.Subscription.Remove(p)
+	s.drop(p)
+	return err
+}
+
+// countingMetrics counts what Metrics reports.
+type countingMetrics struct {
+	NopMetrics
+	mu                             sync.Mutex
+	applied, rejected, undecodable int
+	mutations                      int
+	snapshots                      int
+	ready                          map[int32]bool
+}
+
+func (c *countingMetrics) EventsConsumed(_ int32, a, r, u int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applied += a
+	c.rejected += r
+	c.undecodable += u
+}
+
+func (c *countingMetrics) PartitionReadiness(p int32, _, ready bool, _ time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ready == nil {
+		c.ready = map[int32]bool{}
+	}
+	c.ready[p] = ready
+}
+
+func (c *countingMetrics) MutationDone(Op, time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mutations++
+}
+
+func (c *countingMetrics) SnapshotWritten(_ time.Duration, _ int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.snapshots++
+	}
+}
+
+// isErr reports whether err matches target (for table-driven want errors;
+// a nil target means no error).
+func isErr(err, target error) bool {
+	if target == nil {
+		return err == nil
+	}
+	return errors.Is(err, target)
+}
+
+// waitFor waits until cond holds, checking every millisecond, for at most
+// testTimeout. Only tests poll: the manager itself never does.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// partitionView is what a manager answers about one user partition.
+type partitionView struct {
+	Segments []rlmm.SegmentMetadata
+	Highest  map[int32]int64
+}
+
+// viewOf reads tps (epochs 0 to 3) from m; every read must succeed.
+func viewOf(t testing.TB, m *Manager, tps []rlmm.TopicIDPartition) map[rlmm.TopicIDPartition]partitionView {
+	t.Helper()
+	out := map[rlmm.TopicIDPartition]partitionView{}
+	for _, tp := range tps {
+		segs, err := m.ListSegments(tp)
+		if err != nil {
+			t.Fatalf("ListSegments(%s): %v", tp, err)
+		}
+		v := partitionView{Segments: segs, Highest: map[int32]int64{}}
+		for e := int32(0); e <= 3; e++ {
+			h, ok, err := m.HighestOffsetForEpoch(tp, e)
+			if err != nil {
+				t.Fatalf("HighestOffsetForEpoch(%s, %d): %v", tp, e, err)
+			}
+			if ok {
+				v.Highest[e] = h
+			}
+		}
+		out[tp] = v
+	}
+	return out
+}
+
+// sameViews reports the first difference between two views.
+func sameViews(got, want map[rlmm.TopicIDPartition]partitionView) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("views of %d partitions, want %d", len(got), len(want))
+	}
+	for tp, w := range want {
+		g := got[tp]
+		if err := sameSegments(g.Segments, w.Segments); err != nil {
+			return fmt.Errorf("%s: %w", tp, err)
+		}
+		if fmt.Sprint(g.Highest) != fmt.Sprint(w.Highest) {
+			return fmt.Errorf("%s: highest offsets %v, want %v", tp, g.Highest, w.Highest)
+		}
+	}
+	return nil
+}
+
+// workload runs a deterministic mix of mutations over tps through m and
+// returns how many events it published: per segment an add and a finish,
+// every third one then deleted (two more events).
+func workload(t testing.TB, m *Manager, tps []rlmm.TopicIDPartition, firstID uint64, perPartition int) int {
+	t.Helper()
+	ctx := testCtx(t)
+	events := 0
+	for i := range perPartition {
+		for j, tp := range tps {
+			id := firstID + uint64(i*len(tps)+j)
+			start := int64(i) * 100
+			md := segment(tp, id, start, start+99, int64(i/2), start)
+			addFinished(t, m, md)
+			events += 2
+			if id%3 == 0 {
+				must(t, m.UpdateSegment(ctx, update(md, rlmm.DeleteSegmentStarted)))
+				must(t, m.UpdateSegment(ctx, update(md, rlmm.DeleteSegmentFinished)))
+				events += 2
+			}
+		}
+	}
+	return events
+}
+
+// waitForNil waits until check returns nil and reports its last error on
+// timeout.
+func waitForNil(t testing.TB, what string, check func() error) {
+	t.Helper()
+	var last error
+	deadline := time.Now().Add(testTimeout)
+	for last = check(); last != nil; last = check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %v", what, last)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitCaughtUp waits until m has applied everything now in l of the
+// metadata partitions it consumes.
+func waitCaughtUp(t testing.TB, m *Manager, l eventlog.Log) {
+	t.Helper()
+	waitForNil(t, "manager to catch up with the log", func() error {
+		for _, p := range m.Stats().Partitions {
+			if h := hwm(t, l, p.Partition); p.Applied != h-1 {
+				return fmt.Errorf("metadata partition %d applied up to %d, the log ends at %d", p.Partition, p.Applied, h-1)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,388 @@
+package topicbased
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+// AddSegment records a new segment (state COPY_SEGMENT_STARTED). It returns
+// nil once the event is in the log and applied to this manager's cache, the
+// state machine's error if the pump rejected it (a conflicting event got
+// there first), or an error before publishing anything: ErrInvalidArgument,
+// a transition the current state forbids, ErrNotAssigned for a user
+// partition whose metadata partition is not consumed here. Waits are bounded
+// by ctx and Config.ConsumeWait (rlmm.ErrTimeout).
+func (m *Manager) AddSegment(ctx context.Context, md rlmm.SegmentMetadata) error {
+	start := time.Now()
+	err := m.addSegment(ctx, md)
+	m.met.MutationDone(OpAddSegment, time.Since(start), err)
+	return err
+}
+
+func (m *Manager) addSegment(ctx context.Context, md rlmm.SegmentMetadata) error {
+	if err := md.Validate(); err != nil {
+		return err
+	}
+	if md.State != rlmm.CopySegmentStarted {
+		return fmt.Errorf("%w: segment %s: an added segment must be %s, not %s",
+			rlmm.ErrInvalidArgument, md.ID, rlmm.CopySegmentStarted, md.State)
+	}
+	ev := wire.SegmentEvent(md)
+	return m.mutate(ctx, md.ID.TopicIDPartition, &ev, func() error { return m.inner.CheckAddSegment(md) })
+}
+
+// UpdateSegment moves a segment to a new state. Same contract as AddSegment;
+// an unknown segment fails with rlmm.ErrUnknownSegment before publishing.
+func (m *Manager) UpdateSegment(ctx context.Context, u rlmm.SegmentUpdate) error {
+	start := time.Now()
+	err := m.updateSegment(ctx, u)
+	m.met.MutationDone(OpUpdateSegment, time.Since(start), err)
+	return err
+}
+
+func (m *Manager) updateSegment(ctx context.Context, u rlmm.SegmentUpdate) error {
+	if err := u.Validate(); err != nil {
+		return err
+	}
+	ev := wire.UpdateEvent(u)
+	return m.mutate(ctx, u.ID.TopicIDPartition, &ev, func() error { return m.inner.CheckUpdateSegment(u) })
+}
+
+// PutPartitionDelete records a partition's deletion state. Same contract as
+// AddSegment.
+func (m *Manager) PutPartitionDelete(ctx context.Context, d rlmm.PartitionDelete) error {
+	start := time.Now()
+	err := m.putPartitionDelete(ctx, d)
+	m.met.MutationDone(OpPartitionDelete, time.Since(start), err)
+	return err
+}
+
+func (m *Manager) putPartitionDelete(ctx context.Context, d rlmm.PartitionDelete) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	ev := wire.PartitionDeleteEvent(d)
+	return m.mutate(ctx, d.TopicIDPartition, &ev, func() error { return m.inner.CheckPartitionDelete(d) })
+}
+
+// mutate is the common path: gate, wait for readiness, check against the
+// cache, encode, publish, wait for the pump's verdict on that offset.
+func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire.Event, check func() error) error {
+	if m.closed.Load() {
+		return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+	}
+	mp := wire.MetadataPartition(tp, m.n)
+	p := &m.parts[mp]
+	deadline := time.Now().Add(m.cfg.ConsumeWait)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	// 1. The metadata partition must be consumed here, and caught up, so
+	// that the check below sees the current state and the verdict can be
+	// read back.
+	if err := m.waitReady(ctx, tp, mp, p); err != nil {
+		return err
+	}
+	// 2. Fail fast: a transition the current state forbids publishes
+	// nothing. The cache may lag events other managers published, so a
+	// failure is confirmed against everything in the log now: the refusal
+	// then reflects a state the log really had during this call.
+	if err := check(); err != nil {
+		if serr := m.syncTo(ctx, tp, mp, p); serr != nil {
+			return err
+		}
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	value, err := wire.AppendEvent(nil, ev)
+	if err != nil {
+		return fmt.Errorf("topicbased: encode event of %s: %w", tp, err)
+	}
+	// 3. Publish under a ticket, so the verdict is kept even if the pump
+	// applies the event before Publish returns.
+	t := &ticket{}
+	m.mu.Lock()
+	t.startApplied = p.applied
+	p.tickets[t] = struct{}{}
+	m.mu.Unlock()
+	defer m.releaseTicket(p, t)
+	offset, err := m.log.Publish(ctx, mp, value)
+	if err != nil {
+		if ctx.Err() != nil {
+			return m.timeoutError(ctx, fmt.Sprintf("publishing the event of %s to metadata partition %d", tp, mp))
+		}
+		return fmt.Errorf("topicbased: publish event of %s to metadata partition %d (it may or may not be in the log): %w", tp, mp, err)
+	}
+	// 4. Wait for the pump's verdict on exactly that offset.
+	m.mu.Lock()
+	if st := p.status.Load() & statusMask; st == statusUnassigned {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: metadata partition %d was unassigned after publishing offset %d; the event is in the log",
+			rlmm.ErrNotAssigned, mp, offset)
+	}
+	if p.applied >= offset {
+		verdict := p.verdicts[offset]
+		m.mu.Unlock()
+		return wrapVerdict(verdict, mp, offset)
+	}
+	w := &waiter{done: make(chan error, 1)}
+	p.waiters[offset] = w
+	m.mu.Unlock()
+	select {
+	case verdict := <-w.done:
+		return wrapVerdict(verdict, mp, offset)
+	case <-ctx.Done():
+		m.mu.Lock()
+		if p.waiters[offset] == w {
+			delete(p.waiters, offset)
+		}
+		m.mu.Unlock()
+		// The pump may have answered just now.
+		select {
+		case verdict := <-w.done:
+			return wrapVerdict(verdict, mp, offset)
+		default:
+		}
+		return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d to apply offset %d (the event of %s is in the log and may still be recorded)", mp, offset, tp))
+	}
+}
+
+func wrapVerdict(verdict error, mp int32, offset int64) error {
+	if verdict == nil {
+		return nil
+	}
+	return fmt.Errorf("topicbased: event at metadata partition %d offset %d was not applied: %w", mp, offset, verdict)
+}
+
+// timeoutError says what timed out; it wraps rlmm.ErrTimeout and, if the
+// caller's context ended it, the context's error.
+func (m *Manager) timeoutError(ctx context.Context, what string) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s (bounded by ctx and ConsumeWait %s): %w", rlmm.ErrTimeout, what, m.cfg.ConsumeWait, cause)
+	}
+	return fmt.Errorf("%w: %s: %w", rlmm.ErrTimeout, what, cause)
+}
+
+func (m *Manager) releaseTicket(p *metaPartition, t *ticket) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(p.tickets, t)
+	if len(p.tickets) == 0 {
+		clear(p.verdicts)
+		return
+	}
+	// Keep the verdicts bounded under a constant stream of mutations: no
+	// ticket can need an offset at or below the oldest ticket's start.
+	if len(p.verdicts) > 1024 {
+		low := int64(1<<63 - 1)
+		for o := range p.tickets {
+			low = min(low, o.startApplied)
+		}
+		for off := range p.verdicts {
+			if off <= low {
+				delete(p.verdicts, off)
+			}
+		}
+	}
+}
+
+// Sync waits until this manager has applied every event of tp's metadata
+// partition that was in the log when Sync was called (after waiting for
+// readiness like a mutation). Reads after Sync reflect every mutation that
+// completed, on any manager, before Sync was called: a linearizable read.
+// Plain reads are local and may lag other managers' writes (as in Kafka).
+func (m *Manager) Sync(ctx context.Context, tp rlmm.TopicIDPartition) error {
+	if m.closed.Load() {
+		return fmt.Errorf("topicbased: sync of %s: %w", tp, rlmm.ErrClosed)
+	}
+	mp := wire.MetadataPartition(tp, m.n)
+	p := &m.parts[mp]
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.ConsumeWait)
+	defer cancel()
+	if err := m.waitReady(ctx, tp, mp, p); err != nil {
+		return err
+	}
+	return m.syncTo(ctx, tp, mp, p)
+}
+
+// syncTo waits until mp has applied what its high-water mark is now.
+func (m *Manager) syncTo(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
+	hw, err := m.log.HighWaterMarks(ctx, []int32{mp})
+	if err != nil {
+		return fmt.Errorf("topicbased: sync of %s: high-water mark of metadata partition %d: %w", tp, mp, err)
+	}
+	w := syncWaiter{offset: hw[0] - 1, done: make(chan error, 1)}
+	m.mu.Lock()
+	if p.status.Load()&statusMask == statusUnassigned {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: sync of %s: metadata partition %d is not consumed by this manager", rlmm.ErrNotAssigned, tp, mp)
+	}
+	if p.applied >= w.offset {
+		m.mu.Unlock()
+		return nil
+	}
+	p.syncs = append(p.syncs, w)
+	m.mu.Unlock()
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		m.mu.Lock()
+		p.syncs = slices.DeleteFunc(p.syncs, func(s syncWaiter) bool { return s.done == w.done })
+		m.mu.Unlock()
+		return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d to apply offset %d", mp, w.offset))
+	}
+}
+
+// WaitReady blocks until tp's metadata partition is assigned and caught up.
+// It returns an error wrapping rlmm.ErrNotAssigned at once if it is not
+// assigned (or stops being), rlmm.ErrClosed if the manager closes, and one
+// wrapping rlmm.ErrTimeout when ctx ends first.
+func (m *Manager) WaitReady(ctx context.Context, tp rlmm.TopicIDPartition) error {
+	if m.closed.Load() {
+		return fmt.Errorf("topicbased: wait for %s: %w", tp, rlmm.ErrClosed)
+	}
+	mp := wire.MetadataPartition(tp, m.n)
+	return m.waitReady(ctx, tp, mp, &m.parts[mp])
+}
+
+// waitReady returns nil once mp is assigned and ready, ErrNotAssigned at once
+// if it is not assigned, and a timeout error if ctx ends first. It waits for
+// the pump's notification, never by polling.
+func (m *Manager) waitReady(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
+	for {
+		m.mu.Lock()
+		st := p.status.Load() & statusMask
+		changed := p.changed
+		m.mu.Unlock()
+		switch st {
+		case statusReady:
+			return nil
+		case statusUnassigned:
+			return fmt.Errorf("%w: partition %s: metadata partition %d is not consumed by this manager; nothing was published",
+				rlmm.ErrNotAssigned, tp, mp)
+		}
+		select {
+		case <-changed:
+		case <-m.closedCh:
+			return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+		case <-ctx.Done():
+			return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d of %s to catch up (a mutation publishes nothing before)", mp, tp))
+		}
+	}
+}
+
+// OnPartitionLeadershipChanges adds the user partitions this broker now
+// leads or follows to its hosted set and consumes the metadata partitions
+// that cover them. It returns once the pump has started consuming the new
+// ones (their readiness follows; see IsReady).
+func (m *Manager) OnPartitionLeadershipChanges(ctx context.Context, leaders, followers []rlmm.TopicIDPartition) error {
+	m.mu.Lock()
+	for _, tp := range leaders {
+		m.hosted[tp] = struct{}{}
+	}
+	for _, tp := range followers {
+		m.hosted[tp] = struct{}{}
+	}
+	m.mu.Unlock()
+	return m.reconcile(ctx)
+}
+
+// OnStopPartitions removes user partitions from the hosted set; a metadata
+// partition that no longer covers any hosted partition (nor one given to
+// ReconcileAssignment) stops being consumed and its user partitions are
+// dropped from the cache.
+func (m *Manager) OnStopPartitions(ctx context.Context, partitions []rlmm.TopicIDPartition) error {
+	m.mu.Lock()
+	for _, tp := range partitions {
+		delete(m.hosted, tp)
+	}
+	m.mu.Unlock()
+	return m.reconcile(ctx)
+}
+
+// ReconcileAssignment is the seed's declarative assignment: the manager
+// consumes exactly metadataPartitions plus the metadata partitions that
+// cover the user partitions given to OnPartitionLeadershipChanges. Call it
+// with nil to consume only the latter. Newly added partitions are consumed
+// from the snapshot's committed offset + 1 (or 0) and are ready once they
+// reach the high-water mark observed now; removed ones are dropped from the
+// cache.
+func (m *Manager) ReconcileAssignment(ctx context.Context, metadataPartitions []int32) error {
+	for _, mp := range metadataPartitions {
+		if mp < 0 || mp >= m.n {
+			return fmt.Errorf("%w: metadata partition %d is outside [0, %d)", rlmm.ErrInvalidArgument, mp, m.n)
+		}
+	}
+	m.mu.Lock()
+	m.explicit = map[int32]struct{}{}
+	for _, mp := range metadataPartitions {
+		m.explicit[mp] = struct{}{}
+	}
+	m.mu.Unlock()
+	return m.reconcile(ctx)
+}
+
+// reconcile brings the consumed set to the desired one: the pump executes
+// the difference to what earlier requests planned.
+func (m *Manager) reconcile(ctx context.Context) error {
+	if m.closed.Load() {
+		return fmt.Errorf("topicbased: assignment change: %w", rlmm.ErrClosed)
+	}
+	m.assignMu.Lock()
+	m.mu.Lock()
+	desired := map[int32]struct{}{}
+	for tp := range m.hosted {
+		desired[wire.MetadataPartition(tp, m.n)] = struct{}{}
+	}
+	for mp := range m.explicit {
+		desired[mp] = struct{}{}
+	}
+	m.mu.Unlock()
+	r := &controlRequest{done: make(chan error, 1)}
+	for mp := range desired {
+		if _, ok := m.planned[mp]; !ok {
+			r.add = append(r.add, mp)
+		}
+	}
+	for mp := range m.planned {
+		if _, ok := desired[mp]; !ok {
+			r.remove = append(r.remove, mp)
+		}
+	}
+	slices.Sort(r.add)
+	slices.Sort(r.remove)
+	if len(r.add) == 0 && len(r.remove) == 0 {
+		m.assignMu.Unlock()
+		return nil
+	}
+	if len(r.add) > 0 {
+		// The readiness target: everything published before this call.
+		hw, err := m.log.HighWaterMarks(ctx, r.add)
+		if err != nil {
+			m.assignMu.Unlock()
+			return fmt.Errorf("topicbased: high-water marks of metadata partitions %v: %w", r.add, err)
+		}
+		r.target = hw
+	}
+	if err := m.submit(r); err != nil {
+		m.assignMu.Unlock()
+		return fmt.Errorf("topicbased: assignment change: %w", err)
+	}
+	m.planned = desired
+	m.assignMu.Unlock()
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: assignment change (add %v, remove %v) still queued for the pump: %w", rlmm.ErrTimeout, r.add, r.remove, ctx.Err())
+	}
+}

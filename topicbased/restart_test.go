@@ -1,0 +1,281 @@
+package topicbased
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// A restart from a snapshot replays only the events after it.
+func TestRestartFromSnapshotReplaysOnlyTheTail(t *testing.T) {
+	l := newMemLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 4)
+	must(t, m1.WriteSnapshot(testCtx(t)))
+	tail := workload(t, m1, tps, 100, 2)
+	want := viewOf(t, m1, tps)
+	must(t, m1.Close()) // a crash: no final snapshot
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir})
+	s := m2.Stats()
+	if s.SnapshotError != nil || s.SnapshotSegments == 0 {
+		t.Fatalf("snapshot not loaded: %+v", s)
+	}
+	assign(t, m2, tps...)
+	if got := m2.Stats().Consumed(); got != uint64(tail) {
+		t.Errorf("replayed %d events after the snapshot; want the tail of %d", got, tail)
+	}
+	must(t, sameViews(viewOf(t, m2, tps), want))
+}
+
+// ShutdownAndFlush writes a final snapshot: the next start replays nothing.
+func TestShutdownAndFlushThenRestartReplaysNothing(t *testing.T) {
+	l := newMemLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 3)
+	want := viewOf(t, m1, tps)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+	if _, _, err := m1.SegmentForOffset(tps[0], 0, 0); !errors.Is(err, rlmm.ErrClosed) {
+		t.Errorf("read after ShutdownAndFlush: %v; want ErrClosed", err)
+	}
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir})
+	assign(t, m2, tps...)
+	if got := m2.Stats().Consumed(); got != 0 {
+		t.Errorf("replayed %d events after a final snapshot; want 0", got)
+	}
+	must(t, sameViews(viewOf(t, m2, tps), want))
+}
+
+// Without a snapshot, or with an unusable one, a restart replays everything
+// and reaches the same state; it never fails to start.
+func TestRestartWithoutUsableSnapshotReplaysAll(t *testing.T) {
+	cases := []struct {
+		name    string
+		damage  func(t *testing.T, path string) // nil: no snapshot dir at all
+		wantErr string                          // in Stats().SnapshotError; "" = none
+	}{
+		{"no snapshot dir", nil, ""},
+		{"missing file", func(t *testing.T, path string) { must(t, os.Remove(path)) }, ""},
+		{"flipped payload byte", func(t *testing.T, path string) { flipByte(t, path, -5) }, "checksum"},
+		{"flipped magic", func(t *testing.T, path string) { flipByte(t, path, 0) }, "magic"},
+		{"future version", func(t *testing.T, path string) { flipByte(t, path, 8) }, "version"},
+		{"truncated", func(t *testing.T, path string) {
+			b, err := os.ReadFile(path)
+			must(t, err)
+			must(t, os.WriteFile(path, b[:len(b)/2], 0o644))
+		}, "payload bytes"},
+		{"empty file", func(t *testing.T, path string) { must(t, os.WriteFile(path, nil, 0o644)) }, "shorter"},
+		{"a directory", func(t *testing.T, path string) {
+			must(t, os.Remove(path))
+			must(t, os.Mkdir(path, 0o755))
+		}, "read snapshot"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newMemLog(t, 3)
+			dir := t.TempDir()
+			tps := distinctPartitions(t, 3, 3)
+			m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+			assign(t, m1, tps...)
+			total := workload(t, m1, tps, 0, 3)
+			want := viewOf(t, m1, tps)
+			must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+			cfg := Config{Log: l}
+			if c.damage != nil {
+				c.damage(t, filepath.Join(dir, SnapshotFileName))
+				cfg.SnapshotDir = dir
+			}
+			m2 := startManager(t, cfg)
+			s := m2.Stats()
+			if c.wantErr == "" && s.SnapshotError != nil {
+				t.Errorf("SnapshotError = %v; want none", s.SnapshotError)
+			}
+			if c.wantErr != "" && (s.SnapshotError == nil || !strings.Contains(s.SnapshotError.Error(), c.wantErr)) {
+				t.Errorf("SnapshotError = %v; want one saying %q", s.SnapshotError, c.wantErr)
+			}
+			assign(t, m2, tps...)
+			if got := m2.Stats().Consumed(); got != uint64(total) {
+				t.Errorf("replayed %d events; want all %d", got, total)
+			}
+			must(t, sameViews(viewOf(t, m2, tps), want))
+		})
+	}
+}
+
+// flipByte inverts one byte of a file (negative: from the end).
+func flipByte(t *testing.T, path string, at int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err)
+	if at < 0 {
+		at += len(b)
+	}
+	b[at] ^= 0xff
+	must(t, os.WriteFile(path, b, 0o644))
+}
+
+// A snapshot taken with another partition count is not used.
+func TestSnapshotOfAnotherPartitionCountIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	l3 := newMemLog(t, 3)
+	m1 := startManager(t, Config{Log: l3, SnapshotDir: dir, SnapshotInterval: -1})
+	tps := distinctPartitions(t, 3, 3)
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 1)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	l5 := newMemLog(t, 5)
+	m2 := startManager(t, Config{Log: l5, SnapshotDir: dir})
+	if err := m2.Stats().SnapshotError; err == nil || !strings.Contains(err.Error(), "metadata partitions") {
+		t.Errorf("SnapshotError = %v; want a partition count mismatch", err)
+	}
+	assign(t, m2, tps...)
+	for _, tp := range tps {
+		if l, err := m2.ListSegments(tp); len(l) != 0 || err != nil {
+			t.Errorf("%s: %v, %v; want empty (the snapshot's state must not be used)", tp, l, err)
+		}
+	}
+}
+
+// A snapshot ahead of the log (the log was recreated) is dropped for that
+// metadata partition, which is replayed from 0.
+func TestSnapshotAheadOfTheLogIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	old := newMemLog(t, 3)
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: old, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 2)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	fresh := newMemLog(t, 3)
+	m2 := startManager(t, Config{Log: fresh, SnapshotDir: dir})
+	assign(t, m2, tps...)
+	for _, tp := range tps {
+		if l, err := m2.ListSegments(tp); len(l) != 0 || err != nil {
+			t.Errorf("%s: %v, %v; want empty: the new log has no events", tp, l, err)
+		}
+	}
+	addFinished(t, m2, segment(tps[0], 1, 0, 9))
+	if l, _ := m2.ListSegments(tps[0]); len(l) != 1 {
+		t.Errorf("after a new add: %v", l)
+	}
+}
+
+// A snapshot keeps the held state of metadata partitions that this run did
+// not assign (loaded from the previous snapshot), so a later restart that
+// assigns them still replays only their tail.
+func TestSnapshotKeepsHeldUnassignedPartitions(t *testing.T) {
+	l := newMemLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 2)
+	want := viewOf(t, m1, tps)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m2, tps[0])
+	if _, ok, err := m2.SegmentForOffset(tps[1], 0, 0); ok || err != nil {
+		t.Errorf("unassigned partition held from the snapshot served a read: %v, %v", ok, err)
+	}
+	must(t, m2.ShutdownAndFlush(testCtx(t)))
+
+	m3 := startManager(t, Config{Log: l, SnapshotDir: dir})
+	assign(t, m3, tps...)
+	if got := m3.Stats().Consumed(); got != 0 {
+		t.Errorf("replayed %d events; want 0", got)
+	}
+	must(t, sameViews(viewOf(t, m3, tps), want))
+}
+
+// Removing a metadata partition and adding it back replays it from 0: it is
+// not ready mid-replay and a deleted segment never reappears (the seed kept
+// the applied offset and got both wrong).
+func TestReassignAfterRemovalReplaysFromZero(t *testing.T) {
+	base := newMemLog(t, 3)
+	pl := newPausableLog(base)
+	dir := t.TempDir()
+	m := startManager(t, Config{Log: pl, SnapshotDir: dir, SnapshotInterval: -1})
+	tp := topicPartition("foo", 1, 0)
+	assign(t, m, tp)
+	gone := segment(tp, 1, 0, 99)
+	kept := segment(tp, 2, 100, 199)
+	addFinished(t, m, gone)
+	addFinished(t, m, kept)
+	ctx := testCtx(t)
+	must(t, m.UpdateSegment(ctx, update(gone, rlmm.DeleteSegmentStarted)))
+	must(t, m.UpdateSegment(ctx, update(gone, rlmm.DeleteSegmentFinished)))
+	want := viewOf(t, m, []rlmm.TopicIDPartition{tp})
+
+	must(t, m.OnStopPartitions(ctx, []rlmm.TopicIDPartition{tp}))
+	if l, err := m.ListSegments(tp); len(l) != 0 || err != nil {
+		t.Errorf("after stop: %v, %v; want a miss", l, err)
+	}
+	// The dropped state is not in a snapshot taken now either.
+	must(t, m.WriteSnapshot(ctx))
+	before := m.Stats().Consumed()
+
+	pl.Pause()
+	must(t, m.OnPartitionLeadershipChanges(ctx, []rlmm.TopicIDPartition{tp}, nil))
+	if m.IsReady(tp) {
+		t.Fatal("re-added metadata partition is ready before replaying")
+	}
+	if _, err := m.ListSegments(tp); !errors.Is(err, rlmm.ErrNotReady) {
+		t.Errorf("re-added partition mid-replay: %v; want ErrNotReady", err)
+	}
+	pl.Resume()
+	must(t, m.WaitReady(ctx, tp))
+	if got := m.Stats().Consumed() - before; got != 6 {
+		t.Errorf("re-add replayed %d events; want all 6 from offset 0", got)
+	}
+	must(t, sameViews(viewOf(t, m, []rlmm.TopicIDPartition{tp}), want))
+
+	// A restart from the snapshot written while unassigned replays it all too.
+	must(t, m.Close())
+	m2 := startManager(t, Config{Log: base, SnapshotDir: dir})
+	assign(t, m2, tp)
+	if got := m2.Stats().Consumed(); got != 6 {
+		t.Errorf("restart replayed %d events; want 6", got)
+	}
+	must(t, sameViews(viewOf(t, m2, []rlmm.TopicIDPartition{tp}), want))
+}
+
+// The periodic snapshotter writes when the cache advanced.
+func TestPeriodicSnapshot(t *testing.T) {
+	l := newMemLog(t, 3)
+	dir := t.TempDir()
+	met := &countingMetrics{}
+	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: 5 * 1e6, Metrics: met})
+	tp := topicPartition("foo", 1, 0)
+	assign(t, m, tp)
+	addFinished(t, m, segment(tp, 1, 0, 9))
+	waitFor(t, "a periodic snapshot", func() bool {
+		met.mu.Lock()
+		defer met.mu.Unlock()
+		return met.snapshots > 0
+	})
+	if _, err := os.Stat(filepath.Join(dir, SnapshotFileName)); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	for _, e := range entries {
+		if e.Name() != SnapshotFileName {
+			t.Errorf("stray file %s in the snapshot directory", e.Name())
+		}
+	}
+}
