@@ -21,8 +21,12 @@ var mutants = []mutant{
 	{"OffsetsFromOne", "OffsetsDenseFromZero", func(l *memlog.Log) eventlog.Log { return offsetsFromOne{l} }},
 	{"HighWaterMarkOffByOne", "HighWaterMarks", func(l *memlog.Log) eventlog.Log { return hwmOffByOne{l} }},
 	{"StoresCallersSlice", "ValuesNotAliased", func(l *memlog.Log) eventlog.Log { return &storesCallersSlice{Log: l} }},
-	{"RemoveIgnored", "RemoveStopsDelivery", func(l *memlog.Log) eventlog.Log { return subWrapped{l, func(s eventlog.Subscription) eventlog.Subscription { return removeIgnored{s} }} }},
-	{"AddFromZero", "AddReplaysThenFollows", func(l *memlog.Log) eventlog.Log { return subWrapped{l, func(s eventlog.Subscription) eventlog.Subscription { return addFromZero{s} }} }},
+	{"RemoveIgnored", "RemoveStopsDelivery", func(l *memlog.Log) eventlog.Log {
+		return subWrapped{l, func(s eventlog.Subscription) eventlog.Subscription { return removeIgnored{s} }}
+	}},
+	{"AddFromZero", "AddReplaysThenFollows", func(l *memlog.Log) eventlog.Log {
+		return subWrapped{l, func(s eventlog.Subscription) eventlog.Subscription { return addFromZero{s} }}
+	}},
 	{"BadPartitionToZero", "InvalidArguments", func(l *memlog.Log) eventlog.Log { return badPartitionToZero{l} }},
 }
 
