@@ -26,7 +26,8 @@ type Log struct {
 
 var _ eventlog.Log = (*Log)(nil)
 
-// New returns an empty log with the given number of partitions (at least 1).
+// New returns an empty log with the given number of partitions; a count
+// below 1 is taken as 1.
 func New(partitions int32) *Log {
 	if partitions < 1 {
 		partitions = 1
