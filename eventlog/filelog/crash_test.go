@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -178,6 +179,18 @@ func runAndKill(t *testing.T, dir string, round int, d time.Duration) []string {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("round %d: no acknowledgement within %v: %s", round, crashAckTimeout, stderr.String())
+	}
+	if round == 0 {
+		// While the child holds the log, this process cannot open it.
+		if l, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", cmd.Process.Pid)) {
+			if err == nil {
+				l.Close()
+			}
+			cmd.Process.Kill()
+			<-done
+			cmd.Wait()
+			t.Fatalf("opening a log held by child pid %d: got %v, want ErrLocked naming it", cmd.Process.Pid, err)
+		}
 	}
 	time.Sleep(d)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
