@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,6 +198,13 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 func (m *Manager) loadSnapshot() {
 	if m.cfg.SnapshotDir == "" {
 		return
+	}
+	// Temporary files of a snapshot write interrupted by a crash.
+	if stale, _ := filepath.Glob(filepath.Join(m.cfg.SnapshotDir, SnapshotFileName+".*.tmp")); len(stale) > 0 {
+		for _, f := range stale {
+			_ = os.Remove(f)
+		}
+		m.logger.Info("topicbased: removed temporary files of an interrupted snapshot write", "files", stale)
 	}
 	start := time.Now()
 	segments, err := m.tryLoadSnapshot()

@@ -350,6 +350,9 @@ func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPart
 // old file or the new one, never a mix: temp file, fsync, rename, fsync of
 // the directory.
 func writeFileAtomic(dir, name string, data []byte) (err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create snapshot directory: %w", err)
+	}
 	tmp, err := os.CreateTemp(dir, name+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("create temporary snapshot in %s: %w", dir, err)
