@@ -346,9 +346,13 @@ func (l *Log) broadcast() {
 // until as many publishes are queued as were queued plus answered, for at
 // most half an fsync: a caller that publishes again at once makes it into
 // the next batch, and a lone publisher (one answered, none queued: target
-// one, which its next publish meets) is not delayed at all.
+// one, which its next publish meets) is not delayed at all. Callers that do
+// not come back quickly (a manager waits for its pump before its next
+// mutation) would only be delayed, so a wait that gains nobody turns waiting
+// off for the next lingerBackoff batches.
 func (l *Log) run() {
 	defer close(l.committerEnd)
+	skip := 0 // batches to commit without lingering
 	for {
 		stopping := false
 		select {
@@ -364,8 +368,17 @@ func (l *Log) run() {
 			start := time.Now()
 			l.commit(batch)
 			took := time.Since(start)
-			if target := min(l.queued()+len(batch), maxLingerTarget); !stopping && target > 1 {
-				stopping = l.linger(target, took/2)
+			target := min(l.queued()+len(batch), maxLingerTarget)
+			switch {
+			case stopping || target <= 1:
+			case skip > 0:
+				skip--
+			default:
+				var gained bool
+				stopping, gained = l.linger(target, took/2)
+				if !gained {
+					skip = lingerBackoff
+				}
 			}
 		}
 		if stopping {
@@ -374,8 +387,13 @@ func (l *Log) run() {
 	}
 }
 
-// maxLingerTarget bounds the queue length the committer waits for.
-const maxLingerTarget = 1024
+// maxLingerTarget bounds the queue length the committer waits for;
+// lingerBackoff is how many batches go without waiting after a wait that
+// gained nobody.
+const (
+	maxLingerTarget = 1024
+	lingerBackoff   = 8
+)
 
 // queued returns the number of publishes waiting for the committer.
 func (l *Log) queued() int {
@@ -384,24 +402,29 @@ func (l *Log) queued() int {
 	return len(l.pending)
 }
 
-// linger waits until target publishes are queued, d has passed or the log
-// is stopping (it then returns true).
-func (l *Log) linger(target int, d time.Duration) bool {
-	if d <= 0 || l.queued() >= target {
-		return false
+// linger waits until target publishes are queued or d has passed. It
+// reports whether the log is stopping and whether any publish arrived while
+// it waited (or the target was met at once).
+func (l *Log) linger(target int, d time.Duration) (stopping, gained bool) {
+	start := l.queued()
+	if d <= 0 || start >= target {
+		return false, true
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	for l.queued() < target {
+	for {
+		n := l.queued()
+		if n >= target {
+			return false, true
+		}
 		select {
 		case <-l.kick:
 		case <-timer.C:
-			return false
+			return false, l.queued() > start
 		case <-l.stop:
-			return true
+			return true, true
 		}
 	}
-	return false
 }
 
 func (l *Log) failedErr() error {
