@@ -164,3 +164,39 @@ func BenchmarkReplay(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(n/64*64*b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// BenchmarkPublishToDelivered is what a manager's mutation waits for: from
+// the Publish call until a subscription's Poll returns the record.
+func BenchmarkPublishToDelivered(b *testing.B) {
+	l := mustOpen(b, filepath.Join(b.TempDir(), "log"), Options{Partitions: 50})
+	defer mustClose(b, l)
+	ctx := context.Background()
+	sub, err := l.Subscribe(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	if err := sub.Add(7, 0); err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, benchValueSize)
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		off, err := l.Publish(ctx, 7, value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for delivered := false; !delivered; {
+			recs, err := sub.Poll(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			delivered = recs[len(recs)-1].Offset >= off
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	reportLatency(b, samples)
+}
