@@ -15,7 +15,7 @@ func TestBrokersShareOneLog(t *testing.T) {
 	for _, brokers := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d brokers", brokers), func(t *testing.T) {
 			const n = 5
-			base := newMemLog(t, n)
+			base := newLog(t, n)
 			tps := distinctPartitions(t, n, 4) // metadata partitions 0..3; 4 stays unused
 			ms := make([]*Manager, brokers)
 			for i := range ms {

@@ -24,7 +24,15 @@ func TestMain(m *testing.M) {
 		// Re-executed by the kill -9 test: run the child's workload only.
 		os.Exit(runCrashChild())
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	closeFakeCluster()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // testTimeout bounds every wait of a test for something that must happen.
@@ -48,11 +56,41 @@ type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
 
-// newMemLog returns a memlog closed at the end of the test.
-func newMemLog(t testing.TB, partitions int32) *memlog.Log {
-	l := memlog.New(partitions)
+// logBackend opens a fresh, empty event log for a test.
+type logBackend struct {
+	name string
+	open func(t testing.TB, partitions int32) eventlog.Log
+}
+
+// memBackend is the default backend of the tests.
+var memBackend = logBackend{"memlog", func(_ testing.TB, partitions int32) eventlog.Log { return memlog.New(partitions) }}
+
+// currentBackend is the backend newLog uses; runOver swaps it to run the
+// same tests over another log (tests in this package are not parallel).
+var currentBackend = memBackend
+
+// newLog returns a fresh log of the current backend, closed at the end of
+// the test (after the managers started on it, which register later).
+func newLog(t testing.TB, partitions int32) eventlog.Log {
+	t.Helper()
+	l := currentBackend.open(t, partitions)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// runOver runs tests as subtests of t with newLog opening logs of b.
+func runOver(t *testing.T, b logBackend, tests []namedTest) {
+	saved := currentBackend
+	currentBackend = b
+	defer func() { currentBackend = saved }()
+	for _, tc := range tests {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+type namedTest struct {
+	name string
+	fn   func(*testing.T)
 }
 
 // startManager starts a manager over log, closed at the end of the test

@@ -15,7 +15,7 @@ import (
 const mib = 1 << 20
 
 func newKafkaFixture(t *testing.T) (*Manager, rlmm.TopicIDPartition) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	m := startManager(t, Config{Log: l})
 	tp := topicPartition("foo", 1, 0)
 	assign(t, m, tp)
@@ -238,7 +238,7 @@ func TestKafkaRemoteLogSize(t *testing.T) {
 // once with ErrNotAssigned and publishes nothing (Kafka publishes and then
 // fails its future; rlmm does not write what it could not read back).
 func TestKafkaNeverAssigned(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	m := startManager(t, Config{Log: l})
 	tp := topicPartition("foo", 1, 0)
 	if _, ok, err := m.SegmentForOffset(tp, 0, 0); ok || err != nil {
@@ -269,7 +269,7 @@ func TestKafkaNeverAssigned(t *testing.T) {
 // events already in the log are applied exactly once on assignment; an
 // empty metadata partition is ready at once.
 func TestKafkaSharedMetadataPartition(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	tps, mp := sharingPartitions(t, 3, 3)
 	writer := startManager(t, Config{Log: l})
 	assign(t, writer, tps...)
@@ -321,7 +321,7 @@ func TestKafkaSharedMetadataPartition(t *testing.T) {
 // Scenario 13: a partition that is catching up answers ErrNotReady and
 // IsReady is false; mutations wait for readiness.
 func TestKafkaNotReadyWhileCatchingUp(t *testing.T) {
-	base := newMemLog(t, 3)
+	base := newLog(t, 3)
 	tp := topicPartition("foo", 1, 0)
 	writer := startManager(t, Config{Log: base})
 	assign(t, writer, tp)
@@ -390,7 +390,7 @@ func TestKafkaPartitionDelete(t *testing.T) {
 // Scenario 15, hardened: undecodable, misrouted and unexpected records are
 // skipped, counted and listed, and the pump keeps applying.
 func TestKafkaBadRecordsDoNotStopThePump(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	met := &countingMetrics{}
 	m := startManager(t, Config{Log: l, Metrics: met, RejectedLimit: 2})
 	tp := topicPartition("foo", 1, 0)
@@ -449,7 +449,7 @@ func TestKafkaBadRecordsDoNotStopThePump(t *testing.T) {
 // A conflicting event of another broker that the pump applies first decides
 // the verdict: the mutation returns the state machine's error.
 func TestConcurrentConflictVerdict(t *testing.T) {
-	base := newMemLog(t, 3)
+	base := newLog(t, 3)
 	tp := topicPartition("foo", 1, 0)
 	b := startManager(t, Config{Log: base})
 	pl := newPausableLog(base)

@@ -93,7 +93,7 @@ var linModel = porcupine.Model{
 }
 
 func TestLinearizableAcrossTwoManagers(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	tp := topicPartition("lin", 5, 0)
 	managers := []*Manager{startManager(t, Config{Log: l}), startManager(t, Config{Log: l})}
 	for _, m := range managers {

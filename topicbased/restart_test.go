@@ -12,7 +12,7 @@ import (
 
 // A restart from a snapshot replays only the events after it.
 func TestRestartFromSnapshotReplaysOnlyTheTail(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 3, 3)
 	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
@@ -37,7 +37,7 @@ func TestRestartFromSnapshotReplaysOnlyTheTail(t *testing.T) {
 
 // ShutdownAndFlush writes a final snapshot: the next start replays nothing.
 func TestShutdownAndFlushThenRestartReplaysNothing(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 3, 3)
 	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
@@ -83,7 +83,7 @@ func TestRestartWithoutUsableSnapshotReplaysAll(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := newMemLog(t, 3)
+			l := newLog(t, 3)
 			dir := t.TempDir()
 			tps := distinctPartitions(t, 3, 3)
 			m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
@@ -129,14 +129,14 @@ func flipByte(t *testing.T, path string, at int) {
 // A snapshot taken with another partition count is not used.
 func TestSnapshotOfAnotherPartitionCountIsIgnored(t *testing.T) {
 	dir := t.TempDir()
-	l3 := newMemLog(t, 3)
+	l3 := newLog(t, 3)
 	m1 := startManager(t, Config{Log: l3, SnapshotDir: dir, SnapshotInterval: -1})
 	tps := distinctPartitions(t, 3, 3)
 	assign(t, m1, tps...)
 	workload(t, m1, tps, 0, 1)
 	must(t, m1.ShutdownAndFlush(testCtx(t)))
 
-	l5 := newMemLog(t, 5)
+	l5 := newLog(t, 5)
 	m2 := startManager(t, Config{Log: l5, SnapshotDir: dir})
 	if err := m2.Stats().SnapshotError; err == nil || !strings.Contains(err.Error(), "metadata partitions") {
 		t.Errorf("SnapshotError = %v; want a partition count mismatch", err)
@@ -153,14 +153,14 @@ func TestSnapshotOfAnotherPartitionCountIsIgnored(t *testing.T) {
 // metadata partition, which is replayed from 0.
 func TestSnapshotAheadOfTheLogIsDropped(t *testing.T) {
 	dir := t.TempDir()
-	old := newMemLog(t, 3)
+	old := newLog(t, 3)
 	tps := distinctPartitions(t, 3, 3)
 	m1 := startManager(t, Config{Log: old, SnapshotDir: dir, SnapshotInterval: -1})
 	assign(t, m1, tps...)
 	workload(t, m1, tps, 0, 2)
 	must(t, m1.ShutdownAndFlush(testCtx(t)))
 
-	fresh := newMemLog(t, 3)
+	fresh := newLog(t, 3)
 	m2 := startManager(t, Config{Log: fresh, SnapshotDir: dir})
 	assign(t, m2, tps...)
 	for _, tp := range tps {
@@ -178,7 +178,7 @@ func TestSnapshotAheadOfTheLogIsDropped(t *testing.T) {
 // not assign (loaded from the previous snapshot), so a later restart that
 // assigns them still replays only their tail.
 func TestSnapshotKeepsHeldUnassignedPartitions(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 3, 3)
 	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
@@ -206,7 +206,7 @@ func TestSnapshotKeepsHeldUnassignedPartitions(t *testing.T) {
 // not ready mid-replay and a deleted segment never reappears (the seed kept
 // the applied offset and got both wrong).
 func TestReassignAfterRemovalReplaysFromZero(t *testing.T) {
-	base := newMemLog(t, 3)
+	base := newLog(t, 3)
 	pl := newPausableLog(base)
 	dir := t.TempDir()
 	m := startManager(t, Config{Log: pl, SnapshotDir: dir, SnapshotInterval: -1})
@@ -256,7 +256,7 @@ func TestReassignAfterRemovalReplaysFromZero(t *testing.T) {
 
 // The periodic snapshotter writes when the cache advanced.
 func TestPeriodicSnapshot(t *testing.T) {
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	dir := t.TempDir()
 	met := &countingMetrics{}
 	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: 5 * 1e6, Metrics: met})

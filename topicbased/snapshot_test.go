@@ -3,8 +3,8 @@ package topicbased
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -94,7 +94,7 @@ func TestSnapshotInvalidContent(t *testing.T) {
 func TestSnapshotInconsistentCommittedIsIgnored(t *testing.T) {
 	dir := t.TempDir()
 	tp := topicPartition("foo", 1, 0)
-	l := newMemLog(t, 3)
+	l := newLog(t, 3)
 	s := &snapshot{partitions: 3, committed: []int64{-1, -1, -1},
 		states: []memory.PartitionState{{TopicIDPartition: tp, Segments: []rlmm.SegmentMetadata{segment(tp, 1, 0, 9)}}}}
 	must(t, writeFileAtomic(dir, SnapshotFileName, encodeSnapshot(s)))
@@ -113,7 +113,7 @@ func TestStaleTemporarySnapshotFilesRemoved(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, SnapshotFileName+".123.tmp")
 	must(t, os.WriteFile(stale, []byte("half"), 0o644))
-	startManager(t, Config{Log: newMemLog(t, 3), SnapshotDir: dir})
+	startManager(t, Config{Log: newLog(t, 3), SnapshotDir: dir})
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale temporary file still there: %v", err)
 	}
