@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
@@ -500,5 +501,49 @@ func TestFrameCRCIsCRC32COfSaltLengthPayload(t *testing.T) {
 		if got, want := frameCRC(tc.salt, []byte(tc.payload)), crc32.Checksum(whole, crc32.MakeTable(crc32.Castagnoli)); got != want {
 			t.Errorf("frameCRC(%d, %d bytes) = %08x, want CRC32C %08x", tc.salt, len(tc.payload), got, want)
 		}
+	}
+}
+
+func TestStatsCountGroupCommits(t *testing.T) {
+	l := mustOpen(t, filepath.Join(t.TempDir(), "log"), Options{Partitions: 2})
+	defer mustClose(t, l)
+	publishRecords(t, l, 0, 0, 5) // one at a time: one fsync each
+	if st := l.Stats(); st.Records != 5 || st.Syncs != 5 {
+		t.Fatalf("after 5 sequential publishes: %+v, want 5 records in 5 syncs", st)
+	}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() { publishValues(t, l, 1, fmt.Sprint(g)) })
+	}
+	wg.Wait()
+	if st := l.Stats(); st.Records != 21 || st.Syncs < 6 || st.Syncs > 21 {
+		t.Fatalf("after 16 more concurrent publishes: %+v, want 21 records in 6 to 21 syncs", st)
+	}
+}
+
+func TestWriteFailureStopsPublishing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := mustOpen(t, dir, Options{Partitions: 1})
+	publishValues(t, l, 0, "a")
+	l.journal.Close() // the next journal write fails, as on a dying disk
+	ctx := context.Background()
+	if _, err := l.Publish(ctx, 0, []byte("b")); err == nil {
+		t.Fatalf("Publish succeeded although the journal write failed")
+	}
+	_, err := l.Publish(ctx, 0, []byte("c"))
+	if err == nil || !strings.Contains(err.Error(), "refuses further publishes") {
+		t.Fatalf("Publish after a failed write: got %v, want the failure repeated", err)
+	}
+	l.Close() // reports the already closed journal; the lock is released anyway
+	// Reopening recovers: "a" is there; "b" reached its segment but not the
+	// journal, so it may or may not be (its Publish failed either way).
+	l = mustOpen(t, dir, Options{})
+	defer mustClose(t, l)
+	recs, err := readAllRecords(t, l, 0)
+	if err != nil || len(recs) == 0 || string(recs[0].Value) != "a" || len(recs) > 2 {
+		t.Fatalf("after reopening: %d records (%v), want \"a\" and at most \"b\"", len(recs), err)
+	}
+	if _, err := l.Publish(ctx, 0, []byte("d")); err != nil {
+		t.Fatalf("Publish after reopening: %v", err)
 	}
 }
