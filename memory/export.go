@@ -2,7 +2,6 @@ package memory
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/rlmm-go/rlmm"
@@ -40,14 +39,17 @@ func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState
 	if m.closed.Load() {
 		return nil
 	}
-	tps := slices.SortedFunc(maps.Keys(m.parts), compareTP)
-	out := make([]PartitionState, 0, len(tps))
-	for _, tp := range tps {
-		if keep != nil && !keep(tp) {
-			continue
+	var parts []*partition
+	m.parts.each(func(p *partition) {
+		if keep == nil || keep(p.tp) {
+			parts = append(parts, p)
 		}
+	})
+	slices.SortFunc(parts, func(a, b *partition) int { return compareTP(a.tp, b.tp) })
+	out := make([]PartitionState, 0, len(parts))
+	for _, p := range parts {
 		// The writer lock keeps the partition still: no read lock needed.
-		out = append(out, m.parts[tp].export())
+		out = append(out, p.export())
 	}
 	return out
 }
@@ -106,9 +108,18 @@ func (m *Manager) Import(states []PartitionState) error {
 	}
 	for k := range states {
 		p := buildPartition(&states[k])
-		m.dropPartition(p.tp)
-		if !p.empty() {
-			m.putPartition(p)
+		old := m.parts.get(p.tp)
+		// Publish the new state before retiring the old one, so that a
+		// reader sees one or the other, never a gap.
+		if p.empty() {
+			m.parts.set(p.tp, nil)
+		} else {
+			m.parts.set(p.tp, p)
+		}
+		if old != nil {
+			old.mu.Lock()
+			old.dead = true
+			old.mu.Unlock()
 		}
 	}
 	return nil

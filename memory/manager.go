@@ -20,10 +20,8 @@ type Manager struct {
 	// Export, so that the writer may read partition state without locking
 	// it and Export sees one consistent moment.
 	wmu sync.Mutex
-	// pmu guards parts for readers; the writer (holding wmu) also takes it
-	// for writing when it adds or removes a partition.
-	pmu    sync.RWMutex
-	parts  map[rlmm.TopicIDPartition]*partition
+	// parts finds a partition without locking; only the writer changes it.
+	parts  directory
 	closed atomic.Bool
 }
 
@@ -35,7 +33,7 @@ type Option func(*Manager)
 
 // New returns an empty Manager.
 func New(opts ...Option) *Manager {
-	m := &Manager{parts: make(map[rlmm.TopicIDPartition]*partition)}
+	m := &Manager{}
 	for _, o := range opts {
 		o(m)
 	}
@@ -48,9 +46,7 @@ func errClosed() error { return fmt.Errorf("memory manager: %w", rlmm.ErrClosed)
 // when it meets a partition that a concurrent change dropped or replaced.
 func (m *Manager) lookup(tp rlmm.TopicIDPartition) *partition {
 	for {
-		m.pmu.RLock()
-		p := m.parts[tp]
-		m.pmu.RUnlock()
+		p := m.parts.get(tp)
 		if p == nil {
 			return nil
 		}
@@ -64,23 +60,19 @@ func (m *Manager) lookup(tp rlmm.TopicIDPartition) *partition {
 
 // putPartition publishes p. Writer only.
 func (m *Manager) putPartition(p *partition) {
-	m.pmu.Lock()
-	m.parts[p.tp] = p
-	m.pmu.Unlock()
+	m.parts.set(p.tp, p)
 }
 
 // dropPartition forgets tp's partition, if any. Writer only.
 func (m *Manager) dropPartition(tp rlmm.TopicIDPartition) {
-	p := m.parts[tp]
+	p := m.parts.get(tp)
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	p.dead = true
 	p.mu.Unlock()
-	m.pmu.Lock()
-	delete(m.parts, tp)
-	m.pmu.Unlock()
+	m.parts.set(tp, nil)
 }
 
 // AddSegment records a new segment in COPY_SEGMENT_STARTED. The metadata must
@@ -130,7 +122,7 @@ func (m *Manager) checkAdd(md *rlmm.SegmentMetadata) (*partition, bool, error) {
 		return nil, false, fmt.Errorf("%w: segment %s of %s: a new segment must be in state %s, not %s",
 			rlmm.ErrInvalidArgument, md.ID.ID, md.ID.TopicIDPartition, rlmm.CopySegmentStarted, md.State)
 	}
-	p := m.parts[md.ID.TopicIDPartition]
+	p := m.parts.get(md.ID.TopicIDPartition)
 	if p == nil {
 		return nil, false, nil
 	}
@@ -183,7 +175,7 @@ func (m *Manager) checkUpdate(u *rlmm.SegmentUpdate) (*partition, int32, error) 
 	if err := u.Validate(); err != nil {
 		return nil, 0, err
 	}
-	p := m.parts[u.ID.TopicIDPartition]
+	p := m.parts.get(u.ID.TopicIDPartition)
 	var i int32
 	ok := false
 	if p != nil {
@@ -213,7 +205,7 @@ func (m *Manager) PutPartitionDelete(_ context.Context, d rlmm.PartitionDelete) 
 		m.dropPartition(d.TopicIDPartition)
 		return nil
 	}
-	p := m.parts[d.TopicIDPartition]
+	p := m.parts.get(d.TopicIDPartition)
 	if p == nil {
 		p = newPartition(d.TopicIDPartition)
 		p.del, p.hasDel = d, true
@@ -412,7 +404,9 @@ func (m *Manager) Close() error {
 	m.closed.Store(true)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	for tp := range m.parts {
+	var tps []rlmm.TopicIDPartition
+	m.parts.each(func(p *partition) { tps = append(tps, p.tp) })
+	for _, tp := range tps {
 		m.dropPartition(tp)
 	}
 	return nil
@@ -421,12 +415,8 @@ func (m *Manager) Close() error {
 // Partitions lists the user partitions that have any state, sorted by topic,
 // partition, then topic id.
 func (m *Manager) Partitions() []rlmm.TopicIDPartition {
-	m.pmu.RLock()
-	out := make([]rlmm.TopicIDPartition, 0, len(m.parts))
-	for tp := range m.parts {
-		out = append(out, tp)
-	}
-	m.pmu.RUnlock()
+	var out []rlmm.TopicIDPartition
+	m.parts.each(func(p *partition) { out = append(out, p.tp) })
 	slices.SortFunc(out, compareTP)
 	return out
 }

@@ -163,6 +163,78 @@ type piece struct {
 	seg   int32
 }
 
+// envelope holds the pieces of an epoch sorted by start, plus a summary
+// holding the start of every summaryStride-th piece. A lookup
+// binary-searches the small summary (which tends to stay in cache) and then
+// reads one cache line of pieces, instead of missing the cache at every step
+// of a search over all pieces.
+type envelope struct {
+	pieces  []piece
+	summary []int64 // summary[q] = pieces[q*summaryStride].start
+}
+
+const summaryStride = 4 // 16-byte pieces per 64-byte cache line
+
+func (v *envelope) len() int { return len(v.pieces) }
+
+// search returns the first index whose start is >= x.
+func (v *envelope) search(x int64) int {
+	// q: the first summary entry >= x. The loop body compiles to a
+	// conditional move: no branch to mispredict on the fetch path.
+	a := v.summary
+	n := len(a)
+	if n == 0 {
+		return 0
+	}
+	q := 0
+	for n > 1 {
+		half := n >> 1
+		if a[q+half-1] < x {
+			q += half
+		}
+		n -= half
+	}
+	if a[q] < x {
+		q++
+	}
+	// pieces[(q-1)*stride].start < x <= pieces[q*stride].start: the answer
+	// lies in (lo-1, hi]; count the starts below x in between.
+	if q == 0 {
+		return 0
+	}
+	lo := (q-1)*summaryStride + 1
+	hi := min(q*summaryStride, len(v.pieces))
+	i := lo
+	for _, pc := range v.pieces[lo:hi] {
+		if pc.start < x {
+			i++
+		}
+	}
+	return i
+}
+
+// resummarize rebuilds the summary from piece i on.
+func (v *envelope) resummarize(i int) {
+	q := i / summaryStride
+	v.summary = v.summary[:min(q, len(v.summary))]
+	for k := q * summaryStride; k < len(v.pieces); k += summaryStride {
+		v.summary = append(v.summary, v.pieces[k].start)
+	}
+}
+
+// replace replaces pieces [i, j) by add.
+func (v *envelope) replace(i, j int, add []piece) {
+	v.pieces = slices.Replace(v.pieces, i, j, add...)
+	v.resummarize(i)
+}
+
+// compact merges neighbours showing the same segment (a segment's range is
+// contiguous, so the first of them reaches the second).
+func (v *envelope) compact() {
+	v.pieces = slices.CompactFunc(v.pieces, func(a, b piece) bool { return a.seg == b.seg })
+	v.resummarize(0)
+}
+
 // epochState is the per-epoch index of a partition.
 type epochState struct {
 	epoch int32
@@ -176,8 +248,8 @@ type epochState struct {
 	// delete removes that piece without searching for what lies beneath.
 	overlapped bool
 	highest    int64
-	// pieces is the envelope, sorted by start: a lookup is one binary search.
-	pieces []piece
+	// env is the envelope: a lookup is one binary search in it.
+	env envelope
 }
 
 // partition is the state of one user partition. The Manager's writer lock
@@ -286,64 +358,43 @@ func (p *partition) dropEpochIfUnused(e int32) {
 	}
 }
 
-// pieceEnd returns the last offset of piece k of ps for epoch e.
-func (p *partition) pieceEnd(ps []piece, k int, e int32) int64 {
-	_, end, _ := p.slot(ps[k].seg).epochRange(e)
-	if k+1 < len(ps) && ps[k+1].start-1 < end {
-		end = ps[k+1].start - 1
+// pieceEnd returns the last offset of piece k of v for epoch e.
+func (p *partition) pieceEnd(v *envelope, k int, e int32) int64 {
+	_, end, _ := p.slot(v.pieces[k].seg).epochRange(e)
+	if k+1 < v.len() && v.pieces[k+1].start-1 < end {
+		end = v.pieces[k+1].start - 1
 	}
 	return end
 }
 
-// searchStart returns the first index of ps whose start is >= x. The loop
-// body compiles to a conditional move: no branch to mispredict on the fetch path.
-func searchStart(ps []piece, x int64) int {
-	n := len(ps)
-	if n == 0 {
-		return 0
-	}
-	base := 0
-	for n > 1 {
-		half := n >> 1
-		if ps[base+half-1].start < x {
-			base += half
-		}
-		n -= half
-	}
-	if ps[base].start < x {
-		base++
-	}
-	return base
-}
-
-// paint lays segment xi over [s, e] of epoch ep's envelope ps (xi is the
-// newest) and returns the new envelope and whether xi overlapped another
-// segment. Requires s <= e.
-func (p *partition) paint(ps []piece, ep int32, xi int32, s, e int64) ([]piece, bool) {
-	i := searchStart(ps, s)
-	j := len(ps)
+// paint lays segment xi over [s, e] of epoch ep's envelope v (xi is the
+// newest) and reports whether xi overlapped another segment. Requires s <= e.
+func (p *partition) paint(v *envelope, ep int32, xi int32, s, e int64) bool {
+	i := v.search(s)
+	j := v.len()
 	if e < math.MaxInt64 {
-		j = searchStart(ps, e+1)
+		j = v.search(e + 1)
 	}
 	overlapped := false
 	for k := i; k < j; k++ {
-		if ps[k].seg != xi {
+		if v.pieces[k].seg != xi {
 			overlapped = true
 			break
 		}
 	}
-	if i > 0 && ps[i-1].seg != xi && p.pieceEnd(ps, i-1, ep) >= s {
+	if i > 0 && v.pieces[i-1].seg != xi && p.pieceEnd(v, i-1, ep) >= s {
 		overlapped = true
 	}
 	var add [2]piece
 	add[0] = piece{start: s, seg: xi}
 	n := 1
-	if j > 0 && e < math.MaxInt64 && ps[j-1].seg != xi && p.pieceEnd(ps, j-1, ep) > e {
+	if j > 0 && e < math.MaxInt64 && v.pieces[j-1].seg != xi && p.pieceEnd(v, j-1, ep) > e {
 		// The segment visible at e+1 before continues after xi.
-		add[1] = piece{start: e + 1, seg: ps[j-1].seg}
+		add[1] = piece{start: e + 1, seg: v.pieces[j-1].seg}
 		n = 2
 	}
-	return slices.Replace(ps, i, j, add[:n]...), overlapped
+	v.replace(i, j, add[:n])
+	return overlapped
 }
 
 // find returns the slot of the newest finished segment whose range for epoch
@@ -353,19 +404,19 @@ func (p *partition) find(ep int32, offset int64) (int32, bool) {
 	if ei < 0 {
 		return 0, false
 	}
-	ps := p.epochs[ei].pieces
-	k := len(ps) - 1 // the last piece starting at or before offset
+	v := &p.epochs[ei].env
+	k := v.len() - 1 // the last piece starting at or before offset
 	if offset < math.MaxInt64 {
-		k = searchStart(ps, offset+1) - 1
+		k = v.search(offset+1) - 1
 	}
 	if k < 0 {
 		return 0, false
 	}
-	_, end, _ := p.slot(ps[k].seg).epochRange(ep)
-	if offset > end {
+	seg := v.pieces[k].seg
+	if _, end, _ := p.slot(seg).epochRange(ep); offset > end {
 		return 0, false
 	}
-	return ps[k].seg, true
+	return seg, true
 }
 
 // finish records that slot xi (now COPY_SEGMENT_FINISHED, with a fresh seq)
@@ -387,9 +438,9 @@ func (p *partition) finish(xi int32) {
 		if start > end {
 			continue // an empty range covers nothing (Kafka's lookup never finds it either)
 		}
-		var ov bool
-		es.pieces, ov = p.paint(es.pieces, ep.Epoch, xi, start, end)
-		es.overlapped = es.overlapped || ov
+		if p.paint(&es.env, ep.Epoch, xi, start, end) {
+			es.overlapped = true
+		}
 	}
 }
 
@@ -416,13 +467,13 @@ func (p *partition) unfinish(xi int32) {
 		es := &p.epochs[ei]
 		if !es.overlapped {
 			// Every finished segment of the epoch is exactly one piece.
-			if i := searchStart(es.pieces, start); i < len(es.pieces) && es.pieces[i].seg == xi {
-				es.pieces = slices.Delete(es.pieces, i, i+1)
+			if i := es.env.search(start); i < es.env.len() && es.env.pieces[i].seg == xi {
+				es.env.replace(i, i+1, nil)
 			}
 		} else {
-			es.pieces = p.uncover(es.pieces, ep.Epoch, xi, start, end)
+			p.uncover(&es.env, ep.Epoch, xi, start, end)
 		}
-		if len(es.pieces) == 0 {
+		if es.env.len() == 0 {
 			es.overlapped = false
 		}
 	}
@@ -431,21 +482,14 @@ func (p *partition) unfinish(xi int32) {
 // uncover rebuilds the envelope where xi was visible from the other finished
 // segments of the epoch. It scans the partition: only epochs where finished
 // segments overlap take this path.
-func (p *partition) uncover(ps []piece, ep int32, xi int32, s, e int64) []piece {
-	i := searchStart(ps, s)
-	j := len(ps)
+func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
+	i := v.search(s)
+	j := v.len()
 	if e < math.MaxInt64 {
-		j = searchStart(ps, e+1)
+		j = v.search(e + 1)
 	}
-	hasX := false
-	for k := i; k < j; k++ {
-		if ps[k].seg == xi {
-			hasX = true
-			break
-		}
-	}
-	if !hasX {
-		return ps // xi was hidden everywhere: nothing changes
+	if !slices.ContainsFunc(v.pieces[i:j], func(pc piece) bool { return pc.seg == xi }) {
+		return // xi was hidden everywhere: nothing changes
 	}
 	// Candidates: other finished segments covering part of [s, e], oldest first.
 	type cand struct {
@@ -480,29 +524,28 @@ func (p *partition) uncover(ps []piece, ep int32, xi int32, s, e int64) []piece 
 	})
 	region := make([]piece, 0, j-i+2)
 	for k := i; k < j; k++ {
-		if ps[k].seg != xi {
-			region = append(region, ps[k])
+		if v.pieces[k].seg != xi {
+			region = append(region, v.pieces[k])
 			continue
 		}
-		a := ps[k].start
-		b := p.pieceEnd(ps, k, ep)
-		var sub []piece
+		a := v.pieces[k].start
+		b := p.pieceEnd(v, k, ep)
+		var sub envelope
 		for _, c := range cands {
 			cs, ce := max(c.start, a), min(c.end, b)
 			if cs > ce {
 				continue
 			}
-			sub, _ = p.paint(sub, ep, c.idx, cs, ce)
+			p.paint(&sub, ep, c.idx, cs, ce)
 		}
-		for _, pc := range sub {
+		for _, pc := range sub.pieces {
 			if pc.start <= b {
 				region = append(region, pc)
 			}
 		}
 	}
-	out := slices.Replace(ps, i, j, region...)
-	// Merge neighbours showing the same segment (a segment's range is contiguous).
-	return slices.CompactFunc(out, func(a, b piece) bool { return a.seg == b.seg })
+	v.replace(i, j, region)
+	v.compact()
 }
 
 // add inserts md (validated, state COPY_SEGMENT_STARTED or, on Import, any
