@@ -96,7 +96,7 @@ func kafkaBackend(name string, addrs []string) logBackend {
 }
 
 var (
-	fakeMu      sync.Mutex
+	fakeMu     sync.Mutex
 	sharedFake *kfake.Cluster
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -225,27 +226,79 @@ func (m *Manager) loadSnapshot() {
 		"segments", segments, "duration", m.stats.loadDuration)
 }
 
+// snapshotChunkSegments is how many segments the snapshot decoder hands to
+// the importer at a time: decoding the next chunk overlaps importing this one.
+const snapshotChunkSegments = 16384
+
 func (m *Manager) tryLoadSnapshot() (int, error) {
-	s, _, err := readSnapshotFile(m.cfg.SnapshotDir)
-	if err != nil || s == nil {
-		return 0, err
+	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
+	}
+	r, s, n, err := openSnapshot(data)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	if s.partitions != m.n {
-		return 0, fmt.Errorf("%w: snapshot was taken with %d metadata partitions, the log has %d",
-			rlmm.ErrCorrupt, s.partitions, m.n)
+		return 0, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
+			rlmm.ErrCorrupt, path, s.partitions, m.n)
 	}
-	segments := 0
-	for i := range s.states {
-		tp := s.states[i].TopicIDPartition
-		mp := wire.MetadataPartition(tp, m.n)
-		if s.committed[mp] < 0 {
-			return 0, fmt.Errorf("%w: snapshot holds partition %s of metadata partition %d, whose committed offset is %d",
-				rlmm.ErrCorrupt, tp, mp, s.committed[mp])
+	// Decode on one goroutine, import on this one, a chunk at a time.
+	chunks := make(chan []memory.PartitionState, 2)
+	decodeErr := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		var chunk []memory.PartitionState
+		segs := 0
+		for range n {
+			var ps memory.PartitionState
+			if err := r.partitionState(&ps); err != nil {
+				decodeErr <- err
+				return
+			}
+			chunk = append(chunk, ps)
+			if segs += len(ps.Segments); segs >= snapshotChunkSegments {
+				chunks <- chunk
+				chunk, segs = nil, 0
+			}
 		}
-		segments += len(s.states[i].Segments)
+		if err := r.end(); err != nil {
+			decodeErr <- err
+			return
+		}
+		chunks <- chunk
+		decodeErr <- nil
+	}()
+	segments := 0
+	var importErr error
+	for chunk := range chunks {
+		if importErr != nil {
+			continue // drain, so the decoder ends
+		}
+		for i := range chunk {
+			tp := chunk[i].TopicIDPartition
+			if mp := wire.MetadataPartition(tp, m.n); s.committed[mp] < 0 {
+				importErr = fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
+					rlmm.ErrCorrupt, path, tp, mp, s.committed[mp])
+				break
+			}
+			segments += len(chunk[i].Segments)
+		}
+		if importErr == nil {
+			if err := m.inner.Import(chunk); err != nil {
+				importErr = fmt.Errorf("snapshot %s: import: %w", path, err)
+			}
+		}
 	}
-	if err := m.inner.Import(s.states); err != nil {
-		return 0, fmt.Errorf("snapshot import: %w", err)
+	if err := <-decodeErr; err != nil {
+		return 0, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	if importErr != nil {
+		return 0, importErr
 	}
 	for i, c := range s.committed {
 		if c >= 0 {

@@ -2,10 +2,8 @@ package topicbased
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -137,9 +135,10 @@ func appendSegment(b []byte, m *rlmm.SegmentMetadata) []byte {
 // snapshotReader decodes the payload; every read checks the bounds first, so
 // hostile bytes produce an error, never a panic or an unbounded allocation.
 type snapshotReader struct {
-	b   []byte
-	pos int
-	err error
+	b    []byte
+	pos  int
+	err  error
+	slab []rlmm.EpochStart
 }
 
 func (r *snapshotReader) fail(format string, args ...any) {
@@ -227,30 +226,50 @@ func (r *snapshotReader) uuid(what string) rlmm.Uuid {
 // decodeSnapshot checks the header and checksum and decodes the payload.
 // Every failure wraps rlmm.ErrCorrupt and says what was wrong.
 func decodeSnapshot(file []byte) (*snapshot, error) {
+	r, s, n, err := openSnapshot(file)
+	if err != nil {
+		return nil, err
+	}
+	s.states = make([]memory.PartitionState, n)
+	for i := range s.states {
+		if err := r.partitionState(&s.states[i]); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSnapshot checks the header and checksum and decodes the partition
+// count and committed offsets; the n user partition states follow, read one
+// by one with partitionState, then end.
+func openSnapshot(file []byte) (r *snapshotReader, s *snapshot, n int, err error) {
 	if len(file) < snapshotHeaderSize {
-		return nil, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, len(file), snapshotHeaderSize)
+		return nil, nil, 0, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, len(file), snapshotHeaderSize)
 	}
 	if string(file[0:8]) != snapshotMagic {
-		return nil, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, file[0:8])
+		return nil, nil, 0, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, file[0:8])
 	}
 	if v := binary.LittleEndian.Uint16(file[8:10]); v != snapshotVersion {
-		return nil, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, snapshotVersion)
+		return nil, nil, 0, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, snapshotVersion)
 	}
 	payload := file[snapshotHeaderSize:]
 	if n := binary.LittleEndian.Uint64(file[14:22]); n != uint64(len(payload)) {
-		return nil, fmt.Errorf("%w: snapshot header says %d payload bytes, the file has %d", rlmm.ErrCorrupt, n, len(payload))
+		return nil, nil, 0, fmt.Errorf("%w: snapshot header says %d payload bytes, the file has %d", rlmm.ErrCorrupt, n, len(payload))
 	}
 	if want, got := binary.LittleEndian.Uint32(file[10:14]), crc32.Checksum(payload, crcTable); want != got {
-		return nil, fmt.Errorf("%w: snapshot checksum mismatch (header %08x, payload %08x)", rlmm.ErrCorrupt, want, got)
+		return nil, nil, 0, fmt.Errorf("%w: snapshot checksum mismatch (header %08x, payload %08x)", rlmm.ErrCorrupt, want, got)
 	}
-	r := &snapshotReader{b: payload}
-	s := &snapshot{}
+	r = &snapshotReader{b: payload}
+	s = &snapshot{}
 	parts := r.uvarint("partition count")
 	if r.err == nil && (parts == 0 || parts > math.MaxInt32 || parts > uint64(len(payload))) {
 		r.fail("partition count %d is invalid", parts)
 	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, 0, r.err
 	}
 	s.partitions = int32(parts)
 	s.committed = make([]int64, parts)
@@ -261,57 +280,70 @@ func decodeSnapshot(file []byte) (*snapshot, error) {
 		}
 	}
 	// 16 uuid + 1 topic length + 1 partition + 1 + 1 + 1 counts and flag.
-	nStates := r.count("user partition", 21)
-	s.states = make([]memory.PartitionState, 0, nStates)
-	for range nStates {
-		var ps memory.PartitionState
-		ps.TopicIDPartition.TopicID = r.uuid("topic id")
-		tlen := r.count("topic name", 1)
-		ps.TopicIDPartition.Topic = string(r.bytes("topic name", tlen))
-		ps.TopicIDPartition.Partition = r.int32v("partition")
-		// A segment takes at least 16 + 6 varints + one epoch (2) + size, state, flags (3) bytes.
-		nSegs := r.count("segment", 27)
-		if nSegs > 0 {
-			ps.Segments = make([]rlmm.SegmentMetadata, nSegs)
-		}
-		for j := 0; j < nSegs && r.err == nil; j++ {
-			readSegment(r, &ps.Segments[j], ps.TopicIDPartition)
-		}
-		nHigh := r.count("highest offset", 2)
-		if nHigh > 0 {
-			ps.HighestOffsets = make([]memory.EpochOffset, nHigh)
-		}
-		for j := 0; j < nHigh && r.err == nil; j++ {
-			ps.HighestOffsets[j] = memory.EpochOffset{Epoch: r.int32v("epoch"), Offset: r.varint("highest offset")}
-		}
-		switch flag := r.byte1("delete flag"); {
-		case r.err != nil:
-		case flag == 1:
-			d := &rlmm.PartitionDelete{TopicIDPartition: ps.TopicIDPartition}
-			d.State = rlmm.PartitionDeleteState(int8(r.byte1("delete state")))
-			d.EventTimestampMs = r.varint("delete timestamp")
-			d.BrokerID = r.int32v("delete broker id")
-			if r.err == nil {
-				if err := d.Validate(); err != nil {
-					r.fail("partition %s: %v", ps.TopicIDPartition, err)
-				}
-			}
-			ps.Delete = d
-		case flag != 0:
-			r.fail("delete flag %d is neither 0 nor 1", flag)
-		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		s.states = append(s.states, ps)
-	}
-	if r.err == nil && r.pos != len(payload) {
-		r.fail("%d trailing bytes", len(payload)-r.pos)
-	}
+	n = r.count("user partition", 21)
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, 0, r.err
 	}
-	return s, nil
+	return r, s, n, nil
+}
+
+// end checks that the whole payload was read.
+func (r *snapshotReader) end() error {
+	if r.err == nil && r.pos != len(r.b) {
+		r.fail("%d trailing bytes", len(r.b)-r.pos)
+	}
+	return r.err
+}
+
+// partitionState decodes the next user partition state into ps.
+func (r *snapshotReader) partitionState(ps *memory.PartitionState) error {
+	ps.TopicIDPartition.TopicID = r.uuid("topic id")
+	tlen := r.count("topic name", 1)
+	ps.TopicIDPartition.Topic = string(r.bytes("topic name", tlen))
+	ps.TopicIDPartition.Partition = r.int32v("partition")
+	// A segment takes at least 16 + 6 varints + one epoch (2) + size, state, flags (3) bytes.
+	nSegs := r.count("segment", 27)
+	if nSegs > 0 {
+		ps.Segments = make([]rlmm.SegmentMetadata, nSegs)
+	}
+	for j := 0; j < nSegs && r.err == nil; j++ {
+		readSegment(r, &ps.Segments[j], ps.TopicIDPartition)
+	}
+	nHigh := r.count("highest offset", 2)
+	if nHigh > 0 {
+		ps.HighestOffsets = make([]memory.EpochOffset, nHigh)
+	}
+	for j := 0; j < nHigh && r.err == nil; j++ {
+		ps.HighestOffsets[j] = memory.EpochOffset{Epoch: r.int32v("epoch"), Offset: r.varint("highest offset")}
+	}
+	switch flag := r.byte1("delete flag"); {
+	case r.err != nil:
+	case flag == 1:
+		d := &rlmm.PartitionDelete{TopicIDPartition: ps.TopicIDPartition}
+		d.State = rlmm.PartitionDeleteState(int8(r.byte1("delete state")))
+		d.EventTimestampMs = r.varint("delete timestamp")
+		d.BrokerID = r.int32v("delete broker id")
+		if r.err == nil {
+			if err := d.Validate(); err != nil {
+				r.fail("partition %s: %v", ps.TopicIDPartition, err)
+			}
+		}
+		ps.Delete = d
+	case flag != 0:
+		r.fail("delete flag %d is neither 0 nor 1", flag)
+	}
+	return r.err
+}
+
+// epochs returns a slice of n epochs carved from a shared slab: one
+// allocation per few thousand segments instead of one per segment.
+func (r *snapshotReader) epochs(n int) []rlmm.EpochStart {
+	if cap(r.slab)-len(r.slab) < n {
+		r.slab = make([]rlmm.EpochStart, 0, max(4096, n))
+	}
+	start := len(r.slab)
+	r.slab = r.slab[:start+n]
+	return r.slab[start : start+n : start+n]
 }
 
 func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPartition) {
@@ -323,7 +355,7 @@ func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPart
 	m.EventTimestampMs = r.varint("event timestamp")
 	nEpochs := r.count("leader epoch", 2)
 	if nEpochs > 0 {
-		m.LeaderEpochs = make([]rlmm.EpochStart, nEpochs)
+		m.LeaderEpochs = r.epochs(nEpochs)
 	}
 	for k := 0; k < nEpochs && r.err == nil; k++ {
 		m.LeaderEpochs[k] = rlmm.EpochStart{Epoch: r.int32v("epoch"), StartOffset: r.varint("epoch start offset")}
@@ -385,22 +417,4 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-// readSnapshotFile loads and decodes dir's snapshot. A missing file returns
-// (nil, nil); anything else unusable returns an error that names the file.
-func readSnapshotFile(dir string) (*snapshot, int, error) {
-	path := filepath.Join(dir, SnapshotFileName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("read snapshot %s: %w", path, err)
-	}
-	s, err := decodeSnapshot(data)
-	if err != nil {
-		return nil, len(data), fmt.Errorf("snapshot %s: %w", path, err)
-	}
-	return s, len(data), nil
 }

@@ -1,0 +1,298 @@
+package topicbased
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog/filelog"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+// Benchmarks of docs/bench/topicbased.md. Targets (issue 5): mutation p50
+// over filelog within 1.5 x one fsync; 64 concurrent mutators >= 20,000
+// mutations/s; restart with 1,000,000 live segments from a snapshot < 2 s
+// to ready and >= 10 x faster than a full replay. The restart size defaults
+// to 100,000 segments; RLMM_BENCH_RESTART_SEGMENTS=1000000 runs the target.
+
+// benchFilelogManager starts a manager over a fresh filelog in a temp dir,
+// hosting tps.
+func benchFilelogManager(b *testing.B, partitions int32, tps []rlmm.TopicIDPartition) *Manager {
+	b.Helper()
+	l, err := filelog.Open(filepath.Join(b.TempDir(), "log"), filelog.Options{Partitions: partitions})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	m := startManager(b, Config{Log: l})
+	assign(b, m, tps...)
+	return m
+}
+
+// BenchmarkFsync is the reference for the mutation latency: one 200-byte
+// write and fsync of a file in the same temp directory as the filelog.
+func BenchmarkFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	buf := make([]byte, 200)
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkMutationLatencyFilelog: one caller, AddSegment then
+// UpdateSegment(FINISHED) alternately (one mutation per op), each waiting
+// for its event to be durable and applied.
+func BenchmarkMutationLatencyFilelog(b *testing.B) {
+	tp := topicPartition("bench", 1, 0)
+	m := benchFilelogManager(b, 50, []rlmm.TopicIDPartition{tp})
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	i := 0
+	var md rlmm.SegmentMetadata
+	for b.Loop() {
+		start := time.Now()
+		var err error
+		if i%2 == 0 {
+			md = segment(tp, uint64(i), int64(i)*100, int64(i)*100+99)
+			err = m.AddSegment(ctx, md)
+		} else {
+			err = m.UpdateSegment(ctx, update(md, rlmm.CopySegmentFinished))
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkConcurrentMutatorsFilelog: 64 goroutines, each copying segments
+// of its own user partition (add, then finish), over 50 metadata partitions.
+func BenchmarkConcurrentMutatorsFilelog(b *testing.B) {
+	const mutators = 64
+	tps := make([]rlmm.TopicIDPartition, mutators)
+	for i := range tps {
+		tps[i] = topicPartition("bench", 2, int32(i))
+	}
+	m := benchFilelogManager(b, 50, tps)
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for g := range mutators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tp := tps[g]
+			for {
+				i := next.Add(2) - 2
+				if i >= int64(b.N) {
+					return
+				}
+				md := segment(tp, uint64(i), i*100, i*100+99)
+				if err := m.AddSegment(ctx, md); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := m.UpdateSegment(ctx, update(md, rlmm.CopySegmentFinished)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "mutations/s")
+}
+
+// reportPercentiles reports p50 and p99 of lat as custom metrics.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// restartFixture is a filelog holding the history of a number of live
+// segments and a snapshot of all of it.
+type restartFixture struct {
+	log      *filelog.Log
+	dir      string
+	tps      []rlmm.TopicIDPartition
+	segments int
+	events   int
+}
+
+var (
+	restartOnce sync.Once
+	restartFix  *restartFixture
+	restartErr  error
+)
+
+func restartSegments() int {
+	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_RESTART_SEGMENTS")); err == nil && v > 0 {
+		return v
+	}
+	return 100_000
+}
+
+// buildRestartFixture writes, per live segment, its add and its finish (the
+// least history a live segment can have, which favours the full replay) to
+// a filelog of 50 partitions, 1,000 segments per user partition, from 64
+// concurrent publishers; then a manager replays it all and writes its
+// snapshot.
+func buildRestartFixture(dir string, segments int) (*restartFixture, error) {
+	const perPartition = 1000
+	const parts = 50
+	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: parts})
+	if err != nil {
+		return nil, err
+	}
+	f := &restartFixture{log: l, dir: filepath.Join(dir, "snap"), segments: segments, events: 2 * segments}
+	ctx := context.Background()
+	nTPs := (segments + perPartition - 1) / perPartition
+	for i := range nTPs {
+		f.tps = append(f.tps, topicPartition("restart", 3, int32(i)))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for {
+				t := int(next.Add(1) - 1)
+				if t >= nTPs {
+					return
+				}
+				tp := f.tps[t]
+				mp := wire.MetadataPartition(tp, parts)
+				for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
+					md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99, k/100, k*100)
+					for _, ev := range []wire.Event{wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished))} {
+						var err error
+						if buf, err = wire.AppendEvent(buf[:0], &ev); err == nil {
+							_, err = l.Publish(ctx, mp, buf)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	m, err := Start(ctx, Config{Log: f.log, SnapshotDir: f.dir, SnapshotInterval: -1})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitAllReady(ctx, m, f.tps); err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return f, m.ShutdownAndFlush(ctx)
+}
+
+func waitAllReady(ctx context.Context, m *Manager, tps []rlmm.TopicIDPartition) error {
+	if err := m.OnPartitionLeadershipChanges(ctx, tps, nil); err != nil {
+		return err
+	}
+	for _, tp := range tps {
+		if err := m.WaitReady(ctx, tp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeRestartFixture closes the benchmark's shared log and removes its
+// files (called by TestMain).
+func closeRestartFixture() {
+	if restartFix != nil {
+		_ = restartFix.log.Close()
+		_ = os.RemoveAll(filepath.Dir(restartFix.dir))
+	}
+}
+
+func restartFixtureFor(b *testing.B) *restartFixture {
+	restartOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlmm-bench-restart-")
+		if err != nil {
+			restartErr = err
+			return
+		}
+		restartFix, restartErr = buildRestartFixture(dir, restartSegments())
+	})
+	if restartErr != nil {
+		b.Fatal(restartErr)
+	}
+	return restartFix
+}
+
+// BenchmarkRestart measures Start to every partition ready, from the
+// snapshot (tail empty) and by a full replay of the same history.
+func BenchmarkRestart(b *testing.B) {
+	f := restartFixtureFor(b)
+	for _, c := range []struct {
+		name string
+		dir  string
+	}{{"fromSnapshot", f.dir}, {"fullReplay", ""}} {
+		b.Run(fmt.Sprintf("%s/segments=%d", c.name, f.segments), func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				m, err := Start(ctx, Config{Log: f.log, SnapshotDir: c.dir, SnapshotInterval: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := waitAllReady(ctx, m, f.tps); err != nil {
+					b.Fatal(err)
+				}
+				if c.dir != "" && m.Stats().SnapshotSegments != f.segments {
+					b.Fatalf("snapshot held %d segments, want %d", m.Stats().SnapshotSegments, f.segments)
+				}
+				b.StopTimer()
+				if got := m.Stats().Consumed(); c.dir == "" && got != uint64(f.events) {
+					b.Fatalf("full replay consumed %d events, want %d", got, f.events)
+				}
+				_ = m.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(f.segments), "segments")
+		})
+	}
+}
+
