@@ -52,10 +52,12 @@
 //     dropped and logged. A bad journal frame followed by more bytes than
 //     one batch can leave unsynced, a bad segment record below the
 //     checkpoint, a segment that ends before the checkpoint or a gap between
-//     segments is corruption, not a crash: Open (or, for old segments that
-//     Open does not scan, the Poll that reads them) fails with
-//     rlmm.ErrCorrupt naming the file and byte offset. Nothing is dropped
-//     silently.
+//     segments is corruption, not a crash: it fails with rlmm.ErrCorrupt
+//     naming the file and byte offset, never dropped silently. Open checks
+//     what it scans (the journal, and each partition from its checkpoint on,
+//     whose byte position the journal header records, so a cleanly closed
+//     log opens without reading its data); records below the checkpoint are
+//     checked when first read, and the Poll that reads a bad one fails.
 //   - Unacknowledged records may or may not survive; offsets stay dense.
 //   - A second process (or a second Open in this one) fails with ErrLocked;
 //     the kernel releases the flock when a process dies, so a crash leaves

@@ -142,11 +142,16 @@ type segment struct {
 	f    *os.File
 
 	mu      sync.Mutex
-	indexed bool     // pos holds every durable record's position
-	pos     []uint32 // byte position of each record
+	indexed bool     // pos holds the positions of the records from idxBase on
+	pos     []uint32 // byte position of each record from idxBase on
 	size    int64    // bytes of durable records
-	count   int64    // records, known from the next segment's name until indexed
 	dirty   bool     // committer: in partition.dirty
+
+	// idxBase is the offset of pos[0]. Open scans the last segment only
+	// from the checkpoint on; the checkpointed records before it, from base
+	// to idxBase (the first prefixBytes bytes), are indexed on first read.
+	idxBase     int64
+	prefixBytes int64
 }
 
 // request is one Publish waiting for the committer.
@@ -509,7 +514,6 @@ func (l *Log) commit(batch []*request) {
 		st.seg.mu.Lock()
 		st.seg.pos = append(st.seg.pos, st.pos...)
 		st.seg.size = st.size
-		st.seg.count = int64(len(st.seg.pos))
 		st.seg.mu.Unlock()
 	}
 	for _, id := range order {
@@ -623,7 +627,7 @@ func createSegment(dir string, base int64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("filelog: creating segment: %w", err)
 	}
-	return &segment{base: base, path: path, f: f}, nil
+	return &segment{base: base, path: path, f: f, idxBase: base}, nil
 }
 
 // checkpoint makes every segment write durable (fsync of the written
@@ -647,9 +651,12 @@ func (l *Log) checkpoint() error {
 		}
 	}
 	seq := l.journalSeq + 1
-	h := journalHeader{Seq: seq, Checkpoint: make([]int64, len(l.parts))}
+	h := journalHeader{Seq: seq, Checkpoint: make([]int64, len(l.parts)), SegmentBase: make([]int64, len(l.parts)), SegmentBytes: make([]int64, len(l.parts))}
 	for i, p := range l.parts {
 		h.Checkpoint[i] = p.next
+		if p.active != nil {
+			h.SegmentBase[i], h.SegmentBytes[i] = p.active.base, p.activeSize
+		}
 	}
 	hdr := appendJournalHeader(nil, h)
 	path := filepath.Join(l.dir, journalName(seq))

@@ -160,19 +160,35 @@ func appendJournalRecord(dst []byte, seq uint64, partition int32, offset int64, 
 
 // journalHeader is the first frame of a journal file: the checkpoint it
 // starts from. Every record of partition p below Checkpoint[p] was fsynced to
-// p's segments before this journal was made durable.
+// p's segments before this journal was made durable. At that moment p's
+// last segment started at offset SegmentBase[p] and held SegmentBytes[p]
+// bytes, so Open can scan that segment from there instead of from its
+// start (nil slices mean zeros).
 type journalHeader struct {
-	Seq        uint64
-	Checkpoint []int64
+	Seq          uint64
+	Checkpoint   []int64
+	SegmentBase  []int64
+	SegmentBytes []int64
 }
 
+// journalHeaderEntry is the bytes per partition in a journal header.
+const journalHeaderEntry = 24
+
 func appendJournalHeader(dst []byte, h journalHeader) []byte {
-	payload := make([]byte, 0, len(journalMagic)+12+8*len(h.Checkpoint))
+	at := func(s []int64, i int) uint64 {
+		if i < len(s) {
+			return uint64(s[i])
+		}
+		return 0
+	}
+	payload := make([]byte, 0, len(journalMagic)+12+journalHeaderEntry*len(h.Checkpoint))
 	payload = append(payload, journalMagic...)
 	payload = binary.LittleEndian.AppendUint64(payload, h.Seq)
 	payload = binary.LittleEndian.AppendUint32(payload, uint32(len(h.Checkpoint)))
-	for _, c := range h.Checkpoint {
-		payload = binary.LittleEndian.AppendUint64(payload, uint64(c))
+	for i := range h.Checkpoint {
+		payload = binary.LittleEndian.AppendUint64(payload, at(h.Checkpoint, i))
+		payload = binary.LittleEndian.AppendUint64(payload, at(h.SegmentBase, i))
+		payload = binary.LittleEndian.AppendUint64(payload, at(h.SegmentBytes, i))
 	}
 	return appendFrame(dst, h.Seq, payload)
 }
@@ -197,16 +213,21 @@ func readJournal(data []byte, seq uint64, partitions int32) (journalHeader, []jo
 	if h.Seq != seq {
 		return h, nil, 0, fmt.Errorf("journal header: sequence %d, file name says %d: %w", h.Seq, seq, rlmm.ErrCorrupt)
 	}
-	if int64(n) != int64(partitions) || len(p) != 8*int(n) {
+	if int64(n) != int64(partitions) || len(p) != journalHeaderEntry*int(n) {
 		return h, nil, 0, fmt.Errorf("journal header: %d partitions (%d bytes), manifest says %d: %w", n, len(p), partitions, rlmm.ErrCorrupt)
 	}
 	h.Checkpoint = make([]int64, n)
+	h.SegmentBase = make([]int64, n)
+	h.SegmentBytes = make([]int64, n)
 	for i := range h.Checkpoint {
-		c := int64(binary.LittleEndian.Uint64(p[8*i:]))
-		if c < 0 {
-			return h, nil, 0, fmt.Errorf("journal header: partition %d checkpoint %d is negative: %w", i, c, rlmm.ErrCorrupt)
+		e := p[journalHeaderEntry*i:]
+		c := int64(binary.LittleEndian.Uint64(e))
+		base := int64(binary.LittleEndian.Uint64(e[8:]))
+		size := int64(binary.LittleEndian.Uint64(e[16:]))
+		if c < 0 || base < 0 || base > c || size < 0 {
+			return h, nil, 0, fmt.Errorf("journal header: partition %d checkpoint offset %d, segment %d, %d bytes: impossible: %w", i, c, base, size, rlmm.ErrCorrupt)
 		}
-		h.Checkpoint[i] = c
+		h.Checkpoint[i], h.SegmentBase[i], h.SegmentBytes[i] = c, base, size
 	}
 	var recs []journalRecord
 	for pos < int64(len(data)) {

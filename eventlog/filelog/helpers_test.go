@@ -92,6 +92,13 @@ func publishValues(t testing.TB, l *Log, p int32, values ...string) {
 // readAllRecords reads partition p of l from offset 0 to its high-water mark.
 func readAllRecords(t testing.TB, l *Log, p int32) ([]eventlog.Record, error) {
 	t.Helper()
+	return readRecordsFrom(t, l, p, 0)
+}
+
+// readRecordsFrom reads partition p of l from offset from to its high-water
+// mark.
+func readRecordsFrom(t testing.TB, l *Log, p int32, from int64) ([]eventlog.Record, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hw, err := l.HighWaterMarks(ctx, []int32{p})
@@ -103,11 +110,11 @@ func readAllRecords(t testing.TB, l *Log, p int32) ([]eventlog.Record, error) {
 		return nil, err
 	}
 	defer sub.Close()
-	if err := sub.Add(p, 0); err != nil {
+	if err := sub.Add(p, from); err != nil {
 		return nil, err
 	}
 	var recs []eventlog.Record
-	for int64(len(recs)) < hw[0] {
+	for from+int64(len(recs)) < hw[0] {
 		got, err := sub.Poll(ctx)
 		if err != nil {
 			return recs, err

@@ -113,7 +113,7 @@ func (l *Log) open() error {
 		return jerr
 	}
 	for i, p := range l.parts {
-		if err := l.recoverPartition(p, h.Checkpoint[i]); err != nil {
+		if err := l.recoverPartition(p, h.Checkpoint[i], h.SegmentBase[i], h.SegmentBytes[i]); err != nil {
 			return err
 		}
 	}
@@ -219,15 +219,12 @@ func (l *Log) loadPartitionDir(id int32) error {
 		if err != nil {
 			return fmt.Errorf("filelog: opening segment: %w", err)
 		}
-		p.segs = append(p.segs, &segment{base: base, path: path, f: f})
+		p.segs = append(p.segs, &segment{base: base, path: path, f: f, idxBase: base})
 	}
 	sort.Slice(p.segs, func(i, j int) bool { return p.segs[i].base < p.segs[j].base })
 	if len(p.segs) > 0 && p.segs[0].base != 0 {
 		return fmt.Errorf("filelog: partition %d: first segment %s starts at offset %d, not 0 (segments are missing): %w",
 			id, p.segs[0].path, p.segs[0].base, rlmm.ErrCorrupt)
-	}
-	for i := 0; i+1 < len(p.segs); i++ {
-		p.segs[i].count = p.segs[i+1].base - p.segs[i].base
 	}
 	return nil
 }
@@ -237,7 +234,7 @@ func (l *Log) loadPartitionDir(id int32) error {
 // frame followed by more bytes than one interrupted batch can leave is
 // corruption.
 func (l *Log) loadJournal(partitions int32) (journalHeader, []journalRecord, error) {
-	h := journalHeader{Checkpoint: make([]int64, partitions)}
+	h := journalHeader{Checkpoint: make([]int64, partitions), SegmentBase: make([]int64, partitions), SegmentBytes: make([]int64, partitions)}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return h, nil, fmt.Errorf("filelog: %w", err)
@@ -314,7 +311,11 @@ func (l *Log) reportTorn(t TornTail) {
 // was made durable, so a bad one is corruption; from the checkpoint on, a
 // bad record is a torn tail: it and everything after it is dropped (the
 // journal replay restores what was acknowledged).
-func (l *Log) recoverPartition(p *partition, checkpoint int64) error {
+//
+// When the segment holding the checkpoint is the one the checkpoint was
+// taken in (segBase), the scan starts at the checkpoint's byte position
+// (segBytes): a cleanly closed log opens without reading its data.
+func (l *Log) recoverPartition(p *partition, checkpoint, segBase, segBytes int64) error {
 	if len(p.segs) == 0 {
 		if checkpoint > 0 {
 			return fmt.Errorf("filelog: partition %d: no segment files in %s, but %d records were checkpointed: %w", p.id, p.dir, checkpoint, rlmm.ErrCorrupt)
@@ -343,20 +344,36 @@ func (l *Log) recoverPartition(p *partition, checkpoint int64) error {
 			}
 			return l.dropSegments(p, i, next, "segment does not follow the previous one")
 		}
-		data, err := readAll(s.f)
+		from := int64(0) // byte position to scan from
+		s.idxBase, s.prefixBytes = s.base, 0
+		if i == start && s.base == segBase && checkpoint > s.base {
+			from = segBytes
+			s.idxBase, s.prefixBytes = checkpoint, segBytes
+		}
+		fi, err := s.f.Stat()
 		if err != nil {
+			return fmt.Errorf("filelog: %w", err)
+		}
+		if fi.Size() < from {
+			return fmt.Errorf("filelog: %s: partition %d: the file ends at byte %d, before byte %d where the checkpoint (offset %d) is: %w",
+				s.path, p.id, fi.Size(), from, checkpoint, rlmm.ErrCorrupt)
+		}
+		data := make([]byte, fi.Size()-from)
+		if _, err := s.f.ReadAt(data, from); err != nil {
 			return fmt.Errorf("filelog: reading %s: %w", s.path, err)
 		}
 		s.pos = s.pos[:0]
-		count, end, serr := scanSegment(data, s.base, func(_, pos int64, _ []byte) { s.pos = append(s.pos, uint32(pos)) })
-		s.size, s.count, s.indexed = end, count, true
-		next = s.base + count
+		count, end, serr := scanSegment(data, s.idxBase, func(_, pos int64, _ []byte) { s.pos = append(s.pos, uint32(from+pos)) })
+		end += from
+		s.size, s.indexed = end, true
+		next = s.idxBase + count
 		if serr != nil {
+			serr = shiftFrameError(serr, from)
 			fe, _ := isFrameError(serr)
 			if next < checkpoint {
 				return fmt.Errorf("filelog: %s: partition %d offset %d (checkpointed, so not a torn write): %w", s.path, p.id, next, serr)
 			}
-			l.reportTorn(TornTail{File: s.path, Partition: p.id, Offset: next, Pos: end, Bytes: int64(len(data)) - end, Reason: fe.Reason})
+			l.reportTorn(TornTail{File: s.path, Partition: p.id, Offset: next, Pos: end, Bytes: fi.Size() - end, Reason: fe.Reason})
 			if !l.opts.ReadOnly {
 				if err := s.f.Truncate(end); err != nil {
 					return fmt.Errorf("filelog: truncating torn tail of %s at byte %d: %w", s.path, end, err)
@@ -448,7 +465,6 @@ func (l *Log) replayJournal(recs []journalRecord) error {
 		for _, st := range stages {
 			st.seg.pos = append(st.seg.pos, st.pos...)
 			st.seg.size = st.size
-			st.seg.count = int64(len(st.seg.pos))
 		}
 		p.hwm = p.next
 	}

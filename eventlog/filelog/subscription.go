@@ -181,8 +181,14 @@ func (l *Log) read(p *partition, from int64, maxRecs, maxBytes int) ([]eventlog.
 			return nil, err
 		}
 	}
-	first := from - seg.base
-	last := min(end-seg.base, int64(len(seg.pos))) // exclusive
+	if from < seg.idxBase {
+		if err := seg.buildPrefix(p.id); err != nil {
+			seg.mu.Unlock()
+			return nil, err
+		}
+	}
+	first := from - seg.idxBase
+	last := min(end-seg.idxBase, int64(len(seg.pos))) // exclusive
 	if first >= last {
 		seg.mu.Unlock()
 		return nil, nil
@@ -205,7 +211,7 @@ func (l *Log) read(p *partition, from int64, maxRecs, maxBytes int) ([]eventlog.
 	}
 	recs := make([]eventlog.Record, 0, n-first)
 	var pos int64
-	for o := from; o < seg.base+n; o++ {
+	for o := from; o < seg.idxBase+n; o++ {
 		payload, next, err := readFrame(buf, pos, uint64(o))
 		if err != nil {
 			return nil, fmt.Errorf("filelog: %s: partition %d offset %d: %w", seg.path, p.id, o, shiftFrameError(err, startPos))
@@ -245,7 +251,29 @@ func (seg *segment) buildIndex(partition int32, want int64) error {
 		return fmt.Errorf("filelog: %s: partition %d: segment holds %d records (offsets %d-%d) but the next segment starts at offset %d: %w",
 			seg.path, partition, count, seg.base, seg.base+count-1, seg.base+want, rlmm.ErrCorrupt)
 	}
-	seg.pos, seg.size, seg.count, seg.indexed = pos, end, count, true
+	seg.pos, seg.size, seg.idxBase, seg.indexed = pos, end, seg.base, true
+	return nil
+}
+
+// buildPrefix indexes the checkpointed records of a segment that Open
+// scanned only from its checkpoint on. The caller holds seg.mu.
+func (seg *segment) buildPrefix(partition int32) error {
+	data := make([]byte, seg.prefixBytes)
+	if n, err := seg.f.ReadAt(data, 0); err != nil && !(err == io.EOF && int64(n) == seg.prefixBytes) {
+		return fmt.Errorf("filelog: reading the first %d bytes of %s: %w", seg.prefixBytes, seg.path, err)
+	}
+	want := seg.idxBase - seg.base
+	pos := make([]uint32, 0, want+int64(len(seg.pos)))
+	count, end, err := scanSegment(data, seg.base, func(_, p int64, _ []byte) { pos = append(pos, uint32(p)) })
+	if err != nil {
+		return fmt.Errorf("filelog: %s: partition %d offset %d: %w", seg.path, partition, seg.base+count, err)
+	}
+	if count != want || end != seg.prefixBytes {
+		return fmt.Errorf("filelog: %s: partition %d: the first %d bytes hold %d records, but the checkpoint says %d: %w",
+			seg.path, partition, seg.prefixBytes, count, want, rlmm.ErrCorrupt)
+	}
+	seg.pos = append(pos, seg.pos...)
+	seg.idxBase, seg.prefixBytes = seg.base, 0
 	return nil
 }
 
