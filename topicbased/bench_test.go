@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
+	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -139,20 +141,20 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
 
-// restartFixture is a filelog holding the history of a number of live
-// segments and a snapshot of all of it.
+// restartFixture is a log holding the history of a number of live
+// segments, and a snapshot of all of it.
 type restartFixture struct {
-	log      *filelog.Log
-	dir      string
+	log      eventlog.Log
+	dir      string // the snapshot directory
 	tps      []rlmm.TopicIDPartition
 	segments int
 	events   int
 }
 
 var (
-	restartOnce sync.Once
-	restartFix  *restartFixture
-	restartErr  error
+	restartMu       sync.Mutex
+	restartFixtures = map[string]*restartFixture{}
+	restartTempDirs []string
 )
 
 func restartSegments() int {
@@ -164,17 +166,12 @@ func restartSegments() int {
 
 // buildRestartFixture writes, per live segment, its add and its finish (the
 // least history a live segment can have, which favours the full replay) to
-// a filelog of 50 partitions, 1,000 segments per user partition, from 64
-// concurrent publishers; then a manager replays it all and writes its
-// snapshot.
-func buildRestartFixture(dir string, segments int) (*restartFixture, error) {
+// l (50 partitions), 1,000 segments per user partition, from 64 concurrent
+// publishers; then a manager replays it all and writes its snapshot.
+func buildRestartFixture(l eventlog.Log, snapDir string, segments int) (*restartFixture, error) {
 	const perPartition = 1000
-	const parts = 50
-	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: parts})
-	if err != nil {
-		return nil, err
-	}
-	f := &restartFixture{log: l, dir: filepath.Join(dir, "snap"), segments: segments, events: 2 * segments}
+	parts := l.Partitions()
+	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: 2 * segments}
 	ctx := context.Background()
 	nTPs := (segments + perPartition - 1) / perPartition
 	for i := range nTPs {
@@ -239,34 +236,66 @@ func waitAllReady(ctx context.Context, m *Manager, tps []rlmm.TopicIDPartition) 
 	return nil
 }
 
-// closeRestartFixture closes the benchmark's shared log and removes its
-// files (called by TestMain).
+// closeRestartFixture closes the benchmarks' shared logs and removes their
+// files (called by TestMain, before the kfake cluster is closed).
 func closeRestartFixture() {
-	if restartFix != nil {
-		_ = restartFix.log.Close()
-		_ = os.RemoveAll(filepath.Dir(restartFix.dir))
+	restartMu.Lock()
+	defer restartMu.Unlock()
+	for name, f := range restartFixtures {
+		_ = f.log.Close()
+		delete(restartFixtures, name)
 	}
+	for _, d := range restartTempDirs {
+		_ = os.RemoveAll(d)
+	}
+	restartTempDirs = nil
 }
 
-func restartFixtureFor(b *testing.B) *restartFixture {
-	restartOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rlmm-bench-restart-")
-		if err != nil {
-			restartErr = err
-			return
-		}
-		restartFix, restartErr = buildRestartFixture(dir, restartSegments())
-	})
-	if restartErr != nil {
-		b.Fatal(restartErr)
+// restartFixtureFor builds (once per backend) the restart fixture.
+func restartFixtureFor(b *testing.B, backend string) *restartFixture {
+	restartMu.Lock()
+	defer restartMu.Unlock()
+	if f := restartFixtures[backend]; f != nil {
+		return f
 	}
-	return restartFix
+	dir, err := os.MkdirTemp("", "rlmm-bench-restart-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	restartTempDirs = append(restartTempDirs, dir)
+	var l eventlog.Log
+	switch backend {
+	case "filelog":
+		l, err = filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: 50})
+	case "kfake":
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		l, err = kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: fakeCluster(b).ListenAddrs(),
+			Topic: "rlmm-bench-restart", NumPartitions: 50, ReplicationFactor: 1})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), restartSegments())
+	if err != nil {
+		_ = l.Close()
+		b.Fatal(err)
+	}
+	b.Logf("%s fixture: %d segments, %d events, built in %s", backend, f.segments, f.events, time.Since(start))
+	restartFixtures[backend] = f
+	return f
 }
 
 // BenchmarkRestart measures Start to every partition ready, from the
 // snapshot (tail empty) and by a full replay of the same history.
 func BenchmarkRestart(b *testing.B) {
-	f := restartFixtureFor(b)
+	for _, backend := range []string{"filelog", "kfake"} {
+		b.Run(backend, func(b *testing.B) { benchmarkRestart(b, restartFixtureFor(b, backend)) })
+	}
+}
+
+func benchmarkRestart(b *testing.B, f *restartFixture) {
 	for _, c := range []struct {
 		name string
 		dir  string
@@ -295,4 +324,3 @@ func BenchmarkRestart(b *testing.B) {
 		})
 	}
 }
-

@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runCrashChild())
 	}
 	code := m.Run()
-	closeFakeCluster()
 	closeRestartFixture()
+	closeFakeCluster()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
