@@ -57,7 +57,7 @@ func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState
 func (p *partition) export() PartitionState {
 	st := PartitionState{TopicIDPartition: p.tp}
 	idx := p.liveSlots(make([]int32, 0, p.live), 0, true)
-	slices.SortFunc(idx, func(a, b int32) int { return cmpUint64(p.slot(a).seq, p.slot(b).seq) })
+	slices.SortFunc(idx, func(a, b int32) int { return cmpUint64(p.seqs[a], p.seqs[b]) })
 	st.Segments = p.copies(idx)
 	for _, es := range p.epochs {
 		if es.hasHighest {
@@ -223,7 +223,7 @@ func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
 	for c := range p.chunks {
 		for o := range p.chunks[c] {
 			s := &p.chunks[c][o]
-			if !s.used {
+			if !s.used() {
 				continue
 			}
 			if v.StartOffset < 0 || s.start < v.StartOffset {

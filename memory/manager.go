@@ -268,7 +268,7 @@ func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int
 	}
 	i, ok := p.find(leaderEpoch, offset)
 	if ok {
-		p.slot(i).fill(p.tp, dst)
+		p.fill(i, dst)
 	}
 	p.mu.RUnlock()
 	return ok, nil
@@ -332,8 +332,8 @@ func (m *Manager) RemoteLogSize(tp rlmm.TopicIDPartition, leaderEpoch int32) (in
 	for c := range p.chunks {
 		for o := range p.chunks[c] {
 			s := &p.chunks[c][o]
-			if s.used {
-				if _, _, ok := s.epochRange(leaderEpoch); ok {
+			if s.used() {
+				if _, _, ok := p.epochRange(int32(c<<chunkBits|o), s, leaderEpoch); ok {
 					total += int64(s.size)
 				}
 			}
@@ -361,16 +361,16 @@ func (m *Manager) NextSegmentWithTxnIndex(tp rlmm.TopicIDPartition, leaderEpoch 
 			return rlmm.SegmentMetadata{}, false, nil
 		}
 		s := p.slot(i)
-		if !s.txnEmpty {
+		if s.flags&flagTxnEmpty == 0 {
 			var md rlmm.SegmentMetadata
-			s.fill(p.tp, &md)
+			p.fill(i, &md)
 			return md, true, nil
 		}
 		// Kafka continues at the segment's end offset + 1. With epoch starts
 		// past the segment's end (which Kafka accepts), the epoch's range can
 		// reach beyond it and Kafka would find the same segment forever:
 		// continue after the epoch's range instead, so the walk always ends.
-		_, next, _ := s.epochRange(leaderEpoch)
+		_, next, _ := p.epochRange(i, s, leaderEpoch)
 		next = max(next, s.end)
 		if next == math.MaxInt64 {
 			return rlmm.SegmentMetadata{}, false, nil

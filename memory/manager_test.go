@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -711,5 +712,12 @@ func TestView(t *testing.T) {
 	mustOK(t, m2.AddSegment(ctx, segMD(tpBar1, 1, 0, 10, ep(4, 0))))
 	if v, _ := m2.View(tpBar1); !slices.Equal(v.Epochs, []EpochOffset{{4, -1}}) {
 		t.Errorf("an epoch with nothing finished: %v", v.Epochs)
+	}
+}
+
+func TestSegFitsOneCacheLine(t *testing.T) {
+	// The lookup path reads one seg per hit: keep it one 64-byte line.
+	if size := unsafe.Sizeof(seg{}); size != 64 {
+		t.Errorf("seg is %d bytes, want 64", size)
 	}
 }

@@ -17,67 +17,72 @@ const (
 	chunkMask = chunkSize - 1
 )
 
-// segExtra holds what most segments do not have: more than one leader epoch,
-// or custom metadata. Keeping it out of line keeps seg small.
+// segExtra holds what most segments do not have: leader epochs other than
+// one epoch starting at the segment's start, or custom metadata. It lives
+// in a side map of the partition, so that seg fits one cache line.
 type segExtra struct {
-	// epochs is the full epoch list when the segment has more than one epoch.
+	// epochs is the full epoch list (flagEpochs).
 	epochs []rlmm.EpochStart
-	// custom is the custom metadata; nil means absent.
+	// custom is the custom metadata (flagCustom); non-nil, maybe empty.
 	custom []byte
 }
 
-// seg is the compact form of one live segment (88 bytes). The topic partition
-// is not stored: it is the partition's, interned once.
+// Bits of seg.flags.
+const (
+	flagUsed     = 1 << iota // the slot holds a live segment
+	flagTxnEmpty             // TxnIndexEmpty
+	flagEpochs               // the epochs are in the partition's extras
+	flagCustom               // custom metadata is in the partition's extras
+)
+
+// seg is the compact form of one live segment: 64 bytes, one cache line in
+// chunks that the allocator aligns. The topic partition is not stored (it is
+// the partition's, interned once); the common single epoch starting at the
+// segment's start is e0; anything else is in the partition's extras.
 type seg struct {
 	id      rlmm.Uuid
 	start   int64
 	end     int64
 	maxTs   int64
 	eventTs int64
-	// seq orders the segment's last applied change within its partition:
-	// the newest FINISHED segment wins a lookup, and Export lists segments
-	// by it so that Import reproduces the same order.
-	seq uint64
-	// e0Start/e0 are the first leader epoch, inline for single-epoch segments.
-	e0Start  int64
-	extra    *segExtra
-	e0       int32
-	broker   int32
-	size     int32
-	state    rlmm.SegmentState
-	txnEmpty bool
-	used     bool
+	e0      int32
+	broker  int32
+	size    int32
+	state   rlmm.SegmentState
+	flags   uint8
 }
 
-// epochs returns the segment's leader epochs without allocating when scratch
-// has room for one entry.
-func (s *seg) epochList(scratch *[1]rlmm.EpochStart) []rlmm.EpochStart {
-	if s.extra != nil && s.extra.epochs != nil {
-		return s.extra.epochs
+func (s *seg) used() bool { return s.flags&flagUsed != 0 }
+
+// epochList returns the leader epochs of slot i (s), without allocating when
+// scratch has room for one entry.
+func (p *partition) epochList(i int32, s *seg, scratch *[1]rlmm.EpochStart) []rlmm.EpochStart {
+	if s.flags&flagEpochs != 0 {
+		return p.extras[i].epochs
 	}
-	scratch[0] = rlmm.EpochStart{Epoch: s.e0, StartOffset: s.e0Start}
+	scratch[0] = rlmm.EpochStart{Epoch: s.e0, StartOffset: s.start}
 	return scratch[:]
 }
 
-// epochRange returns the offsets [start, end] of epoch e inside the segment
+// epochRange returns the offsets [start, end] of epoch e inside slot i (s)
 // (Kafka's rule: up to the next epoch's start minus one, or the segment end).
-func (s *seg) epochRange(e int32) (start, end int64, ok bool) {
-	if s.extra == nil || s.extra.epochs == nil {
+func (p *partition) epochRange(i int32, s *seg, e int32) (start, end int64, ok bool) {
+	if s.flags&flagEpochs == 0 {
 		if e != s.e0 {
 			return 0, 0, false
 		}
-		return s.e0Start, s.end, true
+		return s.start, s.end, true
 	}
-	eps := s.extra.epochs
-	i, found := slices.BinarySearchFunc(eps, e, cmpEpoch)
+	eps := p.extras[i].epochs
+	k, found := slices.BinarySearchFunc(eps, e, cmpEpoch)
 	if !found {
 		return 0, 0, false
 	}
 	end = s.end
-	if i+1 < len(eps) {
-		end = eps[i+1].StartOffset - 1
+	if k+1 < len(eps) {
+		end = eps[k+1].StartOffset - 1
 	}
-	return eps[i].StartOffset, end, true
+	return eps[k].StartOffset, end, true
 }
 
 func cmpEpoch(e rlmm.EpochStart, t int32) int {
@@ -90,55 +95,67 @@ func cmpEpoch(e rlmm.EpochStart, t int32) int {
 	return 0
 }
 
-// custom returns the stored custom metadata (nil when absent).
-func (s *seg) custom() []byte {
-	if s.extra == nil {
+// customOf returns the custom metadata of slot i (s), nil when absent.
+func (p *partition) customOf(i int32, s *seg) []byte {
+	if s.flags&flagCustom == 0 {
 		return nil
 	}
-	return s.extra.custom
+	return p.extras[i].custom
 }
 
-// setCustom stores a private copy of c (nil stays absent, empty stays empty).
-func (s *seg) setCustom(c []byte) {
+// setCustom stores a private copy of c as slot i's custom metadata (nil
+// stays absent, empty stays empty). Writer only, under mu.
+func (p *partition) setCustom(i int32, s *seg, c []byte) {
+	x := p.extras[i]
 	if c == nil {
-		if s.extra != nil {
-			s.extra.custom = nil
-			if s.extra.epochs == nil {
-				s.extra = nil
+		if x != nil {
+			x.custom = nil
+			s.flags &^= flagCustom
+			if s.flags&flagEpochs == 0 {
+				delete(p.extras, i)
 			}
 		}
 		return
 	}
-	if s.extra == nil {
-		s.extra = &segExtra{}
+	if x == nil {
+		x = &segExtra{}
+		p.extras[i] = x
 	}
-	s.extra.custom = append(make([]byte, 0, len(c)), c...)
+	x.custom = append(make([]byte, 0, len(c)), c...)
+	s.flags |= flagCustom
 }
 
-// load fills s from md (which passed Validate); the caller sets seq and used.
-func (s *seg) load(md *rlmm.SegmentMetadata) {
+// load fills slot i from md (which passed Validate). Writer only, under mu.
+func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
+	s := p.slot(i)
 	*s = seg{
 		id: md.ID.ID, start: md.StartOffset, end: md.EndOffset, maxTs: md.MaxTimestampMs,
-		eventTs: md.EventTimestampMs, e0: md.LeaderEpochs[0].Epoch, e0Start: md.LeaderEpochs[0].StartOffset,
-		broker: md.BrokerID, size: md.SizeInBytes, state: md.State, txnEmpty: md.TxnIndexEmpty,
+		eventTs: md.EventTimestampMs, e0: md.LeaderEpochs[0].Epoch,
+		broker: md.BrokerID, size: md.SizeInBytes, state: md.State, flags: flagUsed,
 	}
-	if len(md.LeaderEpochs) > 1 {
-		s.extra = &segExtra{epochs: slices.Clone(md.LeaderEpochs)}
+	if md.TxnIndexEmpty {
+		s.flags |= flagTxnEmpty
 	}
-	s.setCustom(md.CustomMetadata)
+	delete(p.extras, i)
+	if len(md.LeaderEpochs) > 1 || md.LeaderEpochs[0].StartOffset != md.StartOffset {
+		p.extras[i] = &segExtra{epochs: slices.Clone(md.LeaderEpochs)}
+		s.flags |= flagEpochs
+	}
+	p.setCustom(i, s, md.CustomMetadata)
 }
 
-// fill writes the segment into dst, reusing dst's slices: a copy the caller owns.
-func (s *seg) fill(tp rlmm.TopicIDPartition, dst *rlmm.SegmentMetadata) {
+// fill writes slot i into dst, reusing dst's slices: a copy the caller owns.
+func (p *partition) fill(i int32, dst *rlmm.SegmentMetadata) {
+	s := p.slot(i)
 	epochs := dst.LeaderEpochs[:0]
-	if s.extra != nil && s.extra.epochs != nil {
-		epochs = append(epochs, s.extra.epochs...)
+	if s.flags&flagEpochs != 0 {
+		epochs = append(epochs, p.extras[i].epochs...)
 	} else {
-		epochs = append(epochs, rlmm.EpochStart{Epoch: s.e0, StartOffset: s.e0Start})
+		epochs = append(epochs, rlmm.EpochStart{Epoch: s.e0, StartOffset: s.start})
 	}
 	custom := dst.CustomMetadata
-	if c := s.custom(); c != nil {
-		custom = append(custom[:0], c...)
+	if s.flags&flagCustom != 0 {
+		custom = append(custom[:0], p.extras[i].custom...)
 		if custom == nil {
 			custom = []byte{}
 		}
@@ -146,10 +163,10 @@ func (s *seg) fill(tp rlmm.TopicIDPartition, dst *rlmm.SegmentMetadata) {
 		custom = nil
 	}
 	*dst = rlmm.SegmentMetadata{
-		ID:          rlmm.SegmentID{TopicIDPartition: tp, ID: s.id},
+		ID:          rlmm.SegmentID{TopicIDPartition: p.tp, ID: s.id},
 		StartOffset: s.start, EndOffset: s.end, MaxTimestampMs: s.maxTs, BrokerID: s.broker,
 		EventTimestampMs: s.eventTs, LeaderEpochs: epochs, SizeInBytes: s.size,
-		CustomMetadata: custom, State: s.state, TxnIndexEmpty: s.txnEmpty,
+		CustomMetadata: custom, State: s.state, TxnIndexEmpty: s.flags&flagTxnEmpty != 0,
 	}
 }
 
@@ -266,6 +283,13 @@ type partition struct {
 	slots  int32 // slots handed out so far
 	free   []int32
 	byID   map[rlmm.Uuid]int32
+	// extras holds the segExtra of the slots flagged for it.
+	extras map[int32]*segExtra
+	// seqs orders, per slot, the segment's last applied change within the
+	// partition: the newest FINISHED segment wins a lookup, and Export lists
+	// segments by it so that Import reproduces the same order. Only the
+	// writer reads it, so it grows without holding readers up.
+	seqs []uint64
 
 	epochs []epochState // sorted by epoch
 
@@ -279,7 +303,7 @@ type partition struct {
 }
 
 func newPartition(tp rlmm.TopicIDPartition) *partition {
-	return &partition{tp: tp, byID: make(map[rlmm.Uuid]int32)}
+	return &partition{tp: tp, byID: make(map[rlmm.Uuid]int32), extras: make(map[int32]*segExtra)}
 }
 
 func (p *partition) slot(i int32) *seg { return &p.chunks[i>>chunkBits][i&chunkMask] }
@@ -302,12 +326,15 @@ func (p *partition) alloc() int32 {
 		p.chunks = append(p.chunks, make([]seg, 0, capacity))
 	}
 	p.chunks[c] = append(p.chunks[c], seg{})
+	p.seqs = append(p.seqs, 0)
 	return i
 }
 
 // release frees slot i. Only the writer calls it, under mu.
 func (p *partition) release(i int32) {
 	*p.slot(i) = seg{}
+	p.seqs[i] = 0
+	delete(p.extras, i)
 	p.free = append(p.free, i)
 }
 
@@ -360,7 +387,8 @@ func (p *partition) dropEpochIfUnused(e int32) {
 
 // pieceEnd returns the last offset of piece k of v for epoch e.
 func (p *partition) pieceEnd(v *envelope, k int, e int32) int64 {
-	_, end, _ := p.slot(v.pieces[k].seg).epochRange(e)
+	i := v.pieces[k].seg
+	_, end, _ := p.epochRange(i, p.slot(i), e)
 	if k+1 < v.len() && v.pieces[k+1].start-1 < end {
 		end = v.pieces[k+1].start - 1
 	}
@@ -413,7 +441,11 @@ func (p *partition) find(ep int32, offset int64) (int32, bool) {
 		return 0, false
 	}
 	seg := v.pieces[k].seg
-	if _, end, _ := p.slot(seg).epochRange(ep); offset > end {
+	if s := p.slot(seg); s.flags&flagEpochs == 0 {
+		if offset > s.end { // the envelope holds seg for ep: s.e0 is ep
+			return 0, false
+		}
+	} else if _, end, _ := p.epochRange(seg, s, ep); offset > end {
 		return 0, false
 	}
 	return seg, true
@@ -424,7 +456,7 @@ func (p *partition) find(ep int32, offset int64) (int32, bool) {
 func (p *partition) finish(xi int32) {
 	s := p.slot(xi)
 	var scratch [1]rlmm.EpochStart
-	eps := s.epochList(&scratch)
+	eps := p.epochList(xi, s, &scratch)
 	for k, ep := range eps {
 		start := ep.StartOffset
 		end := s.end
@@ -450,7 +482,7 @@ func (p *partition) finish(xi int32) {
 func (p *partition) unfinish(xi int32) {
 	s := p.slot(xi)
 	var scratch [1]rlmm.EpochStart
-	eps := s.epochList(&scratch)
+	eps := p.epochList(xi, s, &scratch)
 	for k, ep := range eps {
 		start := ep.StartOffset
 		end := s.end
@@ -503,14 +535,14 @@ func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
 		for o := range chunk {
 			sg := &chunk[o]
 			idx := int32(c<<chunkBits | o)
-			if !sg.used || sg.state != rlmm.CopySegmentFinished || idx == xi {
+			if !sg.used() || sg.state != rlmm.CopySegmentFinished || idx == xi {
 				continue
 			}
-			cs, ce, ok := sg.epochRange(ep)
+			cs, ce, ok := p.epochRange(idx, sg, ep)
 			if !ok || cs > ce || ce < s || cs > e {
 				continue
 			}
-			cands = append(cands, cand{idx, sg.seq, cs, ce})
+			cands = append(cands, cand{idx, p.seqs[idx], cs, ce})
 		}
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
@@ -552,11 +584,10 @@ func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
 // live state) as a new segment. Writer only, under mu.
 func (p *partition) add(md *rlmm.SegmentMetadata) int32 {
 	i := p.alloc()
+	p.load(i, md)
 	s := p.slot(i)
-	s.load(md)
-	s.used = true
 	p.seq++
-	s.seq = p.seq
+	p.seqs[i] = p.seq
 	p.byID[s.id] = i
 	for _, ep := range md.LeaderEpochs {
 		p.epochFor(ep.Epoch).refs++
@@ -573,10 +604,10 @@ func (p *partition) update(i int32, u *rlmm.SegmentUpdate) {
 	from := s.state
 	s.broker = u.BrokerID
 	s.eventTs = u.EventTimestampMs
-	s.setCustom(u.CustomMetadata)
+	p.setCustom(i, s, u.CustomMetadata)
 	s.state = u.State
 	p.seq++
-	s.seq = p.seq
+	p.seqs[i] = p.seq
 	p.counts[from]--
 	switch u.State {
 	case rlmm.CopySegmentFinished:
@@ -597,7 +628,7 @@ func (p *partition) update(i int32, u *rlmm.SegmentUpdate) {
 func (p *partition) remove(i int32) {
 	s := p.slot(i)
 	var scratch [1]rlmm.EpochStart
-	for _, ep := range s.epochList(&scratch) {
+	for _, ep := range p.epochList(i, s, &scratch) {
 		if ei := p.epochIndex(ep.Epoch); ei >= 0 {
 			p.epochs[ei].refs--
 			p.dropEpochIfUnused(ep.Epoch)
@@ -616,15 +647,16 @@ func (p *partition) liveSlots(dst []int32, ep int32, all bool) []int32 {
 		chunk := p.chunks[c]
 		for o := range chunk {
 			s := &chunk[o]
-			if !s.used {
+			if !s.used() {
 				continue
 			}
+			i := int32(c<<chunkBits | o)
 			if !all {
-				if _, _, ok := s.epochRange(ep); !ok {
+				if _, _, ok := p.epochRange(i, s, ep); !ok {
 					continue
 				}
 			}
-			dst = append(dst, int32(c<<chunkBits|o))
+			dst = append(dst, i)
 		}
 	}
 	return dst
@@ -663,13 +695,12 @@ func (p *partition) copies(idx []int32) []rlmm.SegmentMetadata {
 	}
 	nEpochs, nCustom := 0, 0
 	for _, i := range idx {
-		s := p.slot(i)
 		nEpochs++
-		if s.extra != nil {
-			if s.extra.epochs != nil {
-				nEpochs += len(s.extra.epochs) - 1
+		if x := p.extras[i]; x != nil {
+			if x.epochs != nil {
+				nEpochs += len(x.epochs) - 1
 			}
-			nCustom += len(s.extra.custom)
+			nCustom += len(x.custom)
 		}
 	}
 	epochs := make([]rlmm.EpochStart, 0, nEpochs)
@@ -682,15 +713,15 @@ func (p *partition) copies(idx []int32) []rlmm.SegmentMetadata {
 	for k, i := range idx {
 		s := p.slot(i)
 		from := len(epochs)
-		epochs = append(epochs, s.epochList(&scratch)...)
+		epochs = append(epochs, p.epochList(i, s, &scratch)...)
 		md := &out[k]
 		*md = rlmm.SegmentMetadata{
 			ID:          rlmm.SegmentID{TopicIDPartition: p.tp, ID: s.id},
 			StartOffset: s.start, EndOffset: s.end, MaxTimestampMs: s.maxTs, BrokerID: s.broker,
 			EventTimestampMs: s.eventTs, LeaderEpochs: epochs[from:len(epochs):len(epochs)],
-			SizeInBytes: s.size, State: s.state, TxnIndexEmpty: s.txnEmpty,
+			SizeInBytes: s.size, State: s.state, TxnIndexEmpty: s.flags&flagTxnEmpty != 0,
 		}
-		if c := s.custom(); c != nil {
+		if c := p.customOf(i, s); c != nil {
 			cf := len(custom)
 			custom = append(custom, c...)
 			md.CustomMetadata = custom[cf:len(custom):len(custom)]
