@@ -39,6 +39,9 @@ type subscription struct {
 	epoch  uint64 // bumped by every assignment change
 	parts  map[int32]*partState
 	closed bool
+	// reseeks counts re-seeks after a possibly stale jump (for tests and
+	// debugging: it shows the exactness filter at work).
+	reseeks int
 }
 
 type partState struct {
@@ -134,12 +137,15 @@ func (s *subscription) Poll(ctx context.Context) ([]eventlog.Record, error) {
 		s.mu.Unlock()
 
 		fetches := s.client.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("kafkalog: poll %s: %w", s.topic(), err)
-		}
+		// Filter before looking at ctx: records kgo handed over are gone
+		// from its buffer, so they must be delivered now or never
+		// (dropping them would leave a hole that the next fetch skips).
 		out, err := s.filter(fetches, pollEpoch)
 		if len(out) > 0 {
 			return out, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("kafkalog: poll %s: %w", s.topic(), ctxErr)
 		}
 		if err != nil {
 			return nil, err
@@ -203,6 +209,8 @@ func (s *subscription) filter(fetches kgo.Fetches, pollEpoch uint64) ([]eventlog
 		}
 	})
 	for _, p := range reseek {
+		s.reseeks++
+		s.log.log.Debug("re-seeking after a record past the expected offset", "partition", p, "offset", s.parts[p].next)
 		s.assignLocked(p, s.parts[p].next)
 	}
 	return out, firstErr
