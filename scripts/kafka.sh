@@ -69,6 +69,8 @@ running_pid() {
 	local pid
 	pid="$(cat "$dir/pid")"
 	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+	# A stale pid file may name a pid the system gave to another process.
+	grep -q 'kafka\.Kafka' "/proc/$pid/cmdline" 2>/dev/null || return 1
 	echo "$pid"
 }
 
