@@ -138,6 +138,16 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	select {
 	case verdict := <-w.done:
 		return wrapVerdict(verdict, mp, offset)
+	case <-m.closedCh:
+		// The pump answers its waiters when it stops; one registered after
+		// that is answered here.
+		select {
+		case verdict := <-w.done:
+			return wrapVerdict(verdict, mp, offset)
+		default:
+		}
+		return fmt.Errorf("topicbased: manager closed before metadata partition %d offset %d was applied; the event is in the log: %w",
+			mp, offset, rlmm.ErrClosed)
 	case <-ctx.Done():
 		m.mu.Lock()
 		if p.waiters[offset] == w {
@@ -234,6 +244,8 @@ func (m *Manager) syncTo(ctx context.Context, tp rlmm.TopicIDPartition, mp int32
 	select {
 	case err := <-w.done:
 		return err
+	case <-m.closedCh:
+		return fmt.Errorf("topicbased: sync of %s: %w", tp, rlmm.ErrClosed)
 	case <-ctx.Done():
 		m.mu.Lock()
 		p.syncs = slices.DeleteFunc(p.syncs, func(s syncWaiter) bool { return s.done == w.done })
@@ -381,8 +393,25 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	m.assignMu.Unlock()
 	select {
 	case err := <-r.done:
+		if err != nil {
+			m.forgetFailedAdds(r.add)
+		}
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("%w: assignment change (add %v, remove %v) still queued for the pump: %w", rlmm.ErrTimeout, r.add, r.remove, ctx.Err())
+	}
+}
+
+// forgetFailedAdds removes from the planned set the partitions of adds that
+// the pump could not execute, so the next reconcile tries them again.
+func (m *Manager) forgetFailedAdds(adds []int32) {
+	m.assignMu.Lock()
+	defer m.assignMu.Unlock()
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	for _, mp := range adds {
+		if !m.parts[mp].assigned {
+			delete(m.planned, mp)
+		}
 	}
 }
