@@ -108,7 +108,7 @@ func (m *Manager) Import(states []PartitionState) error {
 	}
 	for k := range states {
 		p := buildPartition(&states[k])
-		old := m.parts.get(p.tp)
+		old := m.parts.get(&p.tp)
 		// Publish the new state before retiring the old one, so that a
 		// reader sees one or the other, never a gap.
 		if p.empty() {

@@ -46,7 +46,7 @@ func errClosed() error { return fmt.Errorf("memory manager: %w", rlmm.ErrClosed)
 // when it meets a partition that a concurrent change dropped or replaced.
 func (m *Manager) lookup(tp rlmm.TopicIDPartition) *partition {
 	for {
-		p := m.parts.get(tp)
+		p := m.parts.get(&tp)
 		if p == nil {
 			return nil
 		}
@@ -65,7 +65,7 @@ func (m *Manager) putPartition(p *partition) {
 
 // dropPartition forgets tp's partition, if any. Writer only.
 func (m *Manager) dropPartition(tp rlmm.TopicIDPartition) {
-	p := m.parts.get(tp)
+	p := m.parts.get(&tp)
 	if p == nil {
 		return
 	}
@@ -122,7 +122,7 @@ func (m *Manager) checkAdd(md *rlmm.SegmentMetadata) (*partition, bool, error) {
 		return nil, false, fmt.Errorf("%w: segment %s of %s: a new segment must be in state %s, not %s",
 			rlmm.ErrInvalidArgument, md.ID.ID, md.ID.TopicIDPartition, rlmm.CopySegmentStarted, md.State)
 	}
-	p := m.parts.get(md.ID.TopicIDPartition)
+	p := m.parts.get(&md.ID.TopicIDPartition)
 	if p == nil {
 		return nil, false, nil
 	}
@@ -175,7 +175,7 @@ func (m *Manager) checkUpdate(u *rlmm.SegmentUpdate) (*partition, int32, error) 
 	if err := u.Validate(); err != nil {
 		return nil, 0, err
 	}
-	p := m.parts.get(u.ID.TopicIDPartition)
+	p := m.parts.get(&u.ID.TopicIDPartition)
 	var i int32
 	ok := false
 	if p != nil {
@@ -205,7 +205,7 @@ func (m *Manager) PutPartitionDelete(_ context.Context, d rlmm.PartitionDelete) 
 		m.dropPartition(d.TopicIDPartition)
 		return nil
 	}
-	p := m.parts.get(d.TopicIDPartition)
+	p := m.parts.get(&d.TopicIDPartition)
 	if p == nil {
 		p = newPartition(d.TopicIDPartition)
 		p.del, p.hasDel = d, true

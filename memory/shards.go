@@ -1,64 +1,113 @@
 package memory
 
 import (
-	"maps"
+	"encoding/binary"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/rlmm-go/rlmm"
 )
 
-// shardCount splits the partition directory so that publishing a new
-// partition copies only a small map.
-const shardCount = 256
+// shardBits splits the partition directory so that publishing a new
+// partition copies only a small table.
+const (
+	shardBits  = 10
+	shardCount = 1 << shardBits
+)
 
 // directory maps user partitions to their state. Readers look a partition up
-// without any lock or atomic read-modify-write (an atomic load of the shard's
-// current map); the writer (holding the Manager's writer lock) replaces a
-// shard's map by a modified copy.
+// without any lock or atomic read-modify-write (an atomic load of the
+// shard's current table); the writer (holding the Manager's writer lock)
+// replaces a shard's table by a modified copy.
 type directory struct {
-	shards [shardCount]atomic.Pointer[map[rlmm.TopicIDPartition]*partition]
+	shards [shardCount]atomic.Pointer[dirTable]
 }
 
-// shardOf picks a shard from the topic id and partition number, cheaply:
-// no hashing of the topic name on the fetch path.
-func shardOf(tp rlmm.TopicIDPartition) int {
-	id := tp.TopicID
-	h := uint32(tp.Partition)*0x9e3779b1 ^ uint32(id[15]) ^ uint32(id[14])<<8 ^ uint32(id[7])<<16 ^ uint32(id[6])<<24
-	return int((h ^ h>>16) % shardCount)
+// dirTable is an immutable open-addressing hash table (linear probing, at
+// most half full). The hash covers the topic id and partition number; the
+// topic name, which Kafka also compares, is compared on a hit only, so the
+// fetch path never hashes a string.
+type dirTable struct {
+	mask    uint64
+	entries []dirEntry
+}
+
+type dirEntry struct {
+	hash uint64
+	p    *partition // nil: empty
+}
+
+// hashTP mixes the topic id and partition number.
+func hashTP(tp *rlmm.TopicIDPartition) uint64 {
+	x := binary.LittleEndian.Uint64(tp.TopicID[:8]) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(tp.TopicID[8:]), 29)
+	x ^= uint64(uint32(tp.Partition)) * 0x9e3779b97f4a7c15
+	x ^= x >> 32
+	x *= 0xd6e8feb86659fd93
+	x ^= x >> 32
+	return x
 }
 
 // get returns tp's partition or nil.
-func (d *directory) get(tp rlmm.TopicIDPartition) *partition {
-	if mp := d.shards[shardOf(tp)].Load(); mp != nil {
-		return (*mp)[tp]
+func (d *directory) get(tp *rlmm.TopicIDPartition) *partition {
+	h := hashTP(tp)
+	t := d.shards[h>>(64-shardBits)].Load()
+	if t == nil {
+		return nil
 	}
-	return nil
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		e := &t.entries[i]
+		if e.p == nil {
+			return nil
+		}
+		if e.hash == h && e.p.tp == *tp {
+			return e.p
+		}
+	}
 }
 
-// set publishes p (nil removes tp). Writer only.
+// set publishes p for tp (nil removes tp). Writer only.
 func (d *directory) set(tp rlmm.TopicIDPartition, p *partition) {
-	sh := &d.shards[shardOf(tp)]
-	var next map[rlmm.TopicIDPartition]*partition
-	if cur := sh.Load(); cur != nil {
-		next = maps.Clone(*cur)
+	h := hashTP(&tp)
+	sh := &d.shards[h>>(64-shardBits)]
+	var kept []*partition
+	if t := sh.Load(); t != nil {
+		for _, e := range t.entries {
+			if e.p != nil && e.p.tp != tp {
+				kept = append(kept, e.p)
+			}
+		}
 	}
-	if next == nil {
-		next = make(map[rlmm.TopicIDPartition]*partition, 1)
+	if p != nil {
+		kept = append(kept, p)
 	}
-	if p == nil {
-		delete(next, tp)
-	} else {
-		next[tp] = p
+	if len(kept) == 0 {
+		sh.Store(nil)
+		return
 	}
-	sh.Store(&next)
+	size := 4
+	for size < 2*len(kept) {
+		size *= 2
+	}
+	t := &dirTable{mask: uint64(size - 1), entries: make([]dirEntry, size)}
+	for _, q := range kept {
+		qh := hashTP(&q.tp)
+		i := qh & t.mask
+		for t.entries[i].p != nil {
+			i = (i + 1) & t.mask
+		}
+		t.entries[i] = dirEntry{hash: qh, p: q}
+	}
+	sh.Store(t)
 }
 
 // each calls f for every partition, in no particular order.
 func (d *directory) each(f func(*partition)) {
 	for k := range d.shards {
-		if mp := d.shards[k].Load(); mp != nil {
-			for _, p := range *mp {
-				f(p)
+		if t := d.shards[k].Load(); t != nil {
+			for _, e := range t.entries {
+				if e.p != nil {
+					f(e.p)
+				}
 			}
 		}
 	}
