@@ -1,0 +1,402 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The markers of the generated section of docs/BENCHMARKS.md.
+const (
+	beginMarker = "<!-- bench-compare:begin -->"
+	endMarker   = "<!-- bench-compare:end -->"
+)
+
+// reportOptions are the flags of `rlmmbench report`.
+type reportOptions struct {
+	dir, benchmarks string
+	events          []string
+	runs            int
+	mut1, mut16     int
+	heapSegments    int
+}
+
+// runReport reads the results bench-compare.sh left in --dir, prints the
+// markdown tables on w and, with --benchmarks, writes them between the
+// markers of that file.
+func runReport(args []string, w, stderr io.Writer) error {
+	var o reportOptions
+	var events string
+	fs := flag.NewFlagSet("rlmmbench report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.dir, "dir", "", "directory of the results (required)")
+	fs.StringVar(&o.benchmarks, "benchmarks", "", "markdown file whose marked section is replaced (empty: print only)")
+	fs.StringVar(&events, "events", "100000 1000000", "cold-start event counts, space separated")
+	fs.IntVar(&o.runs, "runs", 3, "cold starts per side and count")
+	fs.IntVar(&o.mut1, "mut1", 500, "segments of the single-caller mutation run")
+	fs.IntVar(&o.mut16, "mut16", 3200, "segments of the 16-caller mutation run")
+	fs.IntVar(&o.heapSegments, "heap-segments", 1_000_000, "segments of Java's heap benchmark")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if o.dir == "" {
+		return fmt.Errorf("%w: --dir is required", errUsage)
+	}
+	o.events = strings.Fields(events)
+	r := &reporter{dir: o.dir}
+	md := r.build(&o)
+	if r.err != nil {
+		return r.err
+	}
+	if _, err := io.WriteString(w, md); err != nil {
+		return err
+	}
+	if o.benchmarks != "" {
+		return replaceSection(o.benchmarks, md)
+	}
+	return nil
+}
+
+// replaceSection puts section (which starts and ends with the markers)
+// in place of the marked part of file, or appends it when there is none.
+func replaceSection(file, section string) error {
+	old, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	s := string(old)
+	var out string
+	b, e := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	switch {
+	case b >= 0 && e > b:
+		out = s[:b] + strings.TrimSuffix(section, "\n") + s[e+len(endMarker):]
+	case b >= 0 || e >= 0:
+		return fmt.Errorf("%s: only one of the markers %s and %s is present", file, beginMarker, endMarker)
+	case s == "":
+		out = section
+	default:
+		out = strings.TrimRight(s, "\n") + "\n\n" + section
+	}
+	return os.WriteFile(file, []byte(out), 0o644)
+}
+
+// reporter reads result files; the first error sticks.
+type reporter struct {
+	dir string
+	err error
+}
+
+// json reads a result file into a generic document (nil if absent: a step
+// that was not run).
+func (r *reporter) json(name string) map[string]any {
+	b, err := os.ReadFile(filepath.Join(r.dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		var v map[string]any
+		if err = json.Unmarshal(b, &v); err == nil {
+			return v
+		}
+	}
+	if r.err == nil {
+		r.err = fmt.Errorf("result %s: %w", name, err)
+	}
+	return nil
+}
+
+// num returns the number at a dotted path of doc, NaN-free: ok false if absent.
+func num(doc map[string]any, path string) (float64, bool) {
+	var cur any = doc
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		cur = m[k]
+	}
+	f, ok := cur.(float64)
+	return f, ok
+}
+
+func str(doc map[string]any, key string) string {
+	s, _ := doc[key].(string)
+	return s
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchValues returns the values of unit on the lines of a go test -bench
+// output whose benchmark name starts with prefix.
+func (r *reporter) benchValues(name, prefix, unit string) []float64 {
+	b, err := os.ReadFile(filepath.Join(r.dir, name))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) && r.err == nil {
+			r.err = err
+		}
+		return nil
+	}
+	var out []float64
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || !strings.HasPrefix(f[0], prefix) {
+			continue
+		}
+		for i := 2; i+1 < len(f); i++ {
+			if f[i+1] == unit {
+				if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (r *reporter) firstLine(name string) string {
+	b, err := os.ReadFile(filepath.Join(r.dir, name))
+	if err != nil {
+		return "unknown"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
+}
+
+func (r *reporter) lines(name string) []string {
+	b, err := os.ReadFile(filepath.Join(r.dir, name))
+	if err != nil {
+		return []string{"unknown", "unknown"}
+	}
+	l := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for len(l) < 2 {
+		l = append(l, "unknown")
+	}
+	return l
+}
+
+// machine describes the CPU and memory from /proc.
+func machine() string {
+	model, mem := "unknown CPU", "unknown memory"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+					mem = fmt.Sprintf("%.1f GiB RAM", kb/(1<<20))
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (nproc), %s, %s", runtime.NumCPU(), model, mem)
+}
+
+func fmtMs(us float64) string {
+	switch {
+	case us >= 100_000:
+		return fmt.Sprintf("%.0f ms", us/1000)
+	case us >= 1000:
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.2f ms", us/1000)
+}
+
+func fmtDur(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func withCommas(n int) string {
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (r *reporter) build(o *reportOptions) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	started, finished := r.lines("started.txt"), r.lines("finished.txt")
+	kafka := str(r.json("java-mut-1.json"), "kafkaVersion")
+	if kafka == "" {
+		kafka = "4.4.0"
+	}
+	var missed []string
+
+	p("%s\n", beginMarker)
+	p("## Side by side: Apache Kafka %s's Java RLMM and rlmm (`make bench-compare`)\n\n", kafka)
+	p("Generated by `make bench-compare` (scripts/bench-compare.sh) from %s to %s UTC. ", started[0], finished[0])
+	p("Machine: %s. Versions: %s; %s; Apache Kafka %s (broker and RLMM jars from Maven Central, single-node KRaft broker of scripts/kafka.sh on 127.0.0.1). ",
+		machine(), r.firstLine("go-version.txt"), r.firstLine("java-version.txt"), kafka)
+	p("Load average (1/5/15 min) at start: %s; at the end: %s. ", loadOf(started[1]), loadOf(finished[1]))
+	p("Java runs first, then Go, on the same broker with the same workload. Commentary and reasons for missed targets: docs/bench/compare.md.\n\n")
+
+	// Mutations.
+	p("### Mutation latency: add, then update to COPY_SEGMENT_FINISHED (each call awaited)\n\n")
+	p("Target: rlmm's p50 at least 10 times lower than Java's.\n\n")
+	p("| callers | segments | Java p50 | Java p99 | Java mutations/s | rlmm p50 | rlmm p99 | rlmm mutations/s | p50 Java/rlmm | target met? |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range []struct {
+		callers, count int
+	}{{1, o.mut1}, {16, o.mut16}} {
+		j, g := r.json(fmt.Sprintf("java-mut-%d.json", c.callers)), r.json(fmt.Sprintf("go-mut-%d.json", c.callers))
+		if j == nil || g == nil {
+			p("| %d | %s | not run in this session | | | | | | | |\n", c.callers, withCommas(c.count))
+			continue
+		}
+		jp50, _ := num(j, "latencyUs.p50")
+		jp99, _ := num(j, "latencyUs.p99")
+		jr, _ := num(j, "mutationsPerSec")
+		gp50, _ := num(g, "latencyUs.p50")
+		gp99, _ := num(g, "latencyUs.p99")
+		gr, _ := num(g, "mutationsPerSec")
+		segs, _ := num(g, "segments")
+		ratio := jp50 / gp50
+		met := ratio >= 10
+		if !met {
+			missed = append(missed, fmt.Sprintf("mutation p50 with %d callers (%.1fx, target 10x)", c.callers, ratio))
+		}
+		p("| %d | %s | %s | %s | %.0f | %s | %s | %.0f | %.1fx | %s |\n", c.callers, withCommas(int(segs)),
+			fmtMs(jp50), fmtMs(jp99), jr, fmtMs(gp50), fmtMs(gp99), gr, ratio, yesNo(met))
+	}
+
+	// Cold start.
+	p("\n### Cold start to ready, 50 user partitions (median of %d runs each)\n\n", o.runs)
+	p("Java: `configure` to `isReady` of every partition, replaying all events of their metadata partitions (fresh JVM each run). ")
+	p("rlmm: kafkalog.Open to every partition ready (fresh process each run), from scratch and from the snapshot it wrote after a full replay. ")
+	p("Targets: from scratch at least 2 times faster, from the snapshot at least 20 times faster. A fresh broker per event count.\n\n")
+	p("| events | Java | rlmm from scratch | speed-up | target met? | rlmm from snapshot | speed-up | target met? |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	for _, n := range o.events {
+		var jv, sv, nv []float64
+		for run := 1; run <= o.runs; run++ {
+			if d := r.json(fmt.Sprintf("java-cold-%s-%d.json", n, run)); d != nil {
+				if v, ok := num(d, "configureToReadyMs"); ok {
+					jv = append(jv, v)
+				}
+			}
+			if d := r.json(fmt.Sprintf("go-scratch-%s-%d.json", n, run)); d != nil {
+				if v, ok := num(d, "openToReadyMs"); ok {
+					sv = append(sv, v)
+				}
+			}
+			if d := r.json(fmt.Sprintf("go-snap-%s-%d.json", n, run)); d != nil {
+				if v, ok := num(d, "openToReadyMs"); ok {
+					nv = append(nv, v)
+				}
+			}
+		}
+		count, _ := strconv.Atoi(n)
+		if len(jv) == 0 || len(sv) == 0 || len(nv) == 0 {
+			p("| %s | not run in this session | | | | | | |\n", withCommas(count))
+			continue
+		}
+		jm, sm, nm := median(jv), median(sv), median(nv)
+		sr, nr := jm/sm, jm/nm
+		if sr < 2 {
+			missed = append(missed, fmt.Sprintf("cold start from scratch after %s events (%.1fx, target 2x)", withCommas(count), sr))
+		}
+		if nr < 20 {
+			missed = append(missed, fmt.Sprintf("cold start from snapshot after %s events (%.1fx, target 20x)", withCommas(count), nr))
+		}
+		p("| %s | %s | %s | %.1fx | %s | %s | %.1fx | %s |\n", withCommas(count), fmtDur(jm), fmtDur(sm), sr, yesNo(sr >= 2),
+			fmtDur(nm), nr, yesNo(nr >= 20))
+	}
+
+	// Lookup.
+	p("\n### Lookup by (epoch, offset), 10,000 finished segments in a partition\n\n")
+	p("Java: `RemoteLogMetadataCache.remoteLogSegmentMetadata` in a warmed-up timed loop (KafkaRlmmDriver bench-lookup, 10 rounds). ")
+	p("rlmm: `go test -bench 'BenchmarkSegmentForOffset/copy$' -count 5 ./memory` (returns a copy, as Kafka returns its object; 8 such partitions among 10,000). Target: at least 2 times faster.\n\n")
+	p("| | Java ns/op | rlmm ns/op | speed-up | target met? |\n|---|---|---|---|---|\n")
+	jl := r.json("java-lookup.json")
+	gl := r.benchValues("go-lookup.txt", "BenchmarkSegmentForOffset/copy", "ns/op")
+	if jm, ok := num(jl, "nsPerOp.median"); ok && len(gl) > 0 {
+		jmin, _ := num(jl, "nsPerOp.min")
+		gm := median(gl)
+		ratio := jm / gm
+		if ratio < 2 {
+			missed = append(missed, fmt.Sprintf("lookup (%.1fx, target 2x)", ratio))
+		}
+		p("| median | %.0f | %.0f | %.1fx | %s |\n", jm, gm, ratio, yesNo(ratio >= 2))
+		p("| fastest | %.0f | %.0f | %.1fx | |\n", jmin, slices.Min(gl), jmin/slices.Min(gl))
+	} else {
+		p("| median | not run in this session | | | |\n")
+	}
+
+	// Heap.
+	p("\n### Heap per live segment, finished single-epoch segments without custom metadata, 100 partitions\n\n")
+	p("Java: KafkaRlmmDriver bench-heap (%s segments, used heap after System.gc(), -Xmx6g, G1, compressed oops). ", withCommas(o.heapSegments))
+	p("rlmm: `go test -bench 'BenchmarkRetainedHeap/100x10000$' -benchtime 1x -count 3 ./memory` (1,000,000 segments, HeapAlloc after runtime.GC()). Target: at most half of Java's.\n\n")
+	p("| segments | Java bytes/segment | rlmm bytes/segment | rlmm/Java | target met? |\n|---|---|---|---|---|\n")
+	jh := r.json("java-heap.json")
+	gh := r.benchValues("go-heap.txt", "BenchmarkRetainedHeap/100x10000", "bytes/segment")
+	if jb, ok := num(jh, "bytesPerSegment"); ok && len(gh) > 0 {
+		gb := median(gh)
+		ratio := gb / jb
+		if ratio > 0.5 {
+			missed = append(missed, fmt.Sprintf("heap per segment (%.2f of Java's, target 0.5)", ratio))
+		}
+		p("| %s | %.1f | %.1f | %.2f | %s |\n", withCommas(o.heapSegments), jb, gb, ratio, yesNo(ratio <= 0.5))
+	} else {
+		p("| %s | not run in this session | | | |\n", withCommas(o.heapSegments))
+	}
+
+	p("\n")
+	if len(missed) == 0 {
+		p("All targets met in this run.\n")
+	} else {
+		p("Targets missed in this run: %s. docs/bench/compare.md says why.\n", strings.Join(missed, "; "))
+	}
+	p("%s\n", endMarker)
+	return b.String()
+}
+
+// loadOf keeps the three load averages of a /proc/loadavg line.
+func loadOf(line string) string {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return line
+	}
+	return strings.Join(f[:3], " ")
+}
