@@ -721,3 +721,50 @@ func TestSegFitsOneCacheLine(t *testing.T) {
 		t.Errorf("seg is %d bytes, want 64", size)
 	}
 }
+
+func TestDirectory(t *testing.T) {
+	// Many partitions, including names that share a topic id and partition
+	// number (equal hashes), through inserts, lookups and removals.
+	var d directory
+	var tps []rlmm.TopicIDPartition
+	for i := 0; i < 3000; i++ {
+		tp := rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(int64(i/7), int64(i%5)), Topic: "t" + string(rune('a'+i%3)), Partition: int32(i % 11)}
+		if slices.Contains(tps, tp) {
+			continue
+		}
+		tps = append(tps, tp)
+		d.set(tp, newPartition(tp))
+	}
+	check := func(present func(int) bool) {
+		t.Helper()
+		n := 0
+		d.each(func(*partition) { n++ })
+		want := 0
+		for i, tp := range tps {
+			p := d.get(&tp)
+			if present(i) {
+				want++
+				if p == nil || p.tp != tp {
+					t.Fatalf("get(%s) = %v", tp, p)
+				}
+			} else if p != nil {
+				t.Fatalf("get(%s) found a removed partition", tp)
+			}
+		}
+		if n != want {
+			t.Fatalf("each visited %d partitions, want %d", n, want)
+		}
+	}
+	check(func(int) bool { return true })
+	for i, tp := range tps {
+		if i%2 == 0 {
+			d.set(tp, nil)
+		}
+	}
+	check(func(i int) bool { return i%2 == 1 })
+	renamed := tps[1]
+	renamed.Topic = "other"
+	if d.get(&renamed) != nil {
+		t.Errorf("a name never set was found")
+	}
+}
