@@ -64,7 +64,8 @@ type Log interface {
 type Subscription interface {
 	// Add starts (or restarts, if p is already consumed) delivery of
 	// partition p at offset. An offset past the high-water mark waits for
-	// that offset to be written.
+	// that offset to be written. A partition out of range or a negative
+	// offset is an rlmm.ErrInvalidArgument.
 	Add(p int32, offset int64) error
 
 	// Remove stops delivery of partition p. Removing a partition that is not
