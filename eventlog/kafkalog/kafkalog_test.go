@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/eventlogtest"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -392,4 +394,34 @@ func TestDeliveredValuesDoNotShareCapacity(t *testing.T) {
 	if string(got[1].Value) != "second" {
 		t.Fatalf("appending to the first value changed the second to %q", got[1].Value)
 	}
+}
+
+// TestClusterRestartWhilePublishingKfake is the broker-restart test on a
+// persistent kfake cluster of its own: the whole cluster closes and comes
+// back on the same port and data while publishers run.
+func TestClusterRestartWhilePublishingKfake(t *testing.T) {
+	dir := t.TempDir()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dir), kfake.SyncWrites())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	addr := c.ListenAddrs()[0]
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, testConfig(t, []string{addr}, 4))
+	testRestartWhilePublishing(t, l, func() {
+		c.Close()
+		time.Sleep(200 * time.Millisecond) // publishers meet a dead cluster
+		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dir), kfake.SyncWrites())
+		if err != nil {
+			t.Fatalf("restarting kfake on port %d: %v", port, err)
+		}
+	})
 }

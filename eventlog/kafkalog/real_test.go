@@ -88,8 +88,18 @@ func TestBrokerRestartWhilePublishing(t *testing.T) {
 	started := time.Now()
 	dir, addr := privateBroker(t)
 	t.Logf("private broker started in %s", time.Since(started).Round(time.Millisecond))
+	l := openLog(t, testConfig(t, []string{addr}, 4))
+	testRestartWhilePublishing(t, l, func() { kafkaScript(t, "restart", dir) })
+}
+
+// testRestartWhilePublishing runs publishers on every partition of l and a
+// subscription following them, calls restart once enough records are
+// acknowledged, and checks the log and the delivered records afterwards.
+func testRestartWhilePublishing(t *testing.T, l *Log, restart func()) {
 	const parts = 4
-	l := openLog(t, testConfig(t, []string{addr}, parts))
+	if l.Partitions() != parts {
+		t.Fatalf("the restart test needs %d partitions, the log has %d", parts, l.Partitions())
+	}
 	sub := subscribeLog(t, l)
 	for p := range int32(parts) {
 		if err := sub.Add(p, 0); err != nil {
@@ -186,7 +196,7 @@ func TestBrokerRestartWhilePublishing(t *testing.T) {
 
 	waitEach("before the restart", [parts]int{50, 50, 50, 50})
 	restartStart := time.Now()
-	kafkaScript(t, "restart", dir)
+	restart()
 	t.Logf("broker restarted in %s", time.Since(restartStart).Round(time.Millisecond))
 	before := snapshot()
 	waitEach("after the restart (publishing must resume)", [parts]int{before[0] + 50, before[1] + 50, before[2] + 50, before[3] + 50})
