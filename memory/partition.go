@@ -106,18 +106,21 @@ func (p *partition) customOf(i int32, s *seg) []byte {
 // setCustom stores a private copy of c as slot i's custom metadata (nil
 // stays absent, empty stays empty). Writer only, under mu.
 func (p *partition) setCustom(i int32, s *seg, c []byte) {
-	x := p.extras[i]
 	if c == nil {
-		if x != nil {
-			x.custom = nil
+		if s.flags&flagCustom != 0 {
 			s.flags &^= flagCustom
 			if s.flags&flagEpochs == 0 {
 				delete(p.extras, i)
+			} else {
+				p.extras[i].custom = nil
 			}
 		}
 		return
 	}
-	if x == nil {
+	var x *segExtra
+	if s.flags&(flagCustom|flagEpochs) != 0 {
+		x = p.extras[i]
+	} else {
 		x = &segExtra{}
 		p.extras[i] = x
 	}
@@ -136,7 +139,7 @@ func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	if md.TxnIndexEmpty {
 		s.flags |= flagTxnEmpty
 	}
-	delete(p.extras, i)
+	// The slot is fresh: release removed any extras it had.
 	if len(md.LeaderEpochs) > 1 || md.LeaderEpochs[0].StartOffset != md.StartOffset {
 		p.extras[i] = &segExtra{epochs: slices.Clone(md.LeaderEpochs)}
 		s.flags |= flagEpochs
@@ -360,7 +363,10 @@ func (p *partition) epochIndex(e int32) int {
 
 // epochFor returns the state of epoch e, creating it. Writer only, under mu.
 func (p *partition) epochFor(e int32) *epochState {
-	i, found := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int {
+	if i := p.epochIndex(e); i >= 0 {
+		return &p.epochs[i]
+	}
+	i, _ := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int {
 		switch {
 		case s.epoch < t:
 			return -1
@@ -369,9 +375,7 @@ func (p *partition) epochFor(e int32) *epochState {
 		}
 		return 0
 	})
-	if !found {
-		p.epochs = slices.Insert(p.epochs, i, epochState{epoch: e})
-	}
+	p.epochs = slices.Insert(p.epochs, i, epochState{epoch: e})
 	return &p.epochs[i]
 }
 
