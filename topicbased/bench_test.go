@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,6 +91,47 @@ func BenchmarkMutationLatencyFilelog(b *testing.B) {
 	reportPercentiles(b, lat)
 }
 
+// BenchmarkMutationLatencyKafka: as BenchmarkMutationLatencyFilelog over
+// kafkalog, against kfake and, when RLMM_KAFKA_BOOTSTRAP is set, a real
+// broker (acks=all, the publish-to-delivered round trip included).
+func BenchmarkMutationLatencyKafka(b *testing.B) {
+	backends := []logBackend{kafkaBackend("kfake", fakeCluster(b).ListenAddrs())}
+	if addr := os.Getenv(envBootstrap); addr != "" {
+		backends = append(backends, kafkaBackend("kafka", strings.Split(addr, ",")))
+	} else {
+		b.Log(envBootstrap + " unset: the real-broker case is not run")
+	}
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			tp := topicPartition("bench", 1, 0)
+			l := be.open(b, 50)
+			b.Cleanup(func() { _ = l.Close() })
+			m := startManager(b, Config{Log: l})
+			assign(b, m, tp)
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			i := 0
+			var md rlmm.SegmentMetadata
+			for b.Loop() {
+				start := time.Now()
+				var err error
+				if i%2 == 0 {
+					md = segment(tp, uint64(i), int64(i)*100, int64(i)*100+99)
+					err = m.AddSegment(ctx, md)
+				} else {
+					err = m.UpdateSegment(ctx, update(md, rlmm.CopySegmentFinished))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+				i++
+			}
+			reportPercentiles(b, lat)
+		})
+	}
+}
+
 // BenchmarkConcurrentMutatorsFilelog: 64 goroutines, each copying segments
 // of its own user partition (add, then finish), over 50 metadata partitions.
 func BenchmarkConcurrentMutatorsFilelog(b *testing.B) {
@@ -157,6 +199,16 @@ var (
 	restartTempDirs []string
 )
 
+// restartHistory is how many deleted segments (add, finish, delete
+// started, delete finished) the history holds per live segment:
+// RLMM_BENCH_RESTART_HISTORY, default 0 (the least history possible).
+func restartHistory() int {
+	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_RESTART_HISTORY")); err == nil && v > 0 {
+		return v
+	}
+	return 0
+}
+
 func restartSegments() int {
 	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_RESTART_SEGMENTS")); err == nil && v > 0 {
 		return v
@@ -168,10 +220,10 @@ func restartSegments() int {
 // least history a live segment can have, which favours the full replay) to
 // l (50 partitions), 1,000 segments per user partition, from 64 concurrent
 // publishers; then a manager replays it all and writes its snapshot.
-func buildRestartFixture(l eventlog.Log, snapDir string, segments int) (*restartFixture, error) {
+func buildRestartFixture(l eventlog.Log, snapDir string, segments, history int) (*restartFixture, error) {
 	const perPartition = 1000
 	parts := l.Partitions()
-	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: 2 * segments}
+	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: (2 + 4*history) * segments}
 	ctx := context.Background()
 	nTPs := (segments + perPartition - 1) / perPartition
 	for i := range nTPs {
@@ -194,7 +246,13 @@ func buildRestartFixture(l eventlog.Log, snapDir string, segments int) (*restart
 				mp := wire.MetadataPartition(tp, parts)
 				for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
 					md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99, k/100, k*100)
-					for _, ev := range []wire.Event{wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished))} {
+					evs := []wire.Event{wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished))}
+					for j := range history {
+						old := segment(tp, uint64(t*perPartition)+uint64(k)+uint64(j+1)<<32, k*100, k*100+99, k/100, k*100)
+						evs = append(evs, wire.SegmentEvent(old), wire.UpdateEvent(update(old, rlmm.CopySegmentFinished)),
+							wire.UpdateEvent(update(old, rlmm.DeleteSegmentStarted)), wire.UpdateEvent(update(old, rlmm.DeleteSegmentFinished)))
+					}
+					for _, ev := range evs {
 						var err error
 						if buf, err = wire.AppendEvent(buf[:0], &ev); err == nil {
 							_, err = l.Publish(ctx, mp, buf)
@@ -277,7 +335,7 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), restartSegments())
+	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), restartSegments(), restartHistory())
 	if err != nil {
 		_ = l.Close()
 		b.Fatal(err)
@@ -300,7 +358,7 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 		name string
 		dir  string
 	}{{"fromSnapshot", f.dir}, {"fullReplay", ""}} {
-		b.Run(fmt.Sprintf("%s/segments=%d", c.name, f.segments), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/segments=%d/events=%d", c.name, f.segments, f.events), func(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
 				m, err := Start(ctx, Config{Log: f.log, SnapshotDir: c.dir, SnapshotInterval: -1})

@@ -361,6 +361,16 @@ type countingMetrics struct {
 	mutations                      int
 	snapshots                      int
 	ready                          map[int32]bool
+	progress                       map[int32][2]int64 // applied offset, high-water mark
+}
+
+func (c *countingMetrics) PartitionProgress(p int32, applied, highWaterMark int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.progress == nil {
+		c.progress = map[int32][2]int64{}
+	}
+	c.progress[p] = [2]int64{applied, highWaterMark}
 }
 
 func (c *countingMetrics) EventsConsumed(_ int32, a, r, u int) {

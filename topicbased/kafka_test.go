@@ -430,6 +430,15 @@ func TestKafkaBadRecordsDoNotStopThePump(t *testing.T) {
 	if met.undecodable != 1 || met.rejected != 2 || met.applied != 2 {
 		t.Errorf("metrics = %d undecodable, %d rejected, %d applied", met.undecodable, met.rejected, met.applied)
 	}
+	if met.mutations != 2 {
+		t.Errorf("metrics saw %d mutations, want 2", met.mutations)
+	}
+	if !met.ready[mp] || !met.ready[wrong] {
+		t.Errorf("metrics readiness = %v; want metadata partitions %d and %d ready", met.ready, mp, wrong)
+	}
+	if got, want := met.progress[mp], [2]int64{2, 3}; got != want {
+		t.Errorf("metrics progress of metadata partition %d = %v; want applied 2 of high-water mark 3", mp, got)
+	}
 	met.mu.Unlock()
 	rej := m.Rejected()
 	if len(rej) != 2 {
