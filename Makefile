@@ -26,6 +26,11 @@ simulate:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee /tmp/rlmm-bench.txt
 
+# Kafka's Java RLMM and rlmm side by side on fresh brokers; writes the tables
+# into docs/BENCHMARKS.md between the bench-compare markers.
+bench-compare:
+	bash scripts/bench-compare.sh
+
 # Regenerates testdata/kafka-vectors.json with Apache Kafka's own serializer.
 vectors:
 	bash scripts/interop.sh vectors

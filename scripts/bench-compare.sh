@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# make bench-compare: Apache Kafka 4.4.0's own Java RLMM and rlmm, side by side,
+# on the same fresh broker(s), same workloads, in one run; Java first, then Go.
+# Writes the tables into docs/BENCHMARKS.md between the markers
+#   <!-- bench-compare:begin --> and <!-- bench-compare:end -->
+# (appended to the file if absent; nothing else in the file is touched).
+#
+# Measured:
+#   1. mutation latency (add, then update to COPY_SEGMENT_FINISHED), 1 and 16 callers
+#      (KafkaRlmmDriver bench-mutations / rlmmbench mutations, same broker);
+#   2. cold start to ready after N events, a fresh broker per N (KafkaRlmmDriver
+#      fill, then bench-coldstart; rlmmbench coldstart from scratch and from its snapshot);
+#   3. lookup by (epoch, offset), 10,000 segments in a partition (KafkaRlmmDriver
+#      bench-lookup; go test -bench BenchmarkSegmentForOffset/copy ./memory);
+#   4. heap per live segment at 1,000,000 segments (KafkaRlmmDriver bench-heap;
+#      go test -bench BenchmarkRetainedHeap/100x10000 ./memory).
+#
+# Environment (defaults in brackets):
+#   BENCH_MUT_COUNT_1 [500]        segments copied by the single caller
+#   BENCH_MUT_COUNT_16 [3200]      segments copied by 16 callers
+#   BENCH_COLDSTART_EVENTS ["100000 1000000"]  event counts, one fresh broker each
+#   BENCH_COLDSTART_RUNS [3]       cold starts per side and count (median reported)
+#   BENCH_HEAP_SEGMENTS [1000000]  segments of the heap benchmarks
+#   BENCH_OUT [a temp dir]         where the raw JSON and text results go (kept)
+#   BENCH_WRITE [1]                0: print the tables, do not edit docs/BENCHMARKS.md
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+MUT1="${BENCH_MUT_COUNT_1:-500}"
+MUT16="${BENCH_MUT_COUNT_16:-3200}"
+EVENTS="${BENCH_COLDSTART_EVENTS:-100000 1000000}"
+RUNS="${BENCH_COLDSTART_RUNS:-3}"
+HEAP_SEGMENTS="${BENCH_HEAP_SEGMENTS:-1000000}"
+OUT="${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/rlmm-bench-compare.XXXXXX")}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-bench-work.XXXXXX")"
+BROKER_DIR=""
+
+log() { echo "bench-compare: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+cleanup() {
+	if [[ -n "$BROKER_DIR" ]]; then
+		bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
+	fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+CP="$ROOT/interop/target/classes:$ROOT/interop/target/lib/*"
+# java_driver OUTFILE JAVA_OPTS ARGS...: one KafkaRlmmDriver run, its JSON kept.
+java_driver() {
+	local out="$1" opts="$2"
+	shift 2
+	log "java: $*"
+	# shellcheck disable=SC2086 # opts is a list of JVM flags.
+	if ! java $opts -cp "$CP" org.rlmm.interop.KafkaRlmmDriver "$@" >"$out" 2>>"$OUT/java-stderr.log"; then
+		cat "$out" >&2
+		die "KafkaRlmmDriver $1 failed (stderr in $OUT/java-stderr.log)"
+	fi
+}
+
+# go_bench OUTFILE ARGS...: one rlmmbench run, its JSON kept.
+go_bench() {
+	local out="$1"
+	shift
+	log "go: rlmmbench $*"
+	if ! "$WORK/rlmmbench" "$@" >"$out"; then
+		cat "$out" >&2
+		die "rlmmbench $1 failed"
+	fi
+}
+
+# fresh_broker: stops the current broker (if any) and starts a new one; sets B.
+fresh_broker() {
+	if [[ -n "$BROKER_DIR" ]]; then
+		bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
+		rm -rf "$BROKER_DIR"
+	fi
+	BROKER_DIR="$WORK/kafka-$RANDOM$RANDOM"
+	B="$(bash scripts/kafka.sh start "$BROKER_DIR" | sed -n 's/^RLMM_KAFKA_BOOTSTRAP=//p')"
+	[[ -n "$B" ]] || die "scripts/kafka.sh start printed no bootstrap address"
+	log "broker at $B"
+}
+
+log "results in $OUT"
+bash scripts/kafka.sh fetch
+bash scripts/interop.sh build
+go build -o "$WORK/rlmmbench" ./interoptest/cmd/rlmmbench
+{
+	date -u +%Y-%m-%dT%H:%M:%SZ
+	cat /proc/loadavg
+} >"$OUT/started.txt"
+java -version 2>"$OUT/java-version.txt" || true
+go version >"$OUT/go-version.txt"
+
+# 1. Mutations.
+fresh_broker
+java_driver "$OUT/java-mut-1.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 1 --count "$MUT1" --warmup 50
+java_driver "$OUT/java-mut-16.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 16 --count "$MUT16" --warmup 50
+go_bench "$OUT/go-mut-1.json" mutations --bootstrap "$B" --callers 1 --count "$MUT1" --warmup 50
+go_bench "$OUT/go-mut-16.json" mutations --bootstrap "$B" --callers 16 --count "$MUT16" --warmup 50
+
+# 2. Cold start, one fresh broker per event count.
+TOPIC_ID=AAAAAAAAAAEAAAAAAAAAAg
+for n in $EVENTS; do
+	fresh_broker
+	java_driver "$OUT/fill-$n.json" "-Xmx2g" fill --bootstrap "$B" --events "$n" --topic rlmm-coldstart --topic-id "$TOPIC_ID"
+	for r in $(seq 1 "$RUNS"); do
+		java_driver "$OUT/java-cold-$n-$r.json" "-Xmx2g" bench-coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" \
+			--topic rlmm-coldstart --user-partitions 50
+	done
+	for r in $(seq 1 "$RUNS"); do
+		go_bench "$OUT/go-scratch-$n-$r.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart --user-partitions 50
+	done
+	snap="$WORK/snapshot-$n"
+	go_bench "$OUT/go-snapprep-$n.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart \
+		--user-partitions 50 --snapshot-dir "$snap" --prepare
+	for r in $(seq 1 "$RUNS"); do
+		go_bench "$OUT/go-snap-$n-$r.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart \
+			--user-partitions 50 --snapshot-dir "$snap"
+	done
+done
+bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
+BROKER_DIR=""
+
+# 3. Lookup with 10,000 segments in a partition (no broker).
+java_driver "$OUT/java-lookup.json" "-Xmx1g" bench-lookup --segments 10000
+log "go: go test -bench BenchmarkSegmentForOffset/(copy|into) ./memory"
+go test -run '^$' -bench 'BenchmarkSegmentForOffset/(copy|into)$' -benchmem -count 5 ./memory/ >"$OUT/go-lookup.txt"
+
+# 4. Heap per live segment.
+java_driver "$OUT/java-heap.json" "-Xmx6g" bench-heap --segments "$HEAP_SEGMENTS" --partitions 100
+log "go: go test -bench BenchmarkRetainedHeap/100x10000 ./memory"
+go test -run '^$' -bench 'BenchmarkRetainedHeap/100x10000$' -benchtime 1x -count 3 ./memory/ >"$OUT/go-heap.txt"
+
+{
+	date -u +%Y-%m-%dT%H:%M:%SZ
+	cat /proc/loadavg
+} >"$OUT/finished.txt"
+
+# The tables.
+report_args=(report --dir "$OUT" --events "$EVENTS" --runs "$RUNS" --mut1 "$MUT1" --mut16 "$MUT16" --heap-segments "$HEAP_SEGMENTS")
+if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
+	report_args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
+fi
+"$WORK/rlmmbench" "${report_args[@]}" | tee "$OUT/tables.md"
+log "raw results kept in $OUT"
