@@ -64,8 +64,8 @@
 //
 // Safe for concurrent use: any number of readers and one writer at a time
 // (mutations are serialized by a writer lock). Readers find a partition
-// without locking (a directory of copy-on-write maps behind atomic
-// pointers), then take that partition's read lock, which a mutation holds
+// without locking (a directory of immutable hash tables behind atomic
+// pointers, replaced by copies on change), then take that partition's read lock, which a mutation holds
 // only while it writes that one event: a reader waits at most for one
 // event's apply. Export holds only the writer lock, so it delays mutations
 // but never reads; Import publishes each new partition state before it
@@ -73,18 +73,20 @@
 //
 // # Representation
 //
-// A partition interns its TopicIDPartition once and stores segments in a
-// compact 88-byte form (extra epochs and custom metadata out of line) in
-// chunks of 256, so growing a partition never copies more than a chunk
-// while readers wait; an id map serves updates. Each leader epoch keeps an
-// "envelope": the runs of offsets, sorted by start, each naming the newest
-// finished segment that covers them (a run's end is implied by the next
-// run's start and its segment's end, so it is not stored). A lookup
-// binary-searches a small summary of every fourth start, then one cache
-// line of runs. Finishing a segment paints its range over the envelope;
-// deleting it uncovers what lies beneath, which scans the partition only in
-// epochs where finished segments have ever overlapped. About 150-165 bytes
-// of heap per live single-epoch segment (see docs/bench/memory.md).
+// A partition interns its TopicIDPartition once and stores each segment as
+// a 64-byte record (one cache line): the common single leader epoch that
+// starts at the segment's start is inline; other epoch lists and custom
+// metadata live in a side table. Records sit in chunks of 256, so growing a
+// partition never copies more than a chunk while readers wait; an id map
+// serves updates. Each leader epoch keeps an "envelope": the runs of
+// offsets, sorted by start, each naming the newest finished segment that
+// covers them (a run's end is implied by the next run's start and its
+// segment's end, so it is not stored). A lookup binary-searches a small
+// summary of every fourth start, then one cache line of runs. Finishing a
+// segment paints its range over the envelope; deleting it uncovers what
+// lies beneath, which scans the partition only in epochs where finished
+// segments have ever overlapped. About 120-145 bytes of heap per live
+// single-epoch segment (see docs/bench/memory.md).
 //
 // Lists are built on demand (a scan and a sort, O(n log n)): they are
 // called by retention and tools, not on the fetch path.
