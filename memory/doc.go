@@ -65,9 +65,9 @@
 // Safe for concurrent use: any number of readers and one writer at a time
 // (mutations are serialized by a writer lock). Readers find a partition
 // without locking (a directory of immutable hash tables behind atomic
-// pointers, replaced by copies on change), then take that partition's read lock, which a mutation holds
-// only while it writes that one event: a reader waits at most for one
-// event's apply. Export holds only the writer lock, so it delays mutations
+// pointers, replaced by copies on change), then take that partition's read
+// lock, which a mutation holds only while it writes that one event: a
+// reader waits at most for one event's apply. Export holds only the writer lock, so it delays mutations
 // but never reads; Import publishes each new partition state before it
 // retires the old one, so a reader sees one or the other.
 //
