@@ -2,6 +2,8 @@ package kafkalog
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,6 +144,9 @@ func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
 		if err == nil {
 			err = errors.New("the metadata answer lists no broker")
 		}
+		if isPermanent(err) {
+			return nil, err // bad credentials or certificates do not get better
+		}
 		l.log.Debug("cluster not reachable yet", "err", err)
 		select {
 		case <-ctx.Done():
@@ -150,6 +155,23 @@ func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// isPermanent reports whether err is one that retrying cannot fix: a
+// non-retriable Kafka error (authentication, authorization) or a TLS
+// certificate or handshake failure.
+func isPermanent(err error) bool {
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) {
+		return !kafkaErr.Retriable
+	}
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &header)
 }
 
 // describeTopic returns the topic's partition count and whether it exists.
