@@ -82,8 +82,8 @@ func cmpUint64(a, b uint64) int {
 }
 
 // Import replaces the state of exactly the partitions it is given (a state
-// with nothing in it removes the partition). It checks every state first and
-// changes nothing when one is invalid (rlmm.ErrInvalidArgument naming the
+// with nothing in it removes the partition). It changes nothing when a state
+// is invalid (rlmm.ErrInvalidArgument naming the
 // partition and what is wrong): a segment that fails Validate, belongs to
 // another partition, is DELETE_SEGMENT_FINISHED or repeats an id; highest
 // offsets not sorted by epoch without duplicates; a delete of another
@@ -95,19 +95,23 @@ func (m *Manager) Import(states []PartitionState) error {
 	if m.closed.Load() {
 		return errClosed()
 	}
+	// Build every partition aside (checking as it goes), then publish them
+	// all: an invalid state leaves the Manager as it was.
 	seen := make(map[rlmm.TopicIDPartition]struct{}, len(states))
+	built := make([]*partition, len(states))
 	for k := range states {
-		if err := checkState(&states[k]); err != nil {
-			return err
-		}
 		tp := states[k].TopicIDPartition
 		if _, dup := seen[tp]; dup {
 			return fmt.Errorf("%w: import: partition %s given twice", rlmm.ErrInvalidArgument, tp)
 		}
 		seen[tp] = struct{}{}
+		p, err := buildPartition(&states[k])
+		if err != nil {
+			return err
+		}
+		built[k] = p
 	}
-	for k := range states {
-		p := buildPartition(&states[k])
+	for _, p := range built {
 		old := m.parts.get(&p.tp)
 		// Publish the new state before retiring the old one, so that a
 		// reader sees one or the other, never a gap.
@@ -125,66 +129,54 @@ func (m *Manager) Import(states []PartitionState) error {
 	return nil
 }
 
-func checkState(st *PartitionState) error {
+// buildPartition checks a state and makes a partition of it, not yet
+// visible to readers.
+func buildPartition(st *PartitionState) (*partition, error) {
 	tp := st.TopicIDPartition
-	ids := make(map[rlmm.Uuid]struct{}, len(st.Segments))
+	p := newPartition(tp)
+	p.byID = make(map[rlmm.Uuid]int32, len(st.Segments))
 	for k := range st.Segments {
 		md := &st.Segments[k]
 		if err := md.Validate(); err != nil {
-			return fmt.Errorf("import: partition %s: %w", tp, err)
+			return nil, fmt.Errorf("import: partition %s: %w", tp, err)
 		}
 		if md.ID.TopicIDPartition != tp {
-			return fmt.Errorf("%w: import: partition %s: segment %s belongs to %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.ID.TopicIDPartition)
+			return nil, fmt.Errorf("%w: import: partition %s: segment %s belongs to %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.ID.TopicIDPartition)
 		}
 		if md.State == rlmm.DeleteSegmentFinished {
-			return fmt.Errorf("%w: import: partition %s: segment %s is %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.State)
+			return nil, fmt.Errorf("%w: import: partition %s: segment %s is %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.State)
 		}
-		if _, dup := ids[md.ID.ID]; dup {
-			return fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID)
+		if _, dup := p.byID[md.ID.ID]; dup {
+			return nil, fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID)
 		}
-		ids[md.ID.ID] = struct{}{}
-	}
-	for k := 1; k < len(st.HighestOffsets); k++ {
-		if st.HighestOffsets[k].Epoch <= st.HighestOffsets[k-1].Epoch {
-			return fmt.Errorf("%w: import: partition %s: highest offsets not sorted by epoch (epoch %d after %d)",
-				rlmm.ErrInvalidArgument, tp, st.HighestOffsets[k].Epoch, st.HighestOffsets[k-1].Epoch)
-		}
-	}
-	if d := st.Delete; d != nil {
-		if err := d.Validate(); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		if d.TopicIDPartition != tp {
-			return fmt.Errorf("%w: import: partition %s: delete state of %s", rlmm.ErrInvalidArgument, tp, d.TopicIDPartition)
-		}
-		if d.State == rlmm.DeletePartitionFinished {
-			return fmt.Errorf("%w: import: partition %s: delete state %s leaves no state to import", rlmm.ErrInvalidArgument, tp, d.State)
-		}
-	}
-	return nil
-}
-
-// buildPartition makes a partition from a checked state; it is not yet
-// visible to readers.
-func buildPartition(st *PartitionState) *partition {
-	p := newPartition(st.TopicIDPartition)
-	for k := range st.Segments {
-		md := &st.Segments[k]
 		i := p.add(md)
 		if md.State == rlmm.CopySegmentFinished {
 			p.finish(i)
 		}
 	}
-	for _, eo := range st.HighestOffsets {
+	for k, eo := range st.HighestOffsets {
+		if k > 0 && eo.Epoch <= st.HighestOffsets[k-1].Epoch {
+			return nil, fmt.Errorf("%w: import: partition %s: highest offsets not sorted by epoch (epoch %d after %d)",
+				rlmm.ErrInvalidArgument, tp, eo.Epoch, st.HighestOffsets[k-1].Epoch)
+		}
 		es := p.epochFor(eo.Epoch)
 		if !es.hasHighest || eo.Offset > es.highest {
 			es.highest, es.hasHighest = eo.Offset, true
 		}
 	}
-	if st.Delete != nil {
-		p.del, p.hasDel = *st.Delete, true
+	if d := st.Delete; d != nil {
+		if err := d.Validate(); err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		if d.TopicIDPartition != tp {
+			return nil, fmt.Errorf("%w: import: partition %s: delete state of %s", rlmm.ErrInvalidArgument, tp, d.TopicIDPartition)
+		}
+		if d.State == rlmm.DeletePartitionFinished {
+			return nil, fmt.Errorf("%w: import: partition %s: delete state %s leaves no state to import", rlmm.ErrInvalidArgument, tp, d.State)
+		}
+		p.del, p.hasDel = *d, true
 	}
-	return p
+	return p, nil
 }
 
 // PartitionView is a cheap per-partition summary for the CLI.
