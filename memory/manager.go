@@ -69,10 +69,12 @@ func (m *Manager) dropPartition(tp rlmm.TopicIDPartition) {
 	if p == nil {
 		return
 	}
+	// Unpublish first, then mark: a reader that still holds p sees it dead
+	// and looks again, finding nothing (marking first would let it spin).
+	m.parts.set(tp, nil)
 	p.mu.Lock()
 	p.dead = true
 	p.mu.Unlock()
-	m.parts.set(tp, nil)
 }
 
 // AddSegment records a new segment in COPY_SEGMENT_STARTED. The metadata must
