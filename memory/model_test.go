@@ -472,6 +472,13 @@ func TestManagerAgainstModel(t *testing.T) {
 				check := mgr.CheckPartitionDelete(d)
 				checkErr("partition delete "+d.String(), mgr.PutPartitionDelete(ctx, d), check, mod.partitionDelete(d))
 			},
+			"dropPartition": func(t *rapid.T) {
+				if rapid.IntRange(0, 3).Draw(t, "rarely") == 0 {
+					tp := genTP(t)
+					mgr.DropPartition(tp)
+					delete(mod.parts, tp)
+				}
+			},
 			"read": func(t *rapid.T) {
 				tp := genTP(t)
 				e := rapid.SampledFrom(modelEpochs).Draw(t, "epoch")
