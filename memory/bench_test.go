@@ -214,3 +214,23 @@ func BenchmarkImport(b *testing.B) {
 	reportCPU(b, start)
 	b.ReportMetric(float64(b.N*partitions*perPartition)/b.Elapsed().Seconds(), "segments/s")
 }
+
+// BenchmarkExport exports 1,000,000 finished single-epoch segments (1,000
+// partitions × 1,000): the snapshot path of the topic-based manager.
+func BenchmarkExport(b *testing.B) {
+	const partitions, perPartition = 1000, 1000
+	m := New()
+	md := newBenchMD()
+	for i := 0; i < partitions; i++ {
+		fillPartition(b, m, benchTP(i), perPartition, &md)
+	}
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		if got := m.Export(nil); len(got) != partitions {
+			b.Fatalf("exported %d partitions", len(got))
+		}
+	}
+	reportCPU(b, start)
+	b.ReportMetric(float64(b.N*partitions*perPartition)/b.Elapsed().Seconds(), "segments/s")
+}
