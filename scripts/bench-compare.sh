@@ -129,7 +129,7 @@ BROKER_DIR=""
 # 3. Lookup with 10,000 segments in a partition (no broker).
 java_driver "$OUT/java-lookup.json" "-Xmx1g" bench-lookup --segments 10000
 log "go: go test -bench BenchmarkSegmentForOffset/(copy|into) ./memory"
-go test -run '^$' -bench 'BenchmarkSegmentForOffset/(copy|into)$' -benchmem -count 5 ./memory/ >"$OUT/go-lookup.txt"
+go test -run '^$' -bench 'BenchmarkSegmentForOffset$/^(copy|into)$' -benchmem -count 5 ./memory/ >"$OUT/go-lookup.txt"
 
 # 4. Heap per live segment.
 java_driver "$OUT/java-heap.json" "-Xmx6g" bench-heap --segments "$HEAP_SEGMENTS" --partitions 100

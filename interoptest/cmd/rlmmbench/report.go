@@ -308,8 +308,9 @@ func (r *reporter) build(o *reportOptions) string {
 	p("Targets: from scratch at least 2 times faster, from the snapshot at least 20 times faster. A fresh broker per event count.\n\n")
 	p("| events | Java | rlmm from scratch | speed-up | target met? | rlmm from snapshot | speed-up | target met? |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
+	var coldNotes []string
 	for _, n := range o.events {
-		var jv, sv, nv []float64
+		var jv, sv, nv, lv, rv []float64
 		for run := 1; run <= o.runs; run++ {
 			if d := r.json(fmt.Sprintf("java-cold-%s-%d.json", n, run)); d != nil {
 				if v, ok := num(d, "configureToReadyMs"); ok {
@@ -324,6 +325,14 @@ func (r *reporter) build(o *reportOptions) string {
 			if d := r.json(fmt.Sprintf("go-snap-%s-%d.json", n, run)); d != nil {
 				if v, ok := num(d, "openToReadyMs"); ok {
 					nv = append(nv, v)
+				}
+				if v, ok := num(d, "snapshotLoadMs"); ok {
+					lv = append(lv, v)
+				}
+			}
+			if d := r.json(fmt.Sprintf("go-scratch-%s-%d.json", n, run)); d != nil {
+				if v, ok := num(d, "replayEventsPerSec"); ok {
+					rv = append(rv, v)
 				}
 			}
 		}
@@ -342,12 +351,19 @@ func (r *reporter) build(o *reportOptions) string {
 		}
 		p("| %s | %s | %s | %.1fx | %s | %s | %.1fx | %s |\n", withCommas(count), fmtDur(jm), fmtDur(sm), sr, yesNo(sr >= 2),
 			fmtDur(nm), nr, yesNo(nr >= 20))
+		if len(lv) > 0 && len(rv) > 0 {
+			coldNotes = append(coldNotes, fmt.Sprintf("%s events: rlmm replayed %.0f k events/s from scratch (median); from the snapshot, reading and loading the snapshot file took %s of the %s (median)",
+				withCommas(count), median(rv)/1000, fmtDur(median(lv)), fmtDur(nm)))
+		}
+	}
+	if len(coldNotes) > 0 {
+		p("\n%s.\n", strings.Join(coldNotes, "; "))
 	}
 
 	// Lookup.
 	p("\n### Lookup by (epoch, offset), 10,000 finished segments in a partition\n\n")
 	p("Java: `RemoteLogMetadataCache.remoteLogSegmentMetadata` in a warmed-up timed loop (KafkaRlmmDriver bench-lookup, 10 rounds). ")
-	p("rlmm: `go test -bench 'BenchmarkSegmentForOffset/(copy|into)$' -count 5 ./memory`: 8 partitions of 10,000 segments among 10,000 partitions, random offsets; ")
+	p("rlmm: `go test -bench 'BenchmarkSegmentForOffset$/^(copy|into)$' -count 5 ./memory`: 8 partitions of 10,000 segments among 10,000 partitions, random offsets; ")
 	p("`copy` returns a copy of the metadata (as Kafka returns its object; the target row), `into` fills the caller's struct. Target: at least 2 times faster (wall time per op, medians).\n\n")
 	p("| | Java ns/op | rlmm ns/op | speed-up | target met? |\n|---|---|---|---|---|\n")
 	jl := r.json("java-lookup.json")
