@@ -234,3 +234,45 @@ func BenchmarkExport(b *testing.B) {
 	reportCPU(b, start)
 	b.ReportMetric(float64(b.N*partitions*perPartition)/b.Elapsed().Seconds(), "segments/s")
 }
+
+// BenchmarkRetention holds one partition at 100,000 finished segments while
+// per op a new segment is copied (add, finish) and the oldest deleted
+// (delete started, finished): four events, the broker's steady state.
+func BenchmarkRetention(b *testing.B) {
+	const live = 100_000
+	m := New()
+	md := newBenchMD()
+	tp := benchTP(0)
+	ids := make([]rlmm.SegmentID, 0, live)
+	add := func(k int) {
+		md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(int64(k)+1, 99)}
+		md.StartOffset, md.EndOffset = int64(k)*100, int64(k)*100+99
+		md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: 0, StartOffset: md.StartOffset}
+		if err := m.AddSegment(ctx, md); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished}); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, md.ID)
+	}
+	for k := 0; k < live; k++ {
+		add(k)
+	}
+	b.ReportAllocs()
+	k := live
+	start := cpuTime()
+	for b.Loop() {
+		add(k)
+		k++
+		oldest := ids[0]
+		ids = ids[1:]
+		for _, s := range []rlmm.SegmentState{rlmm.DeleteSegmentStarted, rlmm.DeleteSegmentFinished} {
+			if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: oldest, State: s}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportCPU(b, start)
+	b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "events/s")
+}

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rlmm-go/rlmm"
+	"pgregory.net/rapid"
 )
 
 // unchanged runs op and fails if it changed the manager's exported state.
@@ -767,4 +768,53 @@ func TestDirectory(t *testing.T) {
 	if d.get(&renamed) != nil {
 		t.Errorf("a name never set was found")
 	}
+}
+
+func TestEnvelopeSearch(t *testing.T) {
+	// The summary-indexed search against a linear scan, through appends,
+	// head drops (the O(1) path), inserts, replacements and compaction.
+	rapid.Check(t, func(t *rapid.T) {
+		var v envelope
+		var ref []piece
+		var next int64 // the last start appended
+		check := func() {
+			if len(v.pieces) != len(ref) {
+				t.Fatalf("%d pieces, reference %d", len(v.pieces), len(ref))
+			}
+			for x := int64(-1); x <= next+1; x++ {
+				want := len(ref)
+				for k, pc := range ref {
+					if pc.start >= x {
+						want = k
+						break
+					}
+				}
+				if got := v.search(x); got != want {
+					t.Fatalf("search(%d) = %d, want %d (pieces %v, summary %v, off %d)", x, got, want, v.pieces, v.summary, v.off)
+				}
+			}
+		}
+		for step := rapid.IntRange(1, 80).Draw(t, "steps"); step > 0; step-- {
+			switch op := rapid.IntRange(0, 3).Draw(t, "op"); {
+			case op == 0 || len(ref) == 0: // append after the last start
+				next += rapid.Int64Range(1, 3).Draw(t, "gap")
+				pc := piece{start: next, seg: int32(step)}
+				v.replace(len(ref), len(ref), []piece{pc})
+				ref = append(ref, pc)
+			case op == 1: // drop the first piece
+				v.replace(0, 1, nil)
+				ref = ref[1:]
+			case op == 2: // replace a middle range by one piece at its first start
+				i := rapid.IntRange(0, len(ref)-1).Draw(t, "i")
+				j := rapid.IntRange(i+1, len(ref)).Draw(t, "j")
+				pc := piece{start: ref[i].start, seg: int32(step)}
+				v.replace(i, j, []piece{pc})
+				ref = slices.Replace(ref, i, j, pc)
+			default:
+				v.compact()
+				ref = slices.CompactFunc(ref, func(a, b piece) bool { return a.seg == b.seg })
+			}
+			check()
+		}
+	})
 }

@@ -188,9 +188,16 @@ type piece struct {
 // binary-searches the small summary (which tends to stay in cache) and then
 // reads one cache line of pieces, instead of missing the cache at every step
 // of a search over all pieces.
+//
+// Retention deletes the oldest segment, the first piece: that drop is O(1)
+// (the slice is resliced and off counts the dropped pieces, so the summary,
+// which indexes pieces as they were when it was built, stays valid).
 type envelope struct {
-	pieces  []piece
-	summary []int64 // summary[q] = pieces[q*summaryStride].start
+	pieces []piece
+	// summary[q] is the start of the piece whose index was q*summaryStride
+	// when the summary was built; that piece's index is now q*summaryStride-off.
+	summary []int64
+	off     int
 }
 
 const summaryStride = 4 // 16-byte pieces per 64-byte cache line
@@ -217,13 +224,15 @@ func (v *envelope) search(x int64) int {
 	if a[q] < x {
 		q++
 	}
-	// pieces[(q-1)*stride].start < x <= pieces[q*stride].start: the answer
-	// lies in (lo-1, hi]; count the starts below x in between.
-	if q == 0 {
+	// In summary indexes, the piece at (q-1)*stride starts below x and the
+	// one at q*stride at or after it: the answer lies in between. Count the
+	// pieces there that start below x.
+	hi := q*summaryStride - v.off
+	if hi <= 0 {
 		return 0
 	}
-	lo := (q-1)*summaryStride + 1
-	hi := min(q*summaryStride, len(v.pieces))
+	lo := max((q-1)*summaryStride+1-v.off, 0)
+	hi = min(hi, len(v.pieces))
 	i := lo
 	for _, pc := range v.pieces[lo:hi] {
 		if pc.start < x {
@@ -235,16 +244,31 @@ func (v *envelope) search(x int64) int {
 
 // resummarize rebuilds the summary from piece i on.
 func (v *envelope) resummarize(i int) {
-	q := i / summaryStride
+	q := (i + v.off) / summaryStride
+	if q*summaryStride < v.off {
+		// The rebuild would start among dropped pieces: rebuild it all.
+		q, v.off = 0, 0
+	}
 	v.summary = v.summary[:min(q, len(v.summary))]
-	for k := q * summaryStride; k < len(v.pieces); k += summaryStride {
+	for k := q*summaryStride - v.off; k < len(v.pieces); k += summaryStride {
 		v.summary = append(v.summary, v.pieces[k].start)
 	}
 }
 
 // replace replaces pieces [i, j) by add.
 func (v *envelope) replace(i, j int, add []piece) {
+	if i == 0 && j == 1 && len(add) == 0 && len(v.pieces) > 1 && v.off < len(v.pieces) {
+		// Drop the first piece in O(1). The dropped entries of the summary
+		// stay until it is rebuilt, at most about as many as live ones.
+		v.pieces = v.pieces[1:]
+		v.off++
+		return
+	}
 	v.pieces = slices.Replace(v.pieces, i, j, add...)
+	if len(v.pieces) == 0 {
+		v.summary, v.off = v.summary[:0], 0
+		return
+	}
 	v.resummarize(i)
 }
 
@@ -252,6 +276,7 @@ func (v *envelope) replace(i, j int, add []piece) {
 // contiguous, so the first of them reaches the second).
 func (v *envelope) compact() {
 	v.pieces = slices.CompactFunc(v.pieces, func(a, b piece) bool { return a.seg == b.seg })
+	v.off = 0
 	v.resummarize(0)
 }
 
