@@ -116,7 +116,7 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	offset, err := m.log.Publish(ctx, mp, value)
 	if err != nil {
 		if ctx.Err() != nil {
-			return m.timeoutError(ctx, fmt.Sprintf("publishing the event of %s to metadata partition %d", tp, mp))
+			return m.timeoutError(ctx, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp))
 		}
 		return fmt.Errorf("topicbased: publish event of %s to metadata partition %d (it may or may not be in the log): %w", tp, mp, err)
 	}
