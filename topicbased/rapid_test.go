@@ -121,10 +121,14 @@ func rapidSegment(tp rlmm.TopicIDPartition, k int) rlmm.SegmentMetadata {
 type rapidSystem struct {
 	log      *memlog.Log
 	dir      string
-	m        *Manager
+	m        *Manager // the manager under test: restarted, reassigned
+	other    *Manager // another broker on the same log, hosting everything
 	model    *model
 	universe []rlmm.TopicIDPartition
 	hosted   map[rlmm.TopicIDPartition]bool
+	// foreign: the other broker wrote since m last caught up, so m's plain
+	// reads may lag the model.
+	foreign bool
 }
 
 func (s *rapidSystem) start(t *rapid.T) {
@@ -156,8 +160,14 @@ func (s *rapidSystem) assigned(tp rlmm.TopicIDPartition) bool {
 }
 
 // checkRead: every read is ErrNotReady, a miss for an unassigned partition,
-// or equal to the model.
+// or equal to the model. After writes of the other broker, m first catches
+// up (Sync): its plain reads may lag another broker's writes, as in Kafka.
 func (s *rapidSystem) check(t *rapid.T, tp rlmm.TopicIDPartition) {
+	if s.foreign && s.assigned(tp) {
+		if err := s.m.Sync(context.Background(), tp); err != nil {
+			t.Fatalf("%s: Sync: %v", tp, err)
+		}
+	}
 	got, err := s.m.ListSegments(tp)
 	if errors.Is(err, rlmm.ErrNotReady) {
 		if !s.assigned(tp) {
@@ -242,7 +252,16 @@ func TestRapidAgainstModel(t *testing.T) {
 		defer func() { _ = s.log.Close() }()
 		s.start(t)
 		defer func() { _ = s.m.Close() }()
+		other, err := Start(context.Background(), Config{Log: s.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = other.Close() }()
+		s.other = other
 		ctx := context.Background()
+		if err := other.OnPartitionLeadershipChanges(ctx, universe, nil); err != nil {
+			t.Fatal(err)
+		}
 		pickTP := func(t *rapid.T) rlmm.TopicIDPartition {
 			return rapid.SampledFrom(universe).Draw(t, "tp")
 		}
@@ -285,6 +304,24 @@ func TestRapidAgainstModel(t *testing.T) {
 					s.model.partitionDelete(d)
 				}
 				mutation(t, tp, s.m.PutPartitionDelete(ctx, d), nil)
+			},
+			"otherBroker": func(t *rapid.T) {
+				// Another broker copies or deletes a segment of any partition.
+				tp := pickTP(t)
+				md := rapidSegment(tp, rapid.IntRange(0, 6).Draw(t, "k"))
+				var err, want error
+				if rapid.Bool().Draw(t, "add") {
+					want = s.model.add(md)
+					err = s.other.AddSegment(ctx, md)
+				} else {
+					u := update(md, rlmm.SegmentState(rapid.IntRange(1, 3).Draw(t, "state")))
+					want = s.model.update(u)
+					err = s.other.UpdateSegment(ctx, u)
+				}
+				if !isErr(err, want) {
+					t.Fatalf("other broker's mutation of %s: %v; want %v", tp, err, want)
+				}
+				s.foreign = true
 			},
 			"host": func(t *rapid.T) {
 				tp := pickTP(t)
@@ -331,6 +368,7 @@ func TestRapidAgainstModel(t *testing.T) {
 				for _, tp := range universe {
 					s.check(t, tp)
 				}
+				s.foreign = false
 			},
 		})
 	})
