@@ -29,7 +29,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	closeClusters()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		// The only kgo goroutine excused: the fetch manager of a stopped
+		// consumer session (every Add of a consumed partition and every
+		// Remove stops one) sometimes keeps waiting for a fetch source of
+		// its closed client to cancel. It belongs to franz-go v1.22.3 (the
+		// loop PR twmb/franz-go#1339 made wait for pending sources), not
+		// to a client this package forgot to close: an unclosed client
+		// would still show its metadata and connection-reaper goroutines.
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/twmb/franz-go/pkg/kgo.(*fetchManager).manageFetchConcurrency")); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
@@ -61,10 +62,13 @@ func newSubscription(l *Log) (*subscription, error) {
 		// Remove; no group, nothing committed.
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
 		// Where the requested offset no longer exists (retention), start at
-		// the earliest one rather than skip to the end; an offset past the
-		// end also lands here and Poll skips what it already delivered.
+		// the earliest one rather than skip to the end. An offset past the
+		// end (Kafka answers OFFSET_OUT_OF_RANGE) lands here too; Poll then
+		// drops everything before the requested offset and so waits for it.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500e6), // 500 ms: shorter blocking fetches make assignment changes quick
+		// Kafka's Java consumer default fetch.max.wait.ms (kgo's is 5 s).
+		// New records end a waiting fetch at once either way.
+		kgo.FetchMaxWait(500*time.Millisecond),
 	)
 	client, err := kgo.NewClient(opts...)
 	if err != nil {
