@@ -165,12 +165,14 @@ func (p *partition) fill(i int32, dst *rlmm.SegmentMetadata) {
 	} else {
 		custom = nil
 	}
-	*dst = rlmm.SegmentMetadata{
-		ID:          rlmm.SegmentID{TopicIDPartition: p.tp, ID: s.id},
-		StartOffset: s.start, EndOffset: s.end, MaxTimestampMs: s.maxTs, BrokerID: s.broker,
-		EventTimestampMs: s.eventTs, LeaderEpochs: epochs, SizeInBytes: s.size,
-		CustomMetadata: custom, State: s.state, TxnIndexEmpty: s.flags&flagTxnEmpty != 0,
-	}
+	// Field by field: no temporary to copy into *dst.
+	dst.ID.TopicIDPartition = p.tp
+	dst.ID.ID = s.id
+	dst.StartOffset, dst.EndOffset = s.start, s.end
+	dst.MaxTimestampMs, dst.EventTimestampMs = s.maxTs, s.eventTs
+	dst.BrokerID, dst.SizeInBytes = s.broker, s.size
+	dst.LeaderEpochs, dst.CustomMetadata = epochs, custom
+	dst.State, dst.TxnIndexEmpty = s.state, s.flags&flagTxnEmpty != 0
 }
 
 // piece is one run of the lookup envelope of an epoch: from start on, seg is
