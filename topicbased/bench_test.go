@@ -382,3 +382,50 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 		})
 	}
 }
+
+// BenchmarkSegmentForOffset: the read path (gate + cache) with 10,000
+// finished segments in the partition.
+func BenchmarkSegmentForOffset(b *testing.B) {
+	l := newLog(b, 50)
+	m := startManager(b, Config{Log: l})
+	tp := topicPartition("bench", 4, 0)
+	assign(b, m, tp)
+	const n = 10_000
+	var buf []byte
+	mp := m.MetadataPartitionOf(tp)
+	ctx := context.Background()
+	for i := range int64(n) {
+		md := segment(tp, uint64(i), i*100, i*100+99)
+		for _, ev := range []wire.Event{wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished))} {
+			var err error
+			if buf, err = wire.AppendEvent(buf[:0], &ev); err == nil {
+				_, err = l.Publish(ctx, mp, buf)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := m.Sync(ctx, tp); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("copy", func(b *testing.B) {
+		i := int64(0)
+		for b.Loop() {
+			if _, ok, err := m.SegmentForOffset(tp, 0, (i*7919)%(n*100)); !ok || err != nil {
+				b.Fatal("miss", err)
+			}
+			i++
+		}
+	})
+	b.Run("into", func(b *testing.B) {
+		var dst rlmm.SegmentMetadata
+		i := int64(0)
+		for b.Loop() {
+			if ok, err := m.SegmentForOffsetInto(tp, 0, (i*7919)%(n*100), &dst); !ok || err != nil {
+				b.Fatal("miss", err)
+			}
+			i++
+		}
+	})
+}

@@ -253,6 +253,16 @@ func TestKafkaNeverAssigned(t *testing.T) {
 	if l, err := m.ListSegments(tp); len(l) != 0 || err != nil {
 		t.Errorf("ListSegments = %v, %v; want empty", l, err)
 	}
+	var dst rlmm.SegmentMetadata
+	if ok, err := m.SegmentForOffsetInto(tp, 0, 0, &dst); ok || err != nil {
+		t.Errorf("SegmentForOffsetInto = %v, %v; want miss", ok, err)
+	}
+	if _, ok, err := m.NextSegmentWithTxnIndex(tp, 0, 0); ok || err != nil {
+		t.Errorf("NextSegmentWithTxnIndex = %v, %v; want miss", ok, err)
+	}
+	if l, err := m.ListSegmentsForEpoch(tp, 0); len(l) != 0 || err != nil {
+		t.Errorf("ListSegmentsForEpoch = %v, %v; want empty", l, err)
+	}
 	if m.IsReady(tp) {
 		t.Error("IsReady of an unassigned partition")
 	}
@@ -344,6 +354,12 @@ func TestKafkaNotReadyWhileCatchingUp(t *testing.T) {
 		"ListSegmentsForEpoch":    func() error { _, err := m.ListSegmentsForEpoch(tp, 0); return err },
 		"RemoteLogSize":           func() error { _, err := m.RemoteLogSize(tp, 0); return err },
 		"NextSegmentWithTxnIndex": func() error { _, _, err := m.NextSegmentWithTxnIndex(tp, 0, 0); return err },
+		"SegmentForOffsetInto": func() error {
+			var dst rlmm.SegmentMetadata
+			_, err := m.SegmentForOffsetInto(tp, 0, 5, &dst)
+			return err
+		},
+		"View": func() error { _, _, err := m.View(tp); return err },
 	} {
 		if err := read(); !errors.Is(err, rlmm.ErrNotReady) {
 			t.Errorf("%s while catching up: %v; want ErrNotReady", name, err)
@@ -488,5 +504,23 @@ func TestConcurrentConflictVerdict(t *testing.T) {
 	pl.Resume()
 	if err := <-done; !errors.Is(err, rlmm.ErrUnknownSegment) {
 		t.Errorf("conflicting deletion: %v; want ErrUnknownSegment", err)
+	}
+}
+
+// NextSegmentWithTxnIndex skips finished segments without a transaction
+// index, within the epoch (kafka-rlmm.md §5.11).
+func TestKafkaNextSegmentWithTxnIndex(t *testing.T) {
+	m, tp := newKafkaFixture(t)
+	a := segment(tp, 1, 0, 99)
+	b := segment(tp, 2, 100, 199)
+	b.TxnIndexEmpty = false
+	addFinished(t, m, a)
+	addFinished(t, m, b)
+	got, ok, err := m.NextSegmentWithTxnIndex(tp, 0, 50)
+	if want := finished(t, b); err != nil || !ok || !got.Equal(&want) {
+		t.Errorf("NextSegmentWithTxnIndex(0, 50) = %v, %v, %v; want segment b", got, ok, err)
+	}
+	if _, ok, err := m.NextSegmentWithTxnIndex(tp, 0, 200); ok || err != nil {
+		t.Errorf("NextSegmentWithTxnIndex past the end = %v, %v; want a miss", ok, err)
 	}
 }

@@ -369,13 +369,35 @@ type found[T any] struct {
 
 // SegmentForOffset returns the COPY_SEGMENT_FINISHED segment of tp that
 // holds offset in leaderEpoch. A miss for an unassigned metadata partition;
-// rlmm.ErrNotReady while it catches up.
+// rlmm.ErrNotReady while it catches up. (The fetch path: written out
+// without gatedRead's closure, to allocate nothing beyond the copy.)
 func (m *Manager) SegmentForOffset(tp rlmm.TopicIDPartition, leaderEpoch int32, offset int64) (rlmm.SegmentMetadata, bool, error) {
-	r, err := gatedRead(m, tp, found[rlmm.SegmentMetadata]{}, func() (found[rlmm.SegmentMetadata], error) {
+	for {
+		p, status, serve, err := m.gate(tp)
+		if !serve {
+			return rlmm.SegmentMetadata{}, false, err
+		}
 		v, ok, err := m.inner.SegmentForOffset(tp, leaderEpoch, offset)
-		return found[rlmm.SegmentMetadata]{v, ok}, err
-	})
-	return r.v, r.ok, err
+		if p.status.Load() == status {
+			return v, ok, err
+		}
+	}
+}
+
+// SegmentForOffsetInto is SegmentForOffset writing into *dst, reusing its
+// LeaderEpochs and CustomMetadata capacity: no allocation in steady state.
+// *dst is unspecified when the result is a miss or an error.
+func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int32, offset int64, dst *rlmm.SegmentMetadata) (bool, error) {
+	for {
+		p, status, serve, err := m.gate(tp)
+		if !serve {
+			return false, err
+		}
+		ok, err := m.inner.SegmentForOffsetInto(tp, leaderEpoch, offset, dst)
+		if p.status.Load() == status {
+			return ok, err
+		}
+	}
 }
 
 // HighestOffsetForEpoch returns the highest offset of leaderEpoch copied to
