@@ -429,3 +429,35 @@ func BenchmarkSegmentForOffset(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWriteSnapshot: one snapshot of the restart fixture's live
+// segments (over filelog), and apart the part of it that holds the pump
+// (the export under applyMu).
+func BenchmarkWriteSnapshot(b *testing.B) {
+	f := restartFixtureFor(b, "filelog")
+	dir := b.TempDir()
+	m := startManager(b, Config{Log: f.log, SnapshotDir: dir, SnapshotInterval: -1})
+	ctx := context.Background()
+	if err := waitAllReady(ctx, m, f.tps); err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("segments=%d", f.segments), func(b *testing.B) {
+		for b.Loop() {
+			if err := m.WriteSnapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st, err := os.Stat(filepath.Join(dir, SnapshotFileName))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Size())/float64(f.segments), "file-bytes/segment")
+	})
+	b.Run(fmt.Sprintf("pumpPause/segments=%d", f.segments), func(b *testing.B) {
+		for b.Loop() {
+			m.applyMu.Lock()
+			_ = m.inner.Export(nil)
+			m.applyMu.Unlock()
+		}
+	})
+}
