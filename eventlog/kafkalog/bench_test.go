@@ -104,7 +104,8 @@ func BenchmarkProduceSyncRTT(b *testing.B) {
 			addrs := target.addrs(b)
 			l := openLog(b, testConfig(b, addrs, 1)) // creates the topic
 			cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(l.Topic()),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+				kgo.ProducerBatchCompression(kgo.NoCompression()))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -67,6 +67,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		// Kafka's delivery.timeout.ms: a record the cluster cannot take
 		// fails after 2 minutes even when the caller's ctx has no deadline.
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
+		// Kafka's manager produces with compression.type=none (its
+		// producer default); kgo would pick snappy, which only costs CPU
+		// on batches of a few small records.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	)
 	producer, err := kgo.NewClient(opts...)
 	if err != nil {
