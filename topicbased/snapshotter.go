@@ -90,9 +90,11 @@ func (m *Manager) WriteSnapshot(ctx context.Context) error {
 	return m.writeSnapshot(ctx)
 }
 
-// writeSnapshot exports the held metadata partitions and their committed
-// offsets under applyMu (so the two agree exactly), then encodes and writes
-// the file outside it.
+// writeSnapshot exports each held metadata partition with its committed
+// offset under applyMu (so the two agree exactly), one metadata partition at
+// a time so the pump is held only briefly, then encodes and writes the file
+// outside the lock. Metadata partitions are independent, so exporting them
+// at slightly different moments keeps the snapshot consistent.
 func (m *Manager) writeSnapshot(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("topicbased: write snapshot: %w", err)
@@ -100,22 +102,22 @@ func (m *Manager) writeSnapshot(ctx context.Context) error {
 	m.snapMu.Lock()
 	defer m.snapMu.Unlock()
 	start := time.Now()
-	s := &snapshot{partitions: m.n, committed: make([]int64, m.n)}
-	m.applyMu.Lock()
+	// Every change counted up to here is in the exports below.
 	version := m.version.Load()
-	held := make([]bool, m.n)
+	s := &snapshot{partitions: m.n, committed: make([]int64, m.n)}
 	for i := range m.parts {
+		mp := int32(i)
+		m.applyMu.Lock()
 		p := &m.parts[i]
-		held[i] = p.held
 		s.committed[i] = -1
 		if p.held {
 			s.committed[i] = p.next - 1
+			s.states = append(s.states, m.inner.Export(func(tp rlmm.TopicIDPartition) bool {
+				return wire.MetadataPartition(tp, m.n) == mp
+			})...)
 		}
+		m.applyMu.Unlock()
 	}
-	s.states = m.inner.Export(func(tp rlmm.TopicIDPartition) bool {
-		return held[wire.MetadataPartition(tp, m.n)]
-	})
-	m.applyMu.Unlock()
 
 	data := encodeSnapshot(s)
 	err := writeFileAtomic(m.cfg.SnapshotDir, SnapshotFileName, data)
