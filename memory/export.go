@@ -31,8 +31,10 @@ type EpochOffset struct {
 // Export returns a copy of the state of every partition for which keep
 // returns true (keep nil = all), sorted like Partitions. The copy is
 // consistent: no change is applied while it is taken (reads go on). Export
-// then Import into a fresh Manager reproduces every read exactly. After
-// Close it returns nil.
+// then Import into a fresh Manager reproduces every read exactly. keep runs
+// while mutations are held off, so it must not call the Manager's
+// mutating methods, Export or Import (reads are fine). After Close it
+// returns nil.
 func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
