@@ -20,7 +20,10 @@
 //     (rlmm.ErrUnknownSegment) or a transition the state forbids
 //     (*rlmm.TransitionError, matching rlmm.ErrInvalidTransition). Kafka
 //     drops such events with a log line, or (before 3.7, and for an update
-//     to COPY_SEGMENT_STARTED still today) stops its consumer thread.
+//     to COPY_SEGMENT_STARTED still today) stops its consumer thread. An
+//     update of an unknown segment is always rlmm.ErrUnknownSegment; Kafka
+//     drops it silently while a partition is still catching up (the caller,
+//     such as the topic-based manager, decides what to make of the error).
 //     Self-transitions are idempotent successes, as in Kafka.
 //   - Adding a segment id that exists is the transition from its state to
 //     COPY_SEGMENT_STARTED: while it is still STARTED a success that changes
