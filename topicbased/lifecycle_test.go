@@ -145,3 +145,37 @@ func TestStartValidatesConfig(t *testing.T) {
 		t.Errorf("WriteSnapshot without a directory: %v; want ErrInvalidArgument", err)
 	}
 }
+
+// ReconcileAssignment consumes exactly the given metadata partitions plus
+// those covering hosted user partitions; partitions it no longer names are
+// dropped, hosted ones stay.
+func TestReconcileAssignmentIsDeclarative(t *testing.T) {
+	l := newLog(t, 3)
+	m := startManager(t, Config{Log: l})
+	tps := distinctPartitions(t, 3, 3) // tps[i] is in metadata partition i
+	assign(t, m, tps[0])
+	ctx := testCtx(t)
+	must(t, m.ReconcileAssignment(ctx, []int32{1, 2}))
+	for _, tp := range tps {
+		must(t, m.WaitReady(ctx, tp))
+	}
+	addFinished(t, m, segment(tps[2], 1, 0, 9))
+	must(t, m.ReconcileAssignment(ctx, []int32{1}))
+	if !m.IsReady(tps[0]) || !m.IsReady(tps[1]) {
+		t.Error("a hosted or still named metadata partition was dropped")
+	}
+	if m.IsReady(tps[2]) {
+		t.Error("metadata partition 2 is still consumed after ReconcileAssignment dropped it")
+	}
+	if l, err := m.ListSegments(tps[2]); len(l) != 0 || err != nil {
+		t.Errorf("dropped partition served %v, %v; want a miss", l, err)
+	}
+	must(t, m.ReconcileAssignment(ctx, nil))
+	var got []int32
+	for _, p := range m.Stats().Partitions {
+		got = append(got, p.Partition)
+	}
+	if len(got) != 1 || got[0] != 0 {
+		t.Errorf("consumed metadata partitions %v; want only the hosted one, [0]", got)
+	}
+}
