@@ -818,3 +818,37 @@ func TestEnvelopeSearch(t *testing.T) {
 		}
 	})
 }
+
+func TestExtremeOffsets(t *testing.T) {
+	// Kafka accepts any epoch start offsets; arithmetic at the int64 edges
+	// must neither panic nor loop.
+	const maxOff = int64(^uint64(0) >> 1)
+	const minOff = -maxOff - 1
+	m := New()
+	whole := segMD(tpFoo, 1, 0, maxOff)
+	whole.TxnIndexEmpty = true
+	addFinished(t, m, whole)
+	// Epoch 5 "ends" at minOff-1, which wraps to maxOff; epoch 6 covers [minOff, 20].
+	wrapped := segMD(tpFoo, 2, 10, 20, ep(5, 10), ep(6, minOff))
+	addFinished(t, m, wrapped)
+	for _, c := range []struct {
+		epoch  int32
+		offset int64
+		want   int
+	}{{0, maxOff, 1}, {0, 0, 1}, {0, minOff, -1}, {5, 10, 2}, {5, maxOff, 2}, {6, minOff, 2}, {6, 0, 2}, {6, 21, -1}} {
+		if got := lookupNo(t, m, tpFoo, c.epoch, c.offset); got != c.want {
+			t.Errorf("lookup(%d, %d) = s%d, want s%d", c.epoch, c.offset, got, c.want)
+		}
+	}
+	if _, ok, err := m.NextSegmentWithTxnIndex(tpFoo, 0, 5); ok || err != nil {
+		t.Errorf("NextSegmentWithTxnIndex past the last offset: %t, %v", ok, err)
+	}
+	if h := highest(t, m, tpFoo, 0); h != maxOff {
+		t.Errorf("highest(0) = %d", h)
+	}
+	mustOK(t, m.UpdateSegment(ctx, upd(tpFoo, 1, rlmm.DeleteSegmentStarted)))
+	mustOK(t, m.UpdateSegment(ctx, upd(tpFoo, 2, rlmm.DeleteSegmentStarted)))
+	if got := lookupNo(t, m, tpFoo, 0, maxOff); got != -1 {
+		t.Errorf("lookup after delete = s%d", got)
+	}
+}
