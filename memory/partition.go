@@ -304,6 +304,9 @@ type epochState struct {
 // written, so reads are never blocked for longer than one event's apply.
 type partition struct {
 	mu sync.RWMutex
+	// Every RLock writes mu's reader count: keep it off the cache lines
+	// that concurrent readers of the partition read.
+	_  [64]byte
 	tp rlmm.TopicIDPartition
 	// dead is set when the partition was dropped or replaced: a reader that
 	// raced with that looks the partition up again.
