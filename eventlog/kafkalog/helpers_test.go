@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,7 +12,10 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
 
@@ -121,8 +125,31 @@ func openLog(t testing.TB, cfg Config) *Log {
 	if err != nil {
 		t.Fatalf("Open(%v, topic %s): %v", cfg.BootstrapServers, cfg.Topic, err)
 	}
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() {
+		_ = l.Close()
+		deleteTopic(t, l.cfg)
+	})
 	return l
+}
+
+// deleteTopic removes a test's topic, so the broker that make test shares
+// between packages does not pile up thousands of partitions. Best effort:
+// a topic another openLog of the same test already deleted is fine.
+func deleteTopic(t testing.TB, cfg Config) {
+	opts, err := cfg.clientOpts("cleanup")
+	if err != nil {
+		return
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).DeleteTopic(ctx, cfg.Topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Logf("deleting test topic %s: %v", cfg.Topic, err)
+	}
 }
 
 // subscribeLog opens a subscription closed when the test ends.
