@@ -118,6 +118,23 @@ func BenchmarkSegmentForOffset(b *testing.B) {
 		}
 		reportCPU(b, start)
 	})
+	b.Run("copy-1partition", func(b *testing.B) {
+		// Like for like with Kafka's bench-lookup (KafkaRlmmDriver), which
+		// queries one partition's cache of 10,000 finished segments: the
+		// copying API on one partition, random offsets.
+		tp := benchTP(0)
+		b.ReportAllocs()
+		k := 0
+		start := cpuTime()
+		for b.Loop() {
+			q := &queries[k&(len(queries)-1)]
+			k++
+			if _, ok, err := m.SegmentForOffset(tp, 0, q.offset); !ok || err != nil {
+				b.Fatalf("miss at %d: %v", q.offset, err)
+			}
+		}
+		reportCPU(b, start)
+	})
 	b.Run("parallel-into", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {

@@ -2,7 +2,10 @@ package memory
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -91,27 +94,34 @@ func cmpUint64(a, b uint64) int {
 // offsets not sorted by epoch without duplicates; a delete of another
 // partition, with an undefined state, or DELETE_PARTITION_FINISHED (which
 // leaves no state to import); a partition given twice.
+//
+// Import keeps no reference to states or anything in them (segments,
+// epochs and custom metadata are copied), so the caller may reuse them
+// once it returns. The partitions are built before the writer lock is
+// taken (several at a time when there are many segments), so that
+// mutations of other partitions wait only for the publication.
 func (m *Manager) Import(states []PartitionState) error {
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
 	if m.closed.Load() {
 		return errClosed()
 	}
 	// Build every partition aside (checking as it goes), then publish them
 	// all: an invalid state leaves the Manager as it was.
 	seen := make(map[rlmm.TopicIDPartition]struct{}, len(states))
-	built := make([]*partition, len(states))
 	for k := range states {
 		tp := states[k].TopicIDPartition
 		if _, dup := seen[tp]; dup {
 			return fmt.Errorf("%w: import: partition %s given twice", rlmm.ErrInvalidArgument, tp)
 		}
 		seen[tp] = struct{}{}
-		p, err := buildPartition(&states[k])
-		if err != nil {
-			return err
-		}
-		built[k] = p
+	}
+	built, err := buildPartitions(states)
+	if err != nil {
+		return err
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if m.closed.Load() {
+		return errClosed()
 	}
 	for _, p := range built {
 		old := m.parts.get(&p.tp)
@@ -131,12 +141,69 @@ func (m *Manager) Import(states []PartitionState) error {
 	return nil
 }
 
+// parallelImportSegments is the number of segments from which Import builds
+// partitions on several goroutines: below it, starting them costs more than
+// it saves.
+const parallelImportSegments = 1024
+
+// buildPartitions builds a partition of each state. With enough segments it
+// uses up to GOMAXPROCS goroutines, each taking the next unbuilt state; the
+// error returned is that of the first invalid state in states' order, as a
+// sequential build would return.
+func buildPartitions(states []PartitionState) ([]*partition, error) {
+	built := make([]*partition, len(states))
+	total := 0
+	for k := range states {
+		total += len(states[k].Segments)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(states), total/parallelImportSegments+1)
+	if workers <= 1 {
+		for k := range states {
+			p, err := buildPartition(&states[k])
+			if err != nil {
+				return nil, err
+			}
+			built[k] = p
+		}
+		return built, nil
+	}
+	errs := make([]error, len(states))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				k := int(next.Add(1) - 1)
+				if k >= len(states) {
+					return
+				}
+				built[k], errs[k] = buildPartition(&states[k])
+				if errs[k] != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Workers stop taking states after a failure, but every state before
+	// the first failure was taken (they are taken in order), so the first
+	// non-nil error is the one a sequential build meets first.
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return built, nil
+}
+
 // buildPartition checks a state and makes a partition of it, not yet
 // visible to readers.
 func buildPartition(st *PartitionState) (*partition, error) {
 	tp := st.TopicIDPartition
 	p := newPartition(tp)
-	p.byID = make(map[rlmm.Uuid]int32, len(st.Segments))
+	p.reserve(len(st.Segments))
+	var finished []int32
 	for k := range st.Segments {
 		md := &st.Segments[k]
 		if err := md.Validate(); err != nil {
@@ -148,13 +215,25 @@ func buildPartition(st *PartitionState) (*partition, error) {
 		if md.State == rlmm.DeleteSegmentFinished {
 			return nil, fmt.Errorf("%w: import: partition %s: segment %s is %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.State)
 		}
-		if _, dup := p.byID[md.ID.ID]; dup {
+		// A repeated id leaves the index as large as before: one map
+		// operation per segment instead of a look-up then an insert (p is
+		// thrown away on error).
+		before := len(p.byID)
+		i := p.add(md)
+		if len(p.byID) == before {
 			return nil, fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID)
 		}
-		i := p.add(md)
 		if md.State == rlmm.CopySegmentFinished {
-			p.finish(i)
+			finished = append(finished, i)
 		}
+	}
+	// Lay the finished segments into the envelopes after every segment is
+	// in (finish reads only the slot and the envelopes, so the result is
+	// that of finishing each right after its add), with each envelope
+	// sized for its segments at once.
+	p.reserveEnvelopes(finished)
+	for _, i := range finished {
+		p.finish(i)
 	}
 	for k, eo := range st.HighestOffsets {
 		if k > 0 && eo.Epoch <= st.HighestOffsets[k-1].Epoch {

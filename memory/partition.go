@@ -363,6 +363,47 @@ func (p *partition) alloc() int32 {
 	return i
 }
 
+// reserve sizes a fresh partition for n segments (Import's bulk build): the
+// id index, the slot order and every chunk get their final capacity at once
+// instead of growing by appends. Writer only, before p is published.
+func (p *partition) reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	p.byID = make(map[rlmm.Uuid]int32, n)
+	p.seqs = make([]uint64, 0, n)
+	p.chunks = make([][]seg, 0, (n+chunkSize-1)/chunkSize)
+	for left := n; left > 0; left -= chunkSize {
+		p.chunks = append(p.chunks, make([]seg, 0, min(left, chunkSize)))
+	}
+	// The chunks are empty, so every reader still sees no slot; alloc fills
+	// them in order and appends a new chunk only past the last one.
+}
+
+// reserveEnvelopes gives each epoch's envelope room for one piece per
+// finished slot carrying it (more only where segments overlap), before
+// those slots are finished one by one. Writer only, before p is published.
+func (p *partition) reserveEnvelopes(finished []int32) {
+	if len(finished) == 0 {
+		return
+	}
+	counts := make([]int, len(p.epochs))
+	var scratch [1]rlmm.EpochStart
+	for _, i := range finished {
+		for _, ep := range p.epochList(i, p.slot(i), &scratch) {
+			if k := p.epochIndex(ep.Epoch); k >= 0 {
+				counts[k]++
+			}
+		}
+	}
+	for k, n := range counts {
+		if v := &p.epochs[k].env; n > 0 && v.len() == 0 {
+			v.pieces = make([]piece, 0, n)
+			v.summary = make([]int64, 0, n/summaryStride+1)
+		}
+	}
+}
+
 // release frees slot i. Only the writer calls it, under mu.
 func (p *partition) release(i int32) {
 	*p.slot(i) = seg{}
@@ -432,6 +473,14 @@ func (p *partition) pieceEnd(v *envelope, k int, e int32) int64 {
 // paint lays segment xi over [s, e] of epoch ep's envelope v (xi is the
 // newest) and reports whether xi overlapped another segment. Requires s <= e.
 func (p *partition) paint(v *envelope, ep int32, xi int32, s, e int64) bool {
+	if n := v.len(); n == 0 || v.pieces[n-1].start < s && p.pieceEnd(v, n-1, ep) < s {
+		// The common case (segments finish in offset order; Import of a
+		// snapshot): xi lies wholly past every piece, so it is appended
+		// without the two searches and overlaps nothing.
+		add := [1]piece{{start: s, seg: xi}}
+		v.replace(n, n, add[:])
+		return false
+	}
 	i := v.search(s)
 	j := v.len()
 	if e < math.MaxInt64 {
