@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/eventlog/memlog"
+	"github.com/rlmm-go/rlmm/memory"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -472,4 +475,61 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 			m.applyMu.Unlock()
 		}
 	})
+}
+
+// BenchmarkLoadSnapshot: Start with a snapshot file of finished
+// single-epoch segments without custom metadata (the bench-compare
+// workload), 1,000 per user partition over 50 metadata partitions; the
+// time is Start's return (the snapshot loaded into the cache), not
+// readiness. ns/segment is the figure docs/bench/topicbased.md compares;
+// cpu-ns/segment is the process's CPU time (all goroutines, GC included),
+// which leaves out the time spent waiting for a CPU on a loaded machine.
+func BenchmarkLoadSnapshot(b *testing.B) {
+	for _, segments := range []int{50_000, 1_000_000} {
+		b.Run(fmt.Sprintf("segments=%d", segments), func(b *testing.B) {
+			const perPartition = 1000
+			const parts = 50
+			dir := b.TempDir()
+			s := &snapshot{partitions: parts, committed: make([]int64, parts)}
+			for p := range int32(segments / perPartition) {
+				tp := topicPartition("load", 5, p)
+				st := memory.PartitionState{TopicIDPartition: tp}
+				for k := range int64(perPartition) {
+					md := segment(tp, uint64(p)*perPartition+uint64(k), k*100, k*100+99)
+					md.State = rlmm.CopySegmentFinished
+					st.Segments = append(st.Segments, md)
+				}
+				st.HighestOffsets = []memory.EpochOffset{{Epoch: 0, Offset: perPartition*100 - 1}}
+				s.states = append(s.states, st)
+			}
+			if err := writeFileAtomic(dir, SnapshotFileName, encodeSnapshot(s)); err != nil {
+				b.Fatal(err)
+			}
+			s = nil
+			l := memlog.New(parts)
+			b.Cleanup(func() { _ = l.Close() })
+			ctx := context.Background()
+			var cpu time.Duration
+			for b.Loop() {
+				c0 := processCPUTime()
+				m, err := Start(ctx, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				cpu += processCPUTime() - c0
+				if st := m.Stats(); st.SnapshotError != nil || st.SnapshotSegments != segments {
+					b.Fatalf("snapshot loaded %d segments (error %v), want %d", st.SnapshotSegments, st.SnapshotError, segments)
+				}
+				_ = m.Close()
+				m = nil
+				// Like a fresh process (rlmmbench coldstart): a small heap
+				// goal and no memory kept from the previous load.
+				debug.FreeOSMemory()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(segments), "ns/segment")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(segments), "cpu-ns/segment")
+		})
+	}
 }

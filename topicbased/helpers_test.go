@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -523,4 +524,14 @@ func waitCaughtUp(t testing.TB, m *Manager, l eventlog.Log) {
 		}
 		return nil
 	})
+}
+
+// processCPUTime is the CPU time (user + system) the process has used, for
+// benchmarks that report it beside the wall time of a loaded machine.
+func processCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -228,7 +228,25 @@ func (m *Manager) loadSnapshot() {
 
 // snapshotChunkSegments is how many segments the snapshot decoder hands to
 // the importer at a time: decoding the next chunk overlaps importing this one.
-const snapshotChunkSegments = 16384
+// Small enough that the buffers of the chunks in flight are reused a few
+// times even for 50,000 segments, large enough that memory.Import builds a
+// chunk's partitions on several goroutines.
+const snapshotChunkSegments = 4096
+
+// snapshotDecodeBuffers is how many chunks are in flight between the
+// decoder and the importer: one being decoded, one being imported, one
+// spare so that neither waits for the other's hand-over.
+const snapshotDecodeBuffers = 3
+
+// snapshotChunk is one hand-over from the snapshot decoder to the importer.
+// Its buffers go back to the decoder once imported (memory.Import keeps no
+// reference to them), so the load allocates per chunk in flight, not per
+// segment.
+type snapshotChunk struct {
+	states []memory.PartitionState
+	segs   []rlmm.SegmentMetadata
+	slab   []rlmm.EpochStart
+}
 
 func (m *Manager) tryLoadSnapshot() (int, error) {
 	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
@@ -247,23 +265,35 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 		return 0, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
 			rlmm.ErrCorrupt, path, s.partitions, m.n)
 	}
-	// Decode on one goroutine, import on this one, a chunk at a time.
-	chunks := make(chan []memory.PartitionState, 2)
+	// Decode on one goroutine, import on this one (memory.Import builds the
+	// partitions of a large chunk on several), a chunk at a time.
+	free := make(chan *snapshotChunk, snapshotDecodeBuffers)
+	for range snapshotDecodeBuffers {
+		free <- &snapshotChunk{}
+	}
+	chunks := make(chan *snapshotChunk, snapshotDecodeBuffers)
 	decodeErr := make(chan error, 1)
 	go func() {
 		defer close(chunks)
-		var chunk []memory.PartitionState
+		next := func() *snapshotChunk {
+			c := <-free
+			r.recycle(c.slab, c.segs)
+			c.states = c.states[:0]
+			return c
+		}
+		chunk := next()
 		segs := 0
 		for range n {
-			var ps memory.PartitionState
-			if err := r.partitionState(&ps); err != nil {
+			chunk.states = append(chunk.states, memory.PartitionState{})
+			if err := r.partitionState(&chunk.states[len(chunk.states)-1]); err != nil {
 				decodeErr <- err
 				return
 			}
-			chunk = append(chunk, ps)
-			if segs += len(ps.Segments); segs >= snapshotChunkSegments {
+			if segs += len(chunk.states[len(chunk.states)-1].Segments); segs >= snapshotChunkSegments {
+				// Keep the (possibly grown) buffers with the chunk for reuse.
+				chunk.slab, chunk.segs = r.slab, r.segs
 				chunks <- chunk
-				chunk, segs = nil, 0
+				chunk, segs = next(), 0
 			}
 		}
 		if err := r.end(); err != nil {
@@ -276,23 +306,16 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 	segments := 0
 	var importErr error
 	for chunk := range chunks {
-		if importErr != nil {
-			continue // drain, so the decoder ends
-		}
-		for i := range chunk {
-			tp := chunk[i].TopicIDPartition
-			if mp := wire.MetadataPartition(tp, m.n); s.committed[mp] < 0 {
-				importErr = fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
-					rlmm.ErrCorrupt, path, tp, mp, s.committed[mp])
-				break
-			}
-			segments += len(chunk[i].Segments)
-		}
 		if importErr == nil {
-			if err := m.inner.Import(chunk); err != nil {
-				importErr = fmt.Errorf("snapshot %s: import: %w", path, err)
+			importErr = m.importSnapshotChunk(path, s, chunk.states)
+			for i := range chunk.states {
+				segments += len(chunk.states[i].Segments)
 			}
 		}
+		// Drop the references to the payload before reuse; always hand the
+		// buffers back, so that the decoder ends even after an error.
+		clear(chunk.states)
+		free <- chunk
 	}
 	if err := <-decodeErr; err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
@@ -307,6 +330,22 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 		}
 	}
 	return segments, nil
+}
+
+// importSnapshotChunk checks that every state of a chunk belongs to a
+// metadata partition the snapshot holds, then imports the chunk.
+func (m *Manager) importSnapshotChunk(path string, s *snapshot, states []memory.PartitionState) error {
+	for i := range states {
+		tp := states[i].TopicIDPartition
+		if mp := wire.MetadataPartition(tp, m.n); s.committed[mp] < 0 {
+			return fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
+				rlmm.ErrCorrupt, path, tp, mp, s.committed[mp])
+		}
+	}
+	if err := m.inner.Import(states); err != nil {
+		return fmt.Errorf("snapshot %s: import: %w", path, err)
+	}
+	return nil
 }
 
 // MetadataPartitionCount returns the number of partitions of the event log.

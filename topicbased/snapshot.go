@@ -132,13 +132,31 @@ func appendSegment(b []byte, m *rlmm.SegmentMetadata) []byte {
 	return b
 }
 
+// minSegmentBytes is the least a segment takes in the payload: 16 + 6
+// varints + one epoch (2) + size, state, flags (3) bytes.
+const minSegmentBytes = 27
+
 // snapshotReader decodes the payload; every read checks the bounds first, so
 // hostile bytes produce an error, never a panic or an unbounded allocation.
+//
+// The states it decodes alias the payload (custom metadata) and the
+// reader's carving buffers (segments, epochs): memory.Import copies what it
+// keeps, so the loader hands the buffers back with recycle once a chunk is
+// imported, and decoding the next chunk allocates nothing per segment.
 type snapshotReader struct {
-	b    []byte
-	pos  int
-	err  error
+	b   []byte
+	pos int
+	err error
+	// slab and segs are carved into the decoded states' LeaderEpochs and
+	// Segments; recycle rewinds them for reuse.
 	slab []rlmm.EpochStart
+	segs []rlmm.SegmentMetadata
+}
+
+// recycle makes the reader carve the next states from slab and segs again
+// (the buffers of states that are no longer used).
+func (r *snapshotReader) recycle(slab []rlmm.EpochStart, segs []rlmm.SegmentMetadata) {
+	r.slab, r.segs = slab[:0], segs[:0]
 }
 
 func (r *snapshotReader) fail(format string, args ...any) {
@@ -204,7 +222,7 @@ func (r *snapshotReader) bytes(what string, n int) []byte {
 		r.fail("%s of %d bytes is truncated", what, n)
 		return nil
 	}
-	v := r.b[r.pos : r.pos+n]
+	v := r.b[r.pos : r.pos+n : r.pos+n]
 	r.pos += n
 	return v
 }
@@ -301,10 +319,9 @@ func (r *snapshotReader) partitionState(ps *memory.PartitionState) error {
 	tlen := r.count("topic name", 1)
 	ps.TopicIDPartition.Topic = string(r.bytes("topic name", tlen))
 	ps.TopicIDPartition.Partition = r.int32v("partition")
-	// A segment takes at least 16 + 6 varints + one epoch (2) + size, state, flags (3) bytes.
-	nSegs := r.count("segment", 27)
+	nSegs := r.count("segment", minSegmentBytes)
 	if nSegs > 0 {
-		ps.Segments = make([]rlmm.SegmentMetadata, nSegs)
+		ps.Segments = r.segments(nSegs)
 	}
 	for j := 0; j < nSegs && r.err == nil; j++ {
 		readSegment(r, &ps.Segments[j], ps.TopicIDPartition)
@@ -346,6 +363,24 @@ func (r *snapshotReader) epochs(n int) []rlmm.EpochStart {
 	return r.slab[start : start+n : start+n]
 }
 
+// segments returns a slice of n segments carved from the reader's buffer,
+// which grows (by a new one: slices carved before stay valid) when it is
+// full. The segments may hold a previous chunk's values: readSegment sets
+// every field.
+func (r *snapshotReader) segments(n int) []rlmm.SegmentMetadata {
+	if cap(r.segs)-len(r.segs) < n {
+		// Room for a loader's chunk, but no more than the rest of the
+		// payload can hold (a small snapshot gets a small buffer).
+		room := min(snapshotChunkSegments+n, (len(r.b)-r.pos)/minSegmentBytes+1)
+		r.segs = make([]rlmm.SegmentMetadata, 0, max(len(r.segs)+n, room))
+	}
+	start := len(r.segs)
+	r.segs = r.segs[:start+n]
+	return r.segs[start : start+n : start+n]
+}
+
+// readSegment decodes the next segment into m, setting every field (m may
+// be a recycled one). Its custom metadata aliases the payload.
 func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPartition) {
 	m.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: r.uuid("segment id")}
 	m.StartOffset = r.varint("start offset")
@@ -354,6 +389,7 @@ func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPart
 	m.BrokerID = r.int32v("broker id")
 	m.EventTimestampMs = r.varint("event timestamp")
 	nEpochs := r.count("leader epoch", 2)
+	m.LeaderEpochs = nil
 	if nEpochs > 0 {
 		m.LeaderEpochs = r.epochs(nEpochs)
 	}
@@ -367,9 +403,10 @@ func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPart
 		r.fail("segment flags %#x has unknown bits", flags)
 	}
 	m.TxnIndexEmpty = flags&1 != 0
+	m.CustomMetadata = nil
 	if flags&2 != 0 {
 		n := r.count("custom metadata", 1)
-		m.CustomMetadata = append([]byte{}, r.bytes("custom metadata", n)...)
+		m.CustomMetadata = r.bytes("custom metadata", n)
 	}
 	if r.err == nil {
 		if err := m.Validate(); err != nil {
