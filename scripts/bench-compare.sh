@@ -11,7 +11,8 @@
 #   2. cold start to ready after N events, a fresh broker per N (KafkaRlmmDriver
 #      fill, then bench-coldstart; rlmmbench coldstart from scratch and from its snapshot);
 #   3. lookup by (epoch, offset), 10,000 segments in a partition (KafkaRlmmDriver
-#      bench-lookup; go test -bench BenchmarkSegmentForOffset/copy ./memory);
+#      bench-lookup, one partition; go test -bench BenchmarkSegmentForOffset/copy-1partition
+#      ./memory like for like, and the 8-partition copy and into rows as the harder case);
 #   4. heap per live segment at 1,000,000 segments (KafkaRlmmDriver bench-heap;
 #      go test -bench BenchmarkRetainedHeap/100x10000 ./memory).
 #
@@ -128,8 +129,8 @@ BROKER_DIR=""
 
 # 3. Lookup with 10,000 segments in a partition (no broker).
 java_driver "$OUT/java-lookup.json" "-Xmx1g" bench-lookup --segments 10000
-log "go: go test -bench BenchmarkSegmentForOffset/(copy|into) ./memory"
-go test -run '^$' -bench 'BenchmarkSegmentForOffset$/^(copy|into)$' -benchmem -count 5 ./memory/ >"$OUT/go-lookup.txt"
+log "go: go test -bench BenchmarkSegmentForOffset/(copy-1partition|copy|into) ./memory"
+go test -run '^$' -bench 'BenchmarkSegmentForOffset$/^(copy-1partition|copy|into)$' -benchmem -count 5 ./memory/ >"$OUT/go-lookup.txt"
 
 # 4. Heap per live segment.
 java_driver "$OUT/java-heap.json" "-Xmx6g" bench-heap --segments "$HEAP_SEGMENTS" --partitions 100
