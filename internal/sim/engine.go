@@ -219,23 +219,23 @@ func (e *engine) startBrokers(ctx context.Context) error {
 	return nil
 }
 
-// awaitReady polls until b is ready for every tp, bounded by SettleTimeout.
+// awaitReady waits until b is ready for every tp, bounded by SettleTimeout:
+// topicbased's WaitReady wakes on the pump's notification, so readiness is
+// seen as soon as it happens, without polling.
 func (e *engine) awaitReady(ctx context.Context, b *broker, tps []rlmm.TopicIDPartition) (time.Duration, error) {
 	start := time.Now()
-	deadline := start.Add(e.cfg.SettleTimeout)
-	pause := 100 * time.Microsecond
-	for i := 0; i < len(tps); {
-		if b.mgr.IsReady(tps[i]) {
-			i++
-			continue
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.SettleTimeout)
+	defer cancel()
+	for _, tp := range tps {
+		if err := b.mgr.WaitReady(wctx, tp); err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			if errors.Is(err, rlmm.ErrTimeout) {
+				return 0, fmt.Errorf("%w: broker %d: partition %s not ready after %s", rlmm.ErrTimeout, b.id, tp, e.cfg.SettleTimeout)
+			}
+			return 0, fmt.Errorf("broker %d: waiting for partition %s to be ready: %w", b.id, tp, err)
 		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%w: broker %d: partition %s not ready after %s", rlmm.ErrTimeout, b.id, tps[i], e.cfg.SettleTimeout)
-		}
-		if err := sleep(ctx, pause); err != nil {
-			return 0, err
-		}
-		pause = min(2*pause, 5*time.Millisecond)
 	}
 	return time.Since(start), nil
 }
