@@ -203,7 +203,7 @@ func buildPartition(st *PartitionState) (*partition, error) {
 	tp := st.TopicIDPartition
 	p := newPartition(tp)
 	p.reserve(len(st.Segments))
-	var finished []int32
+	finished := make([]int32, 0, len(st.Segments))
 	for k := range st.Segments {
 		md := &st.Segments[k]
 		if err := md.Validate(); err != nil {
