@@ -202,7 +202,8 @@ func buildPartitions(states []PartitionState) ([]*partition, error) {
 func buildPartition(st *PartitionState) (*partition, error) {
 	tp := st.TopicIDPartition
 	p := newPartition(tp)
-	p.reserve(len(st.Segments))
+	p.reserve(st.Segments)
+	defer func() { p.bulk = nil }()
 	finished := make([]int32, 0, len(st.Segments))
 	for k := range st.Segments {
 		md := &st.Segments[k]

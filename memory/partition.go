@@ -121,11 +121,54 @@ func (p *partition) setCustom(i int32, s *seg, c []byte) {
 	if s.flags&(flagCustom|flagEpochs) != 0 {
 		x = p.extras[i]
 	} else {
-		x = &segExtra{}
+		x = p.newExtra()
 		p.extras[i] = x
 	}
-	x.custom = append(make([]byte, 0, len(c)), c...)
+	x.custom = p.copyBytes(c)
 	s.flags |= flagCustom
+}
+
+// newExtra returns a fresh segExtra: from the bulk slab while Import
+// builds the partition, else a new allocation.
+func (p *partition) newExtra() *segExtra {
+	if b := p.bulk; b != nil && len(b.extras) > 0 {
+		x := &b.extras[0]
+		b.extras = b.extras[1:]
+		return x
+	}
+	return &segExtra{}
+}
+
+// copyBytes returns a private copy of c (non-nil, maybe empty): carved from
+// the bulk slab while Import builds the partition, else a new allocation.
+func (p *partition) copyBytes(c []byte) []byte {
+	if b := p.bulk; b != nil && len(b.bytes) >= len(c) {
+		out := b.bytes[:len(c):len(c)]
+		b.bytes = b.bytes[len(c):]
+		copy(out, c)
+		return out
+	}
+	return append(make([]byte, 0, len(c)), c...)
+}
+
+// copyEpochs is copyBytes for a leader-epoch list.
+func (p *partition) copyEpochs(e []rlmm.EpochStart) []rlmm.EpochStart {
+	if b := p.bulk; b != nil && len(b.epochs) >= len(e) {
+		out := b.epochs[:len(e):len(e)]
+		b.epochs = b.epochs[len(e):]
+		copy(out, e)
+		return out
+	}
+	return slices.Clone(e)
+}
+
+// bulkSlabs hold, while Import builds a partition, the memory of every
+// segment's extras in a few allocations instead of two or three per
+// segment. A slab lives as long as any of the segments carved from it.
+type bulkSlabs struct {
+	extras []segExtra
+	bytes  []byte
+	epochs []rlmm.EpochStart
 }
 
 // load fills slot i from md (which passed Validate). Writer only, under mu.
@@ -141,7 +184,9 @@ func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	}
 	// The slot is fresh: release removed any extras it had.
 	if len(md.LeaderEpochs) > 1 || md.LeaderEpochs[0].StartOffset != md.StartOffset {
-		p.extras[i] = &segExtra{epochs: slices.Clone(md.LeaderEpochs)}
+		x := p.newExtra()
+		x.epochs = p.copyEpochs(md.LeaderEpochs)
+		p.extras[i] = x
 		s.flags |= flagEpochs
 	}
 	p.setCustom(i, s, md.CustomMetadata)
@@ -318,6 +363,8 @@ type partition struct {
 	byID   map[rlmm.Uuid]int32
 	// extras holds the segExtra of the slots flagged for it.
 	extras map[int32]*segExtra
+	// bulk is set only while Import builds the partition (see reserve).
+	bulk *bulkSlabs
 	// seqs orders, per slot, the segment's last applied change within the
 	// partition: the newest FINISHED segment wins a lookup, and Export lists
 	// segments by it so that Import reproduces the same order. Only the
@@ -363,12 +410,37 @@ func (p *partition) alloc() int32 {
 	return i
 }
 
-// reserve sizes a fresh partition for n segments (Import's bulk build): the
-// id index, the slot order and every chunk get their final capacity at once
-// instead of growing by appends. Writer only, before p is published.
-func (p *partition) reserve(n int) {
+// reserve sizes a fresh partition for segs (Import's bulk build): the id
+// index, the slot order, every chunk and the extras get their final
+// capacity at once instead of growing by appends, and the extras' memory
+// comes from slabs (p.bulk, which the caller clears when the build ends).
+// Writer only, before p is published.
+func (p *partition) reserve(segs []rlmm.SegmentMetadata) {
+	n := len(segs)
 	if n <= 0 {
 		return
+	}
+	// Size the extras (segments with custom metadata, or epochs other than
+	// one starting at the segment's start) and their slabs.
+	var b bulkSlabs
+	nExtras, nBytes, nEpochs := 0, 0, 0
+	for k := range segs {
+		md := &segs[k]
+		multi := len(md.LeaderEpochs) > 1 || len(md.LeaderEpochs) == 1 && md.LeaderEpochs[0].StartOffset != md.StartOffset
+		if multi || md.CustomMetadata != nil {
+			nExtras++
+		}
+		if multi {
+			nEpochs += len(md.LeaderEpochs)
+		}
+		nBytes += len(md.CustomMetadata)
+	}
+	if nExtras > 0 {
+		b.extras = make([]segExtra, nExtras)
+		b.bytes = make([]byte, nBytes)
+		b.epochs = make([]rlmm.EpochStart, nEpochs)
+		p.bulk = &b
+		p.extras = make(map[int32]*segExtra, nExtras)
 	}
 	p.byID = make(map[rlmm.Uuid]int32, n)
 	p.seqs = make([]uint64, 0, n)
