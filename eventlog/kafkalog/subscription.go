@@ -69,6 +69,12 @@ func newSubscription(l *Log) (*subscription, error) {
 		// Kafka's Java consumer default fetch.max.wait.ms (kgo's is 5 s).
 		// New records end a waiting fetch at once either way.
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// No incremental fetch sessions (KIP-227): every Add or Remove
+		// stops kgo's consumer session, which drops the broker-side fetch
+		// session anyway, so they would save little; and with them
+		// franz-go v1.22.3's Close races (go test -race) between killing
+		// the fetch session and a fetch loop that Close itself restarts.
+		kgo.DisableFetchSessions(),
 	)
 	client, err := kgo.NewClient(opts...)
 	if err != nil {
