@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/internal/cursor"
 )
 
 // Defaults of Options.
@@ -269,7 +270,7 @@ func (l *Log) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
 	if l.closed {
 		return nil, fmt.Errorf("filelog: subscribe: %w", rlmm.ErrClosed)
 	}
-	return &subscription{log: l, next: make(map[int32]int64), changed: make(chan struct{})}, nil
+	return &subscription{log: l, cursors: cursor.New("filelog")}, nil
 }
 
 // Close commits the publishes already queued, checkpoints (so the next Open

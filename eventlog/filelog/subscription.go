@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
-	"sync"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/internal/cursor"
 )
 
 // Limits of one Poll, so a subscriber replaying a long partition gets it in
@@ -18,88 +19,31 @@ const (
 	maxPollBytes   = 4 << 20
 )
 
-// subscription reads the segment files directly: it buffers nothing, so Add
-// and Remove are exact by construction.
+// subscription reads the segment files directly at its cursor set's offsets:
+// it buffers nothing, so Add and Remove are exact by construction.
 type subscription struct {
-	log *Log
-
-	mu      sync.Mutex
-	next    map[int32]int64 // consumed partition -> next offset to deliver
-	changed chan struct{}   // closed and replaced on Add, Remove and Close
-	closed  bool
+	log     *Log
+	cursors *cursor.Set
 }
 
 func (s *subscription) Add(p int32, offset int64) error {
 	if err := s.log.checkPartition(p); err != nil {
 		return err
 	}
-	if offset < 0 {
-		return fmt.Errorf("filelog: add partition %d at negative offset %d: %w", p, offset, rlmm.ErrInvalidArgument)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("filelog: add: subscription %w", rlmm.ErrClosed)
-	}
-	s.next[p] = offset
-	s.wakeLocked()
-	return nil
+	return s.cursors.Add(p, offset)
 }
 
-func (s *subscription) Remove(p int32) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("filelog: remove: subscription %w", rlmm.ErrClosed)
-	}
-	delete(s.next, p)
-	s.wakeLocked()
-	return nil
-}
+func (s *subscription) Remove(p int32) error { return s.cursors.Remove(p) }
 
-func (s *subscription) wakeLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-func (s *subscription) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		close(s.changed)
-	}
-	return nil
-}
+func (s *subscription) Close() error { return s.cursors.Close() }
 
 func (s *subscription) Poll(ctx context.Context) ([]eventlog.Record, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		recs, changed, appended, err := s.collect()
-		if err != nil || len(recs) > 0 {
-			return recs, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-changed:
-		case <-appended:
-		}
-	}
+	return s.cursors.Poll(ctx, s.log.collect)
 }
 
-// collect reads the available records of the consumed partitions, within
-// the Poll limits, and advances their next offsets. With nothing available
-// it returns the channels to wait on.
-func (s *subscription) collect() ([]eventlog.Record, <-chan struct{}, <-chan struct{}, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, nil, nil, fmt.Errorf("filelog: poll: subscription %w", rlmm.ErrClosed)
-	}
-	l := s.log
+// collect reads the available records from the given next offsets, within
+// the Poll limits. With nothing available it returns the channel to wait on.
+func (l *Log) collect(next iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
 	l.files.RLock()
 	defer l.files.RUnlock()
 	// Take the wake-up channel before reading, so an append that lands
@@ -108,34 +52,31 @@ func (s *subscription) collect() ([]eventlog.Record, <-chan struct{}, <-chan str
 	closed, appended := l.closed, l.appended
 	l.mu.Unlock()
 	if closed {
-		return nil, nil, nil, fmt.Errorf("filelog: poll: log %w", rlmm.ErrClosed)
+		return nil, nil, fmt.Errorf("filelog: poll: log %w", rlmm.ErrClosed)
 	}
 	var recs []eventlog.Record
 	budgetRecs, budgetBytes := maxPollRecords, maxPollBytes
-	for p, next := range s.next {
+	for p, from := range next {
 		if budgetRecs <= 0 || budgetBytes <= 0 {
 			break
 		}
-		got, err := l.read(l.parts[p], next, budgetRecs, budgetBytes)
+		got, err := l.read(l.parts[p], from, budgetRecs, budgetBytes)
 		if err != nil {
 			if len(recs) > 0 {
 				break // deliver what we have; the error comes back next Poll
 			}
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		for _, r := range got {
 			budgetBytes -= len(r.Value) + frameHeaderSize
 		}
 		budgetRecs -= len(got)
-		if len(got) > 0 {
-			s.next[p] = got[len(got)-1].Offset + 1
-			recs = append(recs, got...)
-		}
+		recs = append(recs, got...)
 	}
 	if len(recs) == 0 {
-		return nil, s.changed, appended, nil
+		return nil, appended, nil
 	}
-	return recs, nil, nil, nil
+	return recs, nil, nil
 }
 
 // read returns durable records of p from offset on, at most maxRecs of them

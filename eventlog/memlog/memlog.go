@@ -3,10 +3,12 @@ package memlog
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/internal/cursor"
 )
 
 // maxPollRecords bounds the records one Poll returns, so a subscriber
@@ -103,7 +105,7 @@ func (l *Log) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
 	if l.closed {
 		return nil, fmt.Errorf("memlog: subscribe: %w", rlmm.ErrClosed)
 	}
-	return &subscription{log: l, next: make(map[int32]int64), changed: make(chan struct{})}, nil
+	return &subscription{log: l, cursors: cursor.New("memlog")}, nil
 }
 
 // Close releases the log; blocked Polls return rlmm.ErrClosed. Records are
@@ -118,95 +120,48 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// subscription is a memlog eventlog.Subscription: a map of partition to next
-// offset, read straight from the log's slices, so Add and Remove are exact by
-// construction (nothing is buffered).
+// subscription is a memlog eventlog.Subscription: a cursor set read straight
+// from the log's slices, so Add and Remove are exact by construction (nothing
+// is buffered).
 type subscription struct {
-	log *Log
-
-	mu      sync.Mutex
-	next    map[int32]int64 // consumed partition -> next offset to deliver
-	changed chan struct{}   // closed and replaced on Add, Remove and Close
-	closed  bool
+	log     *Log
+	cursors *cursor.Set
 }
 
 func (s *subscription) Add(p int32, offset int64) error {
 	if err := s.log.checkPartition(p); err != nil {
 		return err
 	}
-	if offset < 0 {
-		return fmt.Errorf("memlog: add partition %d at negative offset %d: %w", p, offset, rlmm.ErrInvalidArgument)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("memlog: add: %w", rlmm.ErrClosed)
-	}
-	s.next[p] = offset
-	s.wakeLocked()
-	return nil
+	return s.cursors.Add(p, offset)
 }
 
-func (s *subscription) Remove(p int32) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("memlog: remove: %w", rlmm.ErrClosed)
-	}
-	delete(s.next, p)
-	s.wakeLocked()
-	return nil
-}
+func (s *subscription) Remove(p int32) error { return s.cursors.Remove(p) }
 
-func (s *subscription) wakeLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+func (s *subscription) Close() error { return s.cursors.Close() }
 
 func (s *subscription) Poll(ctx context.Context) ([]eventlog.Record, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		recs, changed, appended, err := s.collect()
-		if err != nil || len(recs) > 0 {
-			return recs, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-changed:
-		case <-appended:
-		}
-	}
+	return s.cursors.Poll(ctx, s.log.collect)
 }
 
-// collect gathers up to maxPollRecords available records of the consumed
-// partitions and advances their next offsets. With nothing available it
-// returns the channels to wait on.
-func (s *subscription) collect() ([]eventlog.Record, <-chan struct{}, <-chan struct{}, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, nil, nil, fmt.Errorf("memlog: poll: %w", rlmm.ErrClosed)
-	}
-	l := s.log
+// collect gathers up to maxPollRecords available records from the given next
+// offsets. With nothing available it returns the channel to wait on.
+func (l *Log) collect(next iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, nil, nil, fmt.Errorf("memlog: poll: log %w", rlmm.ErrClosed)
+		return nil, nil, fmt.Errorf("memlog: poll: log %w", rlmm.ErrClosed)
 	}
 	var recs []eventlog.Record
 	var size int
-	for p, next := range s.next {
+	for p, from := range next {
 		part := l.records[p]
-		for o := next; o < int64(len(part)) && len(recs) < maxPollRecords; o++ {
+		for o := from; o < int64(len(part)) && len(recs) < maxPollRecords; o++ {
 			recs = append(recs, eventlog.Record{Partition: p, Offset: o, Value: part[o]})
 			size += len(part[o])
 		}
 	}
 	if len(recs) == 0 {
-		return nil, s.changed, l.appended, nil
+		return nil, l.appended, nil
 	}
 	// One allocation holds the receiver's copies; capped sub-slices keep an
 	// append by the receiver from spilling into its neighbour.
@@ -215,17 +170,6 @@ func (s *subscription) collect() ([]eventlog.Record, <-chan struct{}, <-chan str
 		start := len(buf)
 		buf = append(buf, recs[i].Value...)
 		recs[i].Value = buf[start:len(buf):len(buf)]
-		s.next[recs[i].Partition] = recs[i].Offset + 1
 	}
-	return recs, nil, nil, nil
-}
-
-func (s *subscription) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		close(s.changed)
-	}
-	return nil
+	return recs, nil, nil
 }
