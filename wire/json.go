@@ -39,16 +39,46 @@ type jsonEpoch struct {
 type jsonSegment struct {
 	Type               string        `json:"type"`
 	RemoteLogSegmentID jsonSegmentID `json:"remoteLogSegmentId"`
-	StartOffset        int64         `json:"startOffset"`
-	EndOffset          int64         `json:"endOffset"`
-	BrokerID           int32         `json:"brokerId"`
-	MaxTimestampMs     int64         `json:"maxTimestampMs"`
-	EventTimestampMs   int64         `json:"eventTimestampMs"`
-	LeaderEpochs       []jsonEpoch   `json:"segmentLeaderEpochs"`
-	SizeInBytes        int32         `json:"segmentSizeInBytes"`
-	CustomMetadata     []byte        `json:"customMetadata"`
-	State              string        `json:"state"`
-	TxnIdxEmpty        bool          `json:"txnIdxEmpty"`
+	jsonSegmentFields
+}
+
+// jsonSegmentFields are the fields a segment and a snapshot share, after
+// their different ids; embedded, they keep their place in the JSON object.
+type jsonSegmentFields struct {
+	StartOffset      int64       `json:"startOffset"`
+	EndOffset        int64       `json:"endOffset"`
+	BrokerID         int32       `json:"brokerId"`
+	MaxTimestampMs   int64       `json:"maxTimestampMs"`
+	EventTimestampMs int64       `json:"eventTimestampMs"`
+	LeaderEpochs     []jsonEpoch `json:"segmentLeaderEpochs"`
+	SizeInBytes      int32       `json:"segmentSizeInBytes"`
+	CustomMetadata   []byte      `json:"customMetadata"`
+	State            string      `json:"state"`
+	TxnIdxEmpty      bool        `json:"txnIdxEmpty"`
+}
+
+func toJSONSegmentFields(m *rlmm.SegmentMetadata) jsonSegmentFields {
+	return jsonSegmentFields{
+		StartOffset: m.StartOffset, EndOffset: m.EndOffset, BrokerID: m.BrokerID,
+		MaxTimestampMs: m.MaxTimestampMs, EventTimestampMs: m.EventTimestampMs,
+		LeaderEpochs: toJSONEpochs(m.LeaderEpochs), SizeInBytes: m.SizeInBytes,
+		CustomMetadata: m.CustomMetadata, State: m.State.String(), TxnIdxEmpty: m.TxnIndexEmpty,
+	}
+}
+
+// metadata is the segment with id these fields describe; typ names the
+// event type in an error about the state.
+func (j *jsonSegmentFields) metadata(id rlmm.SegmentID, typ string) (rlmm.SegmentMetadata, error) {
+	st, err := rlmm.ParseSegmentState(j.State)
+	if err != nil {
+		return rlmm.SegmentMetadata{}, fmt.Errorf("wire: %s JSON: %w", typ, err)
+	}
+	return rlmm.SegmentMetadata{
+		ID:          id,
+		StartOffset: j.StartOffset, EndOffset: j.EndOffset, MaxTimestampMs: j.MaxTimestampMs,
+		BrokerID: j.BrokerID, EventTimestampMs: j.EventTimestampMs, LeaderEpochs: fromJSONEpochs(j.LeaderEpochs),
+		SizeInBytes: j.SizeInBytes, CustomMetadata: j.CustomMetadata, State: st, TxnIndexEmpty: j.TxnIdxEmpty,
+	}, nil
 }
 
 type jsonUpdate struct {
@@ -69,18 +99,9 @@ type jsonPartitionDelete struct {
 }
 
 type jsonSnapshot struct {
-	Type             string      `json:"type"`
-	SegmentID        rlmm.Uuid   `json:"segmentId"`
-	StartOffset      int64       `json:"startOffset"`
-	EndOffset        int64       `json:"endOffset"`
-	BrokerID         int32       `json:"brokerId"`
-	MaxTimestampMs   int64       `json:"maxTimestampMs"`
-	EventTimestampMs int64       `json:"eventTimestampMs"`
-	LeaderEpochs     []jsonEpoch `json:"segmentLeaderEpochs"`
-	SizeInBytes      int32       `json:"segmentSizeInBytes"`
-	CustomMetadata   []byte      `json:"customMetadata"`
-	State            string      `json:"state"`
-	TxnIdxEmpty      bool        `json:"txnIdxEmpty"`
+	Type      string    `json:"type"`
+	SegmentID rlmm.Uuid `json:"segmentId"`
+	jsonSegmentFields
 }
 
 func toJSONTP(tp rlmm.TopicIDPartition) jsonTopicIDPartition {
@@ -119,10 +140,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		return json.Marshal(jsonSegment{
 			Type:               jsonTypeSegment,
 			RemoteLogSegmentID: jsonSegmentID{TopicIDPartition: toJSONTP(m.ID.TopicIDPartition), ID: m.ID.ID},
-			StartOffset:        m.StartOffset, EndOffset: m.EndOffset, BrokerID: m.BrokerID,
-			MaxTimestampMs: m.MaxTimestampMs, EventTimestampMs: m.EventTimestampMs,
-			LeaderEpochs: toJSONEpochs(m.LeaderEpochs), SizeInBytes: m.SizeInBytes,
-			CustomMetadata: m.CustomMetadata, State: m.State.String(), TxnIdxEmpty: m.TxnIndexEmpty,
+			jsonSegmentFields:  toJSONSegmentFields(m),
 		})
 	case KeyUpdate:
 		u := &e.Update
@@ -140,13 +158,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		})
 	case KeySnapshot:
 		m := &e.Segment
-		return json.Marshal(jsonSnapshot{
-			Type: jsonTypeSnapshot, SegmentID: m.ID.ID,
-			StartOffset: m.StartOffset, EndOffset: m.EndOffset, BrokerID: m.BrokerID,
-			MaxTimestampMs: m.MaxTimestampMs, EventTimestampMs: m.EventTimestampMs,
-			LeaderEpochs: toJSONEpochs(m.LeaderEpochs), SizeInBytes: m.SizeInBytes,
-			CustomMetadata: m.CustomMetadata, State: m.State.String(), TxnIdxEmpty: m.TxnIndexEmpty,
-		})
+		return json.Marshal(jsonSnapshot{Type: jsonTypeSnapshot, SegmentID: m.ID.ID, jsonSegmentFields: toJSONSegmentFields(m)})
 	}
 	return nil, fmt.Errorf("%w: wire: cannot marshal an event with unknown key %d", rlmm.ErrInvalidArgument, int16(e.Key))
 }
@@ -176,16 +188,11 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		if err := strict(&j); err != nil {
 			return err
 		}
-		st, err := rlmm.ParseSegmentState(j.State)
+		m, err := j.metadata(rlmm.SegmentID{TopicIDPartition: fromJSONTP(j.RemoteLogSegmentID.TopicIDPartition), ID: j.RemoteLogSegmentID.ID}, head.Type)
 		if err != nil {
-			return fmt.Errorf("wire: %s JSON: %w", head.Type, err)
+			return err
 		}
-		out = SegmentEvent(rlmm.SegmentMetadata{
-			ID:          rlmm.SegmentID{TopicIDPartition: fromJSONTP(j.RemoteLogSegmentID.TopicIDPartition), ID: j.RemoteLogSegmentID.ID},
-			StartOffset: j.StartOffset, EndOffset: j.EndOffset, MaxTimestampMs: j.MaxTimestampMs,
-			BrokerID: j.BrokerID, EventTimestampMs: j.EventTimestampMs, LeaderEpochs: fromJSONEpochs(j.LeaderEpochs),
-			SizeInBytes: j.SizeInBytes, CustomMetadata: j.CustomMetadata, State: st, TxnIndexEmpty: j.TxnIdxEmpty,
-		})
+		out = SegmentEvent(m)
 	case jsonTypeUpdate:
 		var j jsonUpdate
 		if err := strict(&j); err != nil {
@@ -217,16 +224,11 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		if err := strict(&j); err != nil {
 			return err
 		}
-		st, err := rlmm.ParseSegmentState(j.State)
+		m, err := j.metadata(rlmm.SegmentID{ID: j.SegmentID}, head.Type)
 		if err != nil {
-			return fmt.Errorf("wire: %s JSON: %w", head.Type, err)
+			return err
 		}
-		out = Event{Key: KeySnapshot, Segment: rlmm.SegmentMetadata{
-			ID:          rlmm.SegmentID{ID: j.SegmentID},
-			StartOffset: j.StartOffset, EndOffset: j.EndOffset, MaxTimestampMs: j.MaxTimestampMs,
-			BrokerID: j.BrokerID, EventTimestampMs: j.EventTimestampMs, LeaderEpochs: fromJSONEpochs(j.LeaderEpochs),
-			SizeInBytes: j.SizeInBytes, CustomMetadata: j.CustomMetadata, State: st, TxnIndexEmpty: j.TxnIdxEmpty,
-		}}
+		out = Event{Key: KeySnapshot, Segment: m}
 	default:
 		return fmt.Errorf("%w: wire: event JSON: unknown type %q", rlmm.ErrInvalidArgument, head.Type)
 	}
