@@ -38,16 +38,7 @@ func appendEventText(dst []byte, e *Event) []byte {
 		dst = appendField(dst, ", brokerId=", int64(m.BrokerID))
 		dst = appendField(dst, ", maxTimestampMs=", m.MaxTimestampMs)
 		dst = appendField(dst, ", eventTimestampMs=", m.EventTimestampMs)
-		dst = append(dst, ", segmentLeaderEpochs="...)
-		dst = appendEpochsText(dst, m.LeaderEpochs)
-		dst = appendField(dst, ", segmentSizeInBytes=", int64(m.SizeInBytes))
-		dst = append(dst, ", customMetadata="...)
-		dst = appendCustomText(dst, m.CustomMetadata)
-		dst = append(dst, ", state="...)
-		dst = append(dst, m.State.String()...)
-		dst = append(dst, ", txnIdxEmpty="...)
-		dst = strconv.AppendBool(dst, m.TxnIndexEmpty)
-		return append(dst, '}')
+		return appendSegmentTailText(dst, m)
 	case KeyUpdate:
 		u := &e.Update
 		dst = append(dst, "RemoteLogSegmentMetadataUpdate{remoteLogSegmentId="...)
@@ -75,18 +66,24 @@ func appendEventText(dst []byte, e *Event) []byte {
 		dst = appendField(dst, ", startOffset=", m.StartOffset)
 		dst = appendField(dst, ", endOffset=", m.EndOffset)
 		dst = appendField(dst, ", maxTimestampMs=", m.MaxTimestampMs)
-		dst = append(dst, ", segmentLeaderEpochs="...)
-		dst = appendEpochsText(dst, m.LeaderEpochs)
-		dst = appendField(dst, ", segmentSizeInBytes=", int64(m.SizeInBytes))
-		dst = append(dst, ", customMetadata="...)
-		dst = appendCustomText(dst, m.CustomMetadata)
-		dst = append(dst, ", state="...)
-		dst = append(dst, m.State.String()...)
-		dst = append(dst, ", txnIdxEmpty="...)
-		dst = strconv.AppendBool(dst, m.TxnIndexEmpty)
-		return append(dst, '}')
+		return appendSegmentTailText(dst, m)
 	}
 	return append(dst, "Event{key="+e.Key.String()+"}"...)
+}
+
+// appendSegmentTailText appends the fields a segment's and a snapshot's
+// toString share, from the leader epochs to the end.
+func appendSegmentTailText(dst []byte, m *rlmm.SegmentMetadata) []byte {
+	dst = append(dst, ", segmentLeaderEpochs="...)
+	dst = appendEpochsText(dst, m.LeaderEpochs)
+	dst = appendField(dst, ", segmentSizeInBytes=", int64(m.SizeInBytes))
+	dst = append(dst, ", customMetadata="...)
+	dst = appendCustomText(dst, m.CustomMetadata)
+	dst = append(dst, ", state="...)
+	dst = append(dst, m.State.String()...)
+	dst = append(dst, ", txnIdxEmpty="...)
+	dst = strconv.AppendBool(dst, m.TxnIndexEmpty)
+	return append(dst, '}')
 }
 
 func appendField(dst []byte, label string, v int64) []byte {
