@@ -202,6 +202,28 @@ func pollQuiet(t *testing.T, sub eventlog.Subscription, d time.Duration) []event
 	}
 }
 
+// pollUnblockedBy starts a Poll with ctx, lets it block, calls unblock, and
+// checks that the Poll returns an error wrapping want within
+// deliveryTimeout; what names the event for the failure message.
+func pollUnblockedBy(t *testing.T, ctx context.Context, sub eventlog.Subscription, what string, unblock func(), want error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := sub.Poll(ctx)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let Poll block (not required for correctness)
+	unblock()
+	select {
+	case err := <-done:
+		if !errors.Is(err, want) {
+			t.Fatalf("Poll after %s: got %v, want %v", what, err, want)
+		}
+	case <-time.After(deliveryTimeout):
+		t.Fatalf("Poll did not return within %v of %s", deliveryTimeout, what)
+	}
+}
+
 // checkSequence checks that recs (of one partition, in delivery order) are
 // exactly the offsets from..from+len-1 with the values value(p, offset).
 func checkSequence(t *testing.T, p int32, recs []eventlog.Record, from int64) {
@@ -599,21 +621,7 @@ func testContextCancelPoll(t *testing.T, open Open) {
 	sub := subscribe(t, l)
 	add(t, sub, 0, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := sub.Poll(ctx)
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // let Poll block (not required for correctness)
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Poll after cancel: got %v, want context.Canceled", err)
-		}
-	case <-time.After(deliveryTimeout):
-		t.Fatalf("Poll did not return within %v of its context being cancelled", deliveryTimeout)
-	}
+	pollUnblockedBy(t, ctx, sub, "its context being cancelled", cancel, context.Canceled)
 	// The subscription still works afterwards.
 	publishN(t, l, 0, 0, 1)
 	checkSequence(t, 0, pollUntil(t, sub, 1, deliveryTimeout), 0)
@@ -646,23 +654,11 @@ func testCloseUnblocksPoll(t *testing.T, open Open) {
 		t.Fatalf("Subscribe: %v", err)
 	}
 	add(t, sub, 0, 0)
-	done := make(chan error, 1)
-	go func() {
-		_, err := sub.Poll(context.Background())
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := l.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, rlmm.ErrClosed) {
-			t.Fatalf("Poll blocked while the log closed: got %v, want rlmm.ErrClosed", err)
+	pollUnblockedBy(t, context.Background(), sub, "the log closing", func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
-	case <-time.After(deliveryTimeout):
-		t.Fatalf("Poll did not return within %v of the log closing", deliveryTimeout)
-	}
+	}, rlmm.ErrClosed)
 	if err := sub.Close(); err != nil && !errors.Is(err, rlmm.ErrClosed) {
 		t.Fatalf("closing a subscription of a closed log: %v", err)
 	}
@@ -675,23 +671,11 @@ func testSubscriptionCloseUnblocksPoll(t *testing.T, open Open) {
 		t.Fatalf("Subscribe: %v", err)
 	}
 	add(t, sub, 0, 0)
-	done := make(chan error, 1)
-	go func() {
-		_, err := sub.Poll(context.Background())
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := sub.Close(); err != nil {
-		t.Fatalf("subscription Close: %v", err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, rlmm.ErrClosed) {
-			t.Fatalf("Poll blocked while its subscription closed: got %v, want rlmm.ErrClosed", err)
+	pollUnblockedBy(t, context.Background(), sub, "its subscription closing", func() {
+		if err := sub.Close(); err != nil {
+			t.Errorf("subscription Close: %v", err)
 		}
-	case <-time.After(deliveryTimeout):
-		t.Fatalf("Poll did not return within %v of its subscription closing", deliveryTimeout)
-	}
+	}, rlmm.ErrClosed)
 	if err := sub.Close(); err != nil && !errors.Is(err, rlmm.ErrClosed) {
 		t.Fatalf("second subscription Close: %v", err)
 	}
