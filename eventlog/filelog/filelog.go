@@ -270,7 +270,7 @@ func (l *Log) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
 	if l.closed {
 		return nil, fmt.Errorf("filelog: subscribe: %w", rlmm.ErrClosed)
 	}
-	return &subscription{log: l, cursors: cursor.New("filelog")}, nil
+	return cursor.New("filelog", l.checkPartition, l.collect), nil
 }
 
 // Close commits the publishes already queued, checkpoints (so the next Open

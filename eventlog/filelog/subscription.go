@@ -1,7 +1,6 @@
 package filelog
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"iter"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
-	"github.com/rlmm-go/rlmm/eventlog/internal/cursor"
 )
 
 // Limits of one Poll, so a subscriber replaying a long partition gets it in
@@ -19,30 +17,10 @@ const (
 	maxPollBytes   = 4 << 20
 )
 
-// subscription reads the segment files directly at its cursor set's offsets:
-// it buffers nothing, so Add and Remove are exact by construction.
-type subscription struct {
-	log     *Log
-	cursors *cursor.Set
-}
-
-func (s *subscription) Add(p int32, offset int64) error {
-	if err := s.log.checkPartition(p); err != nil {
-		return err
-	}
-	return s.cursors.Add(p, offset)
-}
-
-func (s *subscription) Remove(p int32) error { return s.cursors.Remove(p) }
-
-func (s *subscription) Close() error { return s.cursors.Close() }
-
-func (s *subscription) Poll(ctx context.Context) ([]eventlog.Record, error) {
-	return s.cursors.Poll(ctx, s.log.collect)
-}
-
-// collect reads the available records from the given next offsets, within
-// the Poll limits. With nothing available it returns the channel to wait on.
+// collect is the cursor.Collect of the log's subscriptions: it reads the
+// segment files directly at the subscription's next offsets, within the
+// Poll limits, buffering nothing, so Add and Remove are exact by
+// construction. With nothing available it returns the channel to wait on.
 func (l *Log) collect(next iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
 	l.files.RLock()
 	defer l.files.RUnlock()

@@ -105,7 +105,7 @@ func (l *Log) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
 	if l.closed {
 		return nil, fmt.Errorf("memlog: subscribe: %w", rlmm.ErrClosed)
 	}
-	return &subscription{log: l, cursors: cursor.New("memlog")}, nil
+	return cursor.New("memlog", l.checkPartition, l.collect), nil
 }
 
 // Close releases the log; blocked Polls return rlmm.ErrClosed. Records are
@@ -120,31 +120,11 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// subscription is a memlog eventlog.Subscription: a cursor set read straight
-// from the log's slices, so Add and Remove are exact by construction (nothing
-// is buffered).
-type subscription struct {
-	log     *Log
-	cursors *cursor.Set
-}
-
-func (s *subscription) Add(p int32, offset int64) error {
-	if err := s.log.checkPartition(p); err != nil {
-		return err
-	}
-	return s.cursors.Add(p, offset)
-}
-
-func (s *subscription) Remove(p int32) error { return s.cursors.Remove(p) }
-
-func (s *subscription) Close() error { return s.cursors.Close() }
-
-func (s *subscription) Poll(ctx context.Context) ([]eventlog.Record, error) {
-	return s.cursors.Poll(ctx, s.log.collect)
-}
-
-// collect gathers up to maxPollRecords available records from the given next
-// offsets. With nothing available it returns the channel to wait on.
+// collect is the cursor.Collect of the log's subscriptions: it reads up to
+// maxPollRecords available records straight from the log's slices at the
+// subscription's next offsets, buffering nothing, so Add and Remove are
+// exact by construction. With nothing available it returns the channel to
+// wait on.
 func (l *Log) collect(next iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -11,11 +11,14 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 )
 
-// Set is the consumed partitions of one subscription and the next offset to
-// deliver from each. Create it with New; all methods are safe for concurrent
-// use.
+// Set is one subscription of a log that reads its records in place: the
+// consumed partitions and the next offset to deliver from each. It is the
+// log's eventlog.Subscription. Create it with New; all methods are safe for
+// concurrent use.
 type Set struct {
-	logName string // error prefix: "memlog", "filelog"
+	logName string              // error prefix: "memlog", "filelog"
+	check   func(p int32) error // the log's partition-range check
+	collect Collect             // reads the log at the set's positions
 
 	mu      sync.Mutex
 	next    map[int32]int64 // consumed partition -> next offset to deliver
@@ -23,14 +26,20 @@ type Set struct {
 	closed  bool
 }
 
-// New returns an empty set whose errors start with logName.
-func New(logName string) *Set {
-	return &Set{logName: logName, next: make(map[int32]int64), changed: make(chan struct{})}
+var _ eventlog.Subscription = (*Set)(nil)
+
+// New returns an empty set of a log whose errors start with logName, whose
+// partitions check accepts, and whose records collect reads.
+func New(logName string, check func(p int32) error, collect Collect) *Set {
+	return &Set{logName: logName, check: check, collect: collect, next: make(map[int32]int64), changed: make(chan struct{})}
 }
 
 // Add consumes partition p from offset on (replacing its position if p is
-// already consumed). The caller checks that p exists in its log.
+// already consumed).
 func (s *Set) Add(p int32, offset int64) error {
+	if err := s.check(p); err != nil {
+		return err
+	}
 	if offset < 0 {
 		return fmt.Errorf("%s: add partition %d at negative offset %d: %w", s.logName, p, offset, rlmm.ErrInvalidArgument)
 	}
@@ -81,15 +90,15 @@ func (s *Set) Close() error {
 // append (taken before reading, so an append after the read still wakes).
 type Collect func(next iter.Seq2[int32, int64]) (recs []eventlog.Record, appended <-chan struct{}, err error)
 
-// Poll calls collect until it returns records or an error, advancing each
-// partition past the last record delivered, and in between waits for an
-// append, a change to the set, or ctx.
-func (s *Set) Poll(ctx context.Context, collect Collect) ([]eventlog.Record, error) {
+// Poll calls the log's collect until it returns records or an error,
+// advancing each partition past the last record delivered, and in between
+// waits for an append, a change to the set, or ctx.
+func (s *Set) Poll(ctx context.Context) ([]eventlog.Record, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		recs, changed, appended, err := s.collectOnce(collect)
+		recs, changed, appended, err := s.collectOnce()
 		if err != nil || len(recs) > 0 {
 			return recs, err
 		}
@@ -102,15 +111,15 @@ func (s *Set) Poll(ctx context.Context, collect Collect) ([]eventlog.Record, err
 	}
 }
 
-// collectOnce runs collect under the lock and advances the positions past
+// collectOnce runs s.collect under the lock and advances the positions past
 // what it returns; with nothing returned it gives the channels to wait on.
-func (s *Set) collectOnce(collect Collect) ([]eventlog.Record, <-chan struct{}, <-chan struct{}, error) {
+func (s *Set) collectOnce() ([]eventlog.Record, <-chan struct{}, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, nil, nil, fmt.Errorf("%s: poll: subscription %w", s.logName, rlmm.ErrClosed)
 	}
-	recs, appended, err := collect(maps.All(s.next))
+	recs, appended, err := s.collect(maps.All(s.next))
 	if err != nil {
 		return nil, nil, nil, err
 	}

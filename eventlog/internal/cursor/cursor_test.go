@@ -10,6 +10,9 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 )
 
+// anyPartition is a partition check that accepts every partition.
+func anyPartition(int32) error { return nil }
+
 // TestPollAdvancesPastLastRecordOfEachPartition checks the position rule on
 // record orders a log may return: grouped by partition or interleaved.
 func TestPollAdvancesPastLastRecordOfEachPartition(t *testing.T) {
@@ -24,7 +27,9 @@ func TestPollAdvancesPastLastRecordOfEachPartition(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New("testlog")
+			s := New("testlog", anyPartition, func(iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
+				return tc.recs, nil, nil
+			})
 			defer s.Close()
 			if err := s.Add(0, 3); err != nil {
 				t.Fatal(err)
@@ -32,9 +37,7 @@ func TestPollAdvancesPastLastRecordOfEachPartition(t *testing.T) {
 			if err := s.Add(1, 0); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.Poll(context.Background(), func(iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
-				return tc.recs, nil, nil
-			})
+			got, err := s.Poll(context.Background())
 			if err != nil || len(got) != len(tc.recs) {
 				t.Fatalf("Poll = %d records, %v; want %d", len(got), err, len(tc.recs))
 			}
@@ -56,13 +59,13 @@ func TestPollAdvancesPastLastRecordOfEachPartition(t *testing.T) {
 // TestClosedSetRefusesWithPrefixedErrClosed checks that each call on a
 // closed set wraps rlmm.ErrClosed, and that Close wakes a waiting Poll.
 func TestClosedSetRefusesWithPrefixedErrClosed(t *testing.T) {
-	s := New("testlog")
 	never := make(chan struct{})
+	s := New("testlog", anyPartition, func(iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
+		return nil, never, nil
+	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Poll(context.Background(), func(iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan struct{}, error) {
-			return nil, never, nil
-		})
+		_, err := s.Poll(context.Background())
 		done <- err
 	}()
 	if err := s.Close(); err != nil {

@@ -1,7 +1,8 @@
-// Package cursor is the consumer side shared by the logs that read their
+// Package cursor is the subscription shared by the logs that read their
 // records in place (memlog and filelog): a Set of consumed partitions with
 // the next offset to deliver from each, and the Poll loop that waits for an
-// append or a change to the set.
+// append or a change to the set. Each log supplies only its partition check
+// and the function that reads its records.
 //
 // Because a Set buffers nothing (a log's collect function reads straight
 // from its storage at the Set's offsets), Add and Remove are exact: the next
