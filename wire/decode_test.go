@@ -134,14 +134,7 @@ func TestDecodeCustomMetadataDoesNotAlias(t *testing.T) {
 	m := basicSegment()
 	m.CustomMetadata = []byte("plugin-data")
 	e := SegmentEvent(m)
-	b, err := AppendEvent(nil, &e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := DecodeEvent(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, b := roundTrip(t, &e)
 	for i := range b {
 		b[i] = 0xff
 	}
@@ -163,14 +156,7 @@ func TestDecodeCustomMetadataThreeWays(t *testing.T) {
 			Event{Key: KeySnapshot, Segment: snap},
 			UpdateEvent(rlmm.SegmentUpdate{ID: segID, CustomMetadata: c, State: rlmm.CopySegmentFinished}),
 		} {
-			b, err := AppendEvent(nil, &e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := DecodeEvent(b)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, _ := roundTrip(t, &e)
 			gc := got.customMetadata()
 			if (gc == nil) != (c == nil) || string(gc) != string(c) {
 				t.Errorf("%s: custom metadata %#v came back as %#v", e.Key, c, gc)

@@ -279,3 +279,18 @@ func segWith(f func(m *rlmm.SegmentMetadata)) Event {
 	f(&m)
 	return SegmentEvent(m)
 }
+
+// roundTrip encodes e and decodes the bytes, failing the test on either
+// error; it returns the decoded event and the encoding.
+func roundTrip(t *testing.T, e *Event) (Event, []byte) {
+	t.Helper()
+	b, err := AppendEvent(nil, e)
+	if err != nil {
+		t.Fatalf("AppendEvent(%s): %v", e.String(), err)
+	}
+	got, err := DecodeEvent(b)
+	if err != nil {
+		t.Fatalf("DecodeEvent(%x): %v", b, err)
+	}
+	return got, b
+}
