@@ -26,6 +26,22 @@ func reportLatency(b *testing.B, samples []time.Duration) {
 	b.ReportMetric(float64(samples[len(samples)*99/100].Nanoseconds()), "p99-ns")
 }
 
+// benchLatency times op once per iteration (i counts from 0) and reports
+// the latency percentiles; a failing op fails the benchmark.
+func benchLatency(b *testing.B, op func(i int) error) {
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if err := op(i); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	reportLatency(b, samples)
+}
+
 // BenchmarkRawWriteFdatasync is the floor a durable publish stands on: one
 // 200-byte append and one fdatasync of a plain file on the same disk.
 func BenchmarkRawWriteFdatasync(b *testing.B) {
@@ -44,21 +60,13 @@ func benchRawSync(b *testing.B, sync func(*os.File) error) {
 	}
 	defer f.Close()
 	buf := make([]byte, benchValueSize)
-	samples := make([]time.Duration, 0, b.N)
 	b.SetBytes(benchValueSize)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
+	benchLatency(b, func(int) error {
 		if _, err := f.Write(buf); err != nil {
-			b.Fatal(err)
+			return err
 		}
-		if err := sync(f); err != nil {
-			b.Fatal(err)
-		}
-		samples = append(samples, time.Since(start))
-	}
-	b.StopTimer()
-	reportLatency(b, samples)
+		return sync(f)
+	})
 }
 
 // BenchmarkPublishLatency is one publisher, one record at a time, into a
@@ -68,18 +76,11 @@ func BenchmarkPublishLatency(b *testing.B) {
 	defer mustClose(b, l)
 	ctx := context.Background()
 	value := make([]byte, benchValueSize)
-	samples := make([]time.Duration, 0, b.N)
 	b.SetBytes(benchValueSize)
-	b.ResetTimer()
-	for i := range b.N {
-		start := time.Now()
-		if _, err := l.Publish(ctx, int32(i%50), value); err != nil {
-			b.Fatal(err)
-		}
-		samples = append(samples, time.Since(start))
-	}
-	b.StopTimer()
-	reportLatency(b, samples)
+	benchLatency(b, func(i int) error {
+		_, err := l.Publish(ctx, int32(i%50), value)
+		return err
+	})
 }
 
 // BenchmarkPublishConcurrent is 64 publishers, each publishing one record
@@ -180,25 +181,20 @@ func BenchmarkPublishToDelivered(b *testing.B) {
 		b.Fatal(err)
 	}
 	value := make([]byte, benchValueSize)
-	samples := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
+	benchLatency(b, func(int) error {
 		off, err := l.Publish(ctx, 7, value)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		for delivered := false; !delivered; {
 			recs, err := sub.Poll(ctx)
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
 			delivered = recs[len(recs)-1].Offset >= off
 		}
-		samples = append(samples, time.Since(start))
-	}
-	b.StopTimer()
-	reportLatency(b, samples)
+		return nil
+	})
 }
 
 // BenchmarkOpen reopens a cleanly closed log of 200,000 records in 50

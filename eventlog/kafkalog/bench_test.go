@@ -50,6 +50,22 @@ func reportLatencies(b *testing.B, prefix string, samples []time.Duration) {
 	b.ReportMetric(float64(samples[len(samples)-1].Nanoseconds())/1e3, prefix+"max-µs")
 }
 
+// benchLatency times op once per iteration and reports its latencies; a
+// failing op fails the benchmark.
+func benchLatency(b *testing.B, op func() error) {
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	reportLatencies(b, "", samples)
+}
+
 // BenchmarkPublishToDelivered measures, for one publisher, the time from
 // calling Publish until a subscription following the partition returns the
 // record ("deliver-"), and until Publish itself returns ("ack-").
@@ -112,17 +128,9 @@ func BenchmarkProduceSyncRTT(b *testing.B) {
 			defer cl.Close()
 			ctx := context.Background()
 			value := make([]byte, benchValueSize)
-			samples := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: value}).FirstErr(); err != nil {
-					b.Fatal(err)
-				}
-				samples = append(samples, time.Since(start))
-			}
-			b.StopTimer()
-			reportLatencies(b, "", samples)
+			benchLatency(b, func() error {
+				return cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: value}).FirstErr()
+			})
 		})
 	}
 }
@@ -162,17 +170,10 @@ func BenchmarkPublish(b *testing.B) {
 			l := openLog(b, testConfig(b, target.addrs(b), 1))
 			ctx := context.Background()
 			value := make([]byte, benchValueSize)
-			samples := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				if _, err := l.Publish(ctx, 0, value); err != nil {
-					b.Fatal(err)
-				}
-				samples = append(samples, time.Since(start))
-			}
-			b.StopTimer()
-			reportLatencies(b, "", samples)
+			benchLatency(b, func() error {
+				_, err := l.Publish(ctx, 0, value)
+				return err
+			})
 		})
 	}
 }
