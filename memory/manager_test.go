@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -850,5 +851,81 @@ func TestExtremeOffsets(t *testing.T) {
 	mustOK(t, m.UpdateSegment(ctx, upd(tpFoo, 2, rlmm.DeleteSegmentStarted)))
 	if got := lookupNo(t, m, tpFoo, 0, maxOff); got != -1 {
 		t.Errorf("lookup after delete = s%d", got)
+	}
+}
+
+// TestImportLargeParallel imports enough segments for the parallel build,
+// with custom metadata and multi-epoch segments (carved from slabs):
+// the cache matches the input even after the caller overwrites it, a later
+// update of one segment's custom metadata leaves its neighbours' alone, and
+// with two invalid states the error names the first one in order and
+// nothing is published.
+func TestImportLargeParallel(t *testing.T) {
+	const parts, perPart = 8, 300 // 2,400 segments: above parallelImportSegments
+	build := func() []PartitionState {
+		var states []PartitionState
+		for p := range parts {
+			tp := rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(9, int64(p)), Topic: "big", Partition: int32(p)}
+			st := PartitionState{TopicIDPartition: tp}
+			for k := range perPart {
+				start := int64(k) * 10
+				md := segMD(tp, k, start, start+9)
+				if k%3 == 0 {
+					md.LeaderEpochs = []rlmm.EpochStart{ep(0, start), ep(1, start+5)}
+				}
+				if k%2 == 0 {
+					md.CustomMetadata = []byte{byte(p), byte(k), byte(k >> 8)}
+				}
+				md.State = rlmm.CopySegmentFinished
+				st.Segments = append(st.Segments, md)
+			}
+			states = append(states, st)
+		}
+		return states
+	}
+	in, want := build(), build()
+	m := New()
+	mustOK(t, m.Import(in))
+	for i := range in { // the caller reuses its buffers
+		for k := range in[i].Segments {
+			md := &in[i].Segments[k]
+			for j := range md.CustomMetadata {
+				md.CustomMetadata[j] = 0xff
+			}
+			for j := range md.LeaderEpochs {
+				md.LeaderEpochs[j].Epoch = 99
+			}
+		}
+	}
+	ref := New()
+	mustOK(t, ref.Import(want))
+	if err := equalStates(m.Export(nil), ref.Export(nil)); err != nil {
+		t.Fatalf("after the input was overwritten: %v", err)
+	}
+
+	tp0 := want[0].TopicIDPartition
+	u := upd(tp0, 2, rlmm.DeleteSegmentStarted)
+	u.CustomMetadata = []byte("a longer custom metadata than the slab's three bytes")
+	mustOK(t, m.UpdateSegment(ctx, u))
+	list, err := m.ListSegments(tp0)
+	mustOK(t, err)
+	for _, md := range list {
+		k := segNo(md)
+		wantCustom := want[0].Segments[k].CustomMetadata
+		if k == 2 {
+			wantCustom = u.CustomMetadata
+		}
+		if !slices.Equal(md.CustomMetadata, wantCustom) || (md.CustomMetadata == nil) != (wantCustom == nil) {
+			t.Errorf("segment %d's custom metadata = %v after segment 2's update, want %v", k, md.CustomMetadata, wantCustom)
+		}
+	}
+
+	bad := build()
+	bad[5].Segments[7].EndOffset = -1
+	bad[6].Segments[1].ID = bad[6].Segments[0].ID
+	other := New()
+	err = unchanged(t, other, func() error { return other.Import(bad) })
+	if !errors.Is(err, rlmm.ErrInvalidArgument) || !strings.Contains(err.Error(), bad[5].TopicIDPartition.String()) {
+		t.Errorf("err = %v, want ErrInvalidArgument naming %s (the first invalid state)", err, bad[5].TopicIDPartition)
 	}
 }
