@@ -49,24 +49,12 @@ func testRandomAssignmentChanges(t *testing.T, l *Log, steps int) {
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: stops the publishers on a failure
 	pubErr := make(chan error, parts)
-	for p := range parts {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				off, err := l.Publish(ctx, p, recordValue(p, i))
-				if err != nil {
-					if ctx.Err() == nil {
-						pubErr <- fmt.Errorf("publish %d to %d: %w", i, p, err)
-					}
-					return
-				}
-				if off != int64(i) {
-					pubErr <- fmt.Errorf("publish %d to %d got offset %d", i, p, off)
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-		})
-	}
+	publishContinuously(ctx, &wg, l, time.Millisecond, pubErr, func(p int32, i int, off int64) error {
+		if off != int64(i) {
+			return fmt.Errorf("publish %d to %d got offset %d", i, p, off)
+		}
+		return nil
+	})
 
 	sub := subscribeLog(t, l)
 	next := map[int32]int64{} // the model: consumed partitions and their next offset
@@ -224,20 +212,10 @@ func testConcurrentAssignmentChanges(t *testing.T, l *Log, polls int) {
 
 	var published [64]atomicInt64
 	errs := make(chan error, parts+1)
-	for p := range parts {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				if _, err := l.Publish(ctx, p, recordValue(p, i)); err != nil {
-					if ctx.Err() == nil {
-						errs <- fmt.Errorf("publish %d to %d: %w", i, p, err)
-					}
-					return
-				}
-				published[p].Store(int64(i + 1))
-				time.Sleep(500 * time.Microsecond)
-			}
-		})
-	}
+	publishContinuously(ctx, &wg, l, 500*time.Microsecond, errs, func(p int32, i int, _ int64) error {
+		published[p].Store(int64(i + 1))
+		return nil
+	})
 
 	sub := subscribeLog(t, l)
 	var (

@@ -181,3 +181,29 @@ func pollN(t testing.TB, s eventlog.Subscription, n int) []eventlog.Record {
 
 // recordValue is the value the tests publish as record i of partition p.
 func recordValue(p int32, i int) []byte { return fmt.Appendf(nil, "p%d-r%d", p, i) }
+
+// publishContinuously starts, under wg, one publisher per partition of l
+// until ctx ends: record i of partition p is recordValue(p, i), one every
+// pause. After each, published(p, i, offset) checks or records it. A failed
+// publish (ctx still live) or check is sent to errs (one slot per partition
+// needed) and stops that publisher.
+func publishContinuously(ctx context.Context, wg *sync.WaitGroup, l *Log, pause time.Duration, errs chan<- error, published func(p int32, i int, off int64) error) {
+	for p := range l.Partitions() {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				off, err := l.Publish(ctx, p, recordValue(p, i))
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- fmt.Errorf("publish %d to %d: %w", i, p, err)
+					}
+					return
+				}
+				if err := published(p, i, off); err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(pause)
+			}
+		})
+	}
+}
