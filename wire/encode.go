@@ -52,12 +52,7 @@ func AppendEvent(dst []byte, e *Event) ([]byte, error) {
 	case KeySegment:
 		m := &e.Segment
 		dst = appendSegmentID(dst, &m.ID)
-		dst = kbin.AppendInt64(dst, m.StartOffset)
-		dst = kbin.AppendInt64(dst, m.EndOffset)
-		dst = kbin.AppendInt32(dst, m.BrokerID)
-		dst = kbin.AppendInt64(dst, m.MaxTimestampMs)
-		dst = kbin.AppendInt64(dst, m.EventTimestampMs)
-		dst = appendSegmentTail(dst, m)
+		dst = appendSegmentFields(dst, m)
 	case KeyUpdate:
 		u := &e.Update
 		dst = appendSegmentID(dst, &u.ID)
@@ -74,12 +69,7 @@ func AppendEvent(dst []byte, e *Event) ([]byte, error) {
 	case KeySnapshot:
 		m := &e.Segment
 		dst = kbin.AppendUuid(dst, m.ID.ID)
-		dst = kbin.AppendInt64(dst, m.StartOffset)
-		dst = kbin.AppendInt64(dst, m.EndOffset)
-		dst = kbin.AppendInt32(dst, m.BrokerID)
-		dst = kbin.AppendInt64(dst, m.MaxTimestampMs)
-		dst = kbin.AppendInt64(dst, m.EventTimestampMs)
-		dst = appendSegmentTail(dst, m)
+		dst = appendSegmentFields(dst, m)
 	}
 	return dst, nil
 }
@@ -153,10 +143,16 @@ func appendSegmentID(dst []byte, id *rlmm.SegmentID) []byte {
 	return append(dst, 0)
 }
 
-// appendSegmentTail writes what segment and snapshot records share after the
-// timestamps: epochs, size, custom metadata, state and the top-level tagged
-// fields (TxnIndexEmpty, tag 0, only when true).
-func appendSegmentTail(dst []byte, m *rlmm.SegmentMetadata) []byte {
+// appendSegmentFields writes what segment and snapshot records share after
+// their ids: offsets, broker, timestamps, epochs, size, custom metadata,
+// state and the top-level tagged fields (TxnIndexEmpty, tag 0, only when
+// true).
+func appendSegmentFields(dst []byte, m *rlmm.SegmentMetadata) []byte {
+	dst = kbin.AppendInt64(dst, m.StartOffset)
+	dst = kbin.AppendInt64(dst, m.EndOffset)
+	dst = kbin.AppendInt32(dst, m.BrokerID)
+	dst = kbin.AppendInt64(dst, m.MaxTimestampMs)
+	dst = kbin.AppendInt64(dst, m.EventTimestampMs)
 	dst = kbin.AppendCompactArrayLen(dst, len(m.LeaderEpochs))
 	for _, le := range m.LeaderEpochs {
 		dst = kbin.AppendInt32(dst, le.Epoch)
