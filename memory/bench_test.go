@@ -152,6 +152,47 @@ func BenchmarkSegmentForOffset(b *testing.B) {
 	})
 }
 
+// BenchmarkSegmentForOffsetUneven is into-1partition with segments of
+// uneven sizes (1 to 400 offsets, drawn at random), where a start guessed
+// from the offset (the envelope's interpolation) is often wrong: the cost
+// of the fallback to the summary search.
+func BenchmarkSegmentForOffsetUneven(b *testing.B) {
+	const segs = 10_000
+	m := New()
+	md := newBenchMD()
+	tp := benchTP(0)
+	var next int64
+	for k := 0; k < segs; k++ {
+		md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(int64(k)+1, rand.Int64())}
+		md.StartOffset = next
+		next += 1 + rand.Int64N(400)
+		md.EndOffset = next - 1
+		md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: 0, StartOffset: md.StartOffset}
+		if err := m.AddSegment(ctx, md); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished, BrokerID: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	offsets := make([]int64, 1<<14)
+	for k := range offsets {
+		offsets[k] = rand.Int64N(next)
+	}
+	var dst rlmm.SegmentMetadata
+	b.ReportAllocs()
+	k := 0
+	start := cpuTime()
+	for b.Loop() {
+		off := offsets[k&(len(offsets)-1)]
+		k++
+		if ok, err := m.SegmentForOffsetInto(tp, 0, off, &dst); !ok || err != nil {
+			b.Fatalf("miss at %d: %v", off, err)
+		}
+	}
+	reportCPU(b, start)
+}
+
 // BenchmarkAddFinish applies an add and a finish (two events) per op, as a
 // broker does for each copied segment, spread over 1,000 partitions.
 func BenchmarkAddFinish(b *testing.B) {
