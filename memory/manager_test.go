@@ -820,6 +820,44 @@ func TestEnvelopeSearch(t *testing.T) {
 	})
 }
 
+func TestEnvelopeSearchAnySpacing(t *testing.T) {
+	// The interpolated guesses of search against a scan, for sorted starts
+	// of any spacing (even, uneven, clustered, at the int64 edges), queried
+	// at, next to and between the starts.
+	rapid.Check(t, func(t *rapid.T) {
+		starts := rapid.SliceOfNDistinct(rapid.Int64(), 1, 200, rapid.ID[int64]).Draw(t, "starts")
+		if rapid.Bool().Draw(t, "dense") {
+			// Mostly even spacing, the case the guess is made for.
+			base := rapid.Int64Range(-1000, 1<<40).Draw(t, "base")
+			for k := range starts {
+				starts[k] = base + int64(k)*100 + rapid.Int64Range(0, 99).Draw(t, "jitter")
+			}
+		}
+		slices.Sort(starts)
+		var v envelope
+		pieces := make([]piece, len(starts))
+		for k, st := range starts {
+			pieces[k] = piece{start: st, seg: int32(k)}
+		}
+		v.replace(0, 0, pieces)
+		xs := rapid.SliceOfN(rapid.Int64(), 0, 50).Draw(t, "xs")
+		for _, st := range starts {
+			xs = append(xs, st-1, st, st+1)
+		}
+		for _, x := range xs {
+			want, _ := slices.BinarySearchFunc(starts, x, func(s, x int64) int {
+				if s < x {
+					return -1
+				}
+				return 1
+			})
+			if got := v.search(x); got != want {
+				t.Fatalf("search(%d) = %d, want %d (starts %v)", x, got, want, starts)
+			}
+		}
+	})
+}
+
 func TestExtremeOffsets(t *testing.T) {
 	// Kafka accepts any epoch start offsets; arithmetic at the int64 edges
 	// must neither panic nor loop.

@@ -254,28 +254,36 @@ func (v *envelope) len() int { return len(v.pieces) }
 // search returns the first index whose start is >= x.
 func (v *envelope) search(x int64) int {
 	// Offsets are dense and segments tend to be of similar size, so the
-	// pieces' starts grow almost linearly: a guess interpolated from the
+	// pieces' starts grow almost linearly: an index interpolated from the
 	// first and last start usually lands on the answer, costing one cache
-	// line instead of a chain of dependent loads down the summary. The
-	// guess is verified; a wrong one falls back to the summary search.
-	if n := len(v.pieces); n >= 2 {
-		first, last := v.pieces[0].start, v.pieces[n-1].start
-		if x <= first {
-			return 0
-		}
-		if x > last {
-			return n
-		}
-		// first < x <= last: the answer k is in [1, n-1], with
-		// pieces[k-1].start < x <= pieces[k].start. The float rounding
-		// (and any overflow of the differences) only makes a guess wrong.
-		g := int(float64(x-first) * float64(n-1) / float64(last-first))
-		g = min(max(g, 1), n-1)
-		if v.pieces[g-1].start < x && x <= v.pieces[g].start {
-			return g
-		}
-		if g+1 < n && v.pieces[g].start < x && x <= v.pieces[g+1].start {
-			return g + 1
+	// line instead of a chain of dependent loads down the summary. A wrong
+	// guess is corrected by the same slope from where it landed (with
+	// uneven segments the error shrinks fast), a few times at most, and
+	// then the summary search decides.
+	n := len(v.pieces)
+	if n < 2 {
+		return v.searchSummary(x)
+	}
+	first, last := v.pieces[0].start, v.pieces[n-1].start
+	if x <= first {
+		return 0
+	}
+	if x > last {
+		return n
+	}
+	// first < x <= last: the answer k is in [1, n-1], with
+	// pieces[k-1].start < x <= pieces[k].start. The float rounding (and
+	// any overflow of the differences) only makes a guess wrong.
+	scale := float64(n-1) / float64(last-first)
+	k := int(float64(x-first)*scale) + 1
+	for range 4 {
+		k = min(max(k, 1), n-1)
+		if below := v.pieces[k-1].start; below >= x {
+			k -= min(max(int(float64(below-x)*scale), 1), n)
+		} else if at := v.pieces[k].start; at < x {
+			k += min(max(int(float64(x-at)*scale), 1), n)
+		} else {
+			return k
 		}
 	}
 	return v.searchSummary(x)
