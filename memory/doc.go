@@ -84,8 +84,11 @@
 // serves updates. Each leader epoch keeps an "envelope": the runs of
 // offsets, sorted by start, each naming the newest finished segment that
 // covers them (a run's end is implied by the next run's start and its
-// segment's end, so it is not stored). A lookup binary-searches a small
-// summary of every fourth start, then one cache line of runs. Finishing a
+// segment's end, so it is not stored). Offsets are dense, so a lookup first
+// interpolates the run's index from the first and last start and checks that
+// guess (one cache line, usually right); if a few corrections miss, it
+// binary-searches a small summary of every fourth start, then one cache line
+// of runs. Finishing a
 // segment paints its range over the envelope; deleting it uncovers what
 // lies beneath, which scans the partition only in epochs where finished
 // segments have ever overlapped. About 120-145 bytes of heap per live

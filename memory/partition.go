@@ -231,7 +231,8 @@ type piece struct {
 }
 
 // envelope holds the pieces of an epoch sorted by start, plus a summary
-// holding the start of every summaryStride-th piece. A lookup
+// holding the start of every summaryStride-th piece. A lookup first tries
+// an index interpolated from the starts (see search); when that misses it
 // binary-searches the small summary (which tends to stay in cache) and then
 // reads one cache line of pieces, instead of missing the cache at every step
 // of a search over all pieces.
@@ -378,7 +379,7 @@ type epochState struct {
 	// delete removes that piece without searching for what lies beneath.
 	overlapped bool
 	highest    int64
-	// env is the envelope: a lookup is one binary search in it.
+	// env is the envelope: a lookup is one search in it.
 	env envelope
 }
 
