@@ -72,6 +72,13 @@ func BenchmarkFsync(b *testing.B) {
 func BenchmarkMutationLatencyFilelog(b *testing.B) {
 	tp := topicPartition("bench", 1, 0)
 	m := benchFilelogManager(b, 50, []rlmm.TopicIDPartition{tp})
+	benchMutationLatency(b, m, tp)
+}
+
+// benchMutationLatency times one caller's mutations of tp, AddSegment then
+// UpdateSegment(FINISHED) alternately (one mutation per op), and reports
+// their percentiles.
+func benchMutationLatency(b *testing.B, m *Manager, tp rlmm.TopicIDPartition) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	i := 0
@@ -111,26 +118,7 @@ func BenchmarkMutationLatencyKafka(b *testing.B) {
 			b.Cleanup(func() { _ = l.Close() })
 			m := startManager(b, Config{Log: l})
 			assign(b, m, tp)
-			ctx := context.Background()
-			lat := make([]time.Duration, 0, b.N)
-			i := 0
-			var md rlmm.SegmentMetadata
-			for b.Loop() {
-				start := time.Now()
-				var err error
-				if i%2 == 0 {
-					md = segment(tp, uint64(i), int64(i)*100, int64(i)*100+99)
-					err = m.AddSegment(ctx, md)
-				} else {
-					err = m.UpdateSegment(ctx, update(md, rlmm.CopySegmentFinished))
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-				i++
-			}
-			reportPercentiles(b, lat)
+			benchMutationLatency(b, m, tp)
 		})
 	}
 }
