@@ -351,14 +351,23 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 	}{{"fromSnapshot", f.dir}, {"fullReplay", ""}} {
 		b.Run(fmt.Sprintf("%s/segments=%d/events=%d", c.name, f.segments, f.events), func(b *testing.B) {
 			ctx := context.Background()
+			// Where the time to ready goes: Start's snapshot load (read,
+			// decode, import), the rest of Start (subscribe, goroutines),
+			// and the wait until every metadata partition is ready.
+			var load, start, ready time.Duration
 			for b.Loop() {
+				t0 := time.Now()
 				m, err := Start(ctx, Config{Log: f.log, SnapshotDir: c.dir, SnapshotInterval: -1})
 				if err != nil {
 					b.Fatal(err)
 				}
+				t1 := time.Now()
 				if err := waitAllReady(ctx, m, f.tps); err != nil {
 					b.Fatal(err)
 				}
+				ready += time.Since(t1)
+				start += t1.Sub(t0)
+				load += m.Stats().SnapshotLoadDuration
 				if c.dir != "" && m.Stats().SnapshotSegments != f.segments {
 					b.Fatalf("snapshot held %d segments, want %d", m.Stats().SnapshotSegments, f.segments)
 				}
@@ -370,6 +379,10 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(f.segments), "segments")
+			n := float64(b.N)
+			b.ReportMetric(float64(load.Milliseconds())/n, "load-ms/op")
+			b.ReportMetric(float64((start-load).Milliseconds())/n, "start-rest-ms/op")
+			b.ReportMetric(float64(ready.Milliseconds())/n, "ready-wait-ms/op")
 		})
 	}
 }
