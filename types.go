@@ -126,11 +126,17 @@ func (m *SegmentMetadata) EpochRange(epoch int32) (start, end int64, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
-	end = m.EndOffset
-	if i+1 < len(m.LeaderEpochs) {
-		end = m.LeaderEpochs[i+1].StartOffset - 1
+	return m.LeaderEpochs[i].StartOffset, EpochEnd(m.LeaderEpochs, i, m.EndOffset), true
+}
+
+// EpochEnd is Kafka's last offset of epochs[k] inside a segment ending at
+// segmentEnd: the next epoch's start minus one, or segmentEnd for the last
+// epoch. epochs is sorted by epoch.
+func EpochEnd(epochs []EpochStart, k int, segmentEnd int64) int64 {
+	if k+1 < len(epochs) {
+		return epochs[k+1].StartOffset - 1
 	}
-	return m.LeaderEpochs[i].StartOffset, end, true
+	return segmentEnd
 }
 
 // Clone returns a deep copy: the caller may modify it freely.

@@ -78,11 +78,7 @@ func (p *partition) epochRange(i int32, s *seg, e int32) (start, end int64, ok b
 	if !found {
 		return 0, 0, false
 	}
-	end = s.end
-	if k+1 < len(eps) {
-		end = eps[k+1].StartOffset - 1
-	}
-	return eps[k].StartOffset, end, true
+	return eps[k].StartOffset, rlmm.EpochEnd(eps, k, s.end), true
 }
 
 func cmpEpoch(e rlmm.EpochStart, t int32) int {
@@ -652,11 +648,7 @@ func (p *partition) finish(xi int32) {
 	var scratch [1]rlmm.EpochStart
 	eps := p.epochList(xi, s, &scratch)
 	for k, ep := range eps {
-		start := ep.StartOffset
-		end := s.end
-		if k+1 < len(eps) {
-			end = eps[k+1].StartOffset - 1
-		}
+		start, end := ep.StartOffset, rlmm.EpochEnd(eps, k, s.end)
 		es := p.epochFor(ep.Epoch)
 		if !es.hasHighest || end > es.highest {
 			es.highest, es.hasHighest = end, true
@@ -678,11 +670,7 @@ func (p *partition) unfinish(xi int32) {
 	var scratch [1]rlmm.EpochStart
 	eps := p.epochList(xi, s, &scratch)
 	for k, ep := range eps {
-		start := ep.StartOffset
-		end := s.end
-		if k+1 < len(eps) {
-			end = eps[k+1].StartOffset - 1
-		}
+		start, end := ep.StartOffset, rlmm.EpochEnd(eps, k, s.end)
 		if start > end {
 			continue
 		}
