@@ -118,6 +118,12 @@ func (m *Manager) Import(states []PartitionState) error {
 	if err != nil {
 		return err
 	}
+	return m.publish(built)
+}
+
+// publish makes the built partitions visible, each replacing the
+// partition's previous state (an empty one removes it).
+func (m *Manager) publish(built []*partition) error {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	if m.closed.Load() {
@@ -200,65 +206,26 @@ func buildPartitions(states []PartitionState) ([]*partition, error) {
 // buildPartition checks a state and makes a partition of it, not yet
 // visible to readers.
 func buildPartition(st *PartitionState) (*partition, error) {
-	tp := st.TopicIDPartition
-	p := newPartition(tp)
-	p.reserve(st.Segments)
-	defer func() { p.bulk = nil }()
-	finished := make([]int32, 0, len(st.Segments))
+	b := NewPartitionBuilder(st.TopicIDPartition, SizesOf(st.Segments))
 	for k := range st.Segments {
-		md := &st.Segments[k]
-		if err := md.Validate(); err != nil {
-			return nil, fmt.Errorf("import: partition %s: %w", tp, err)
-		}
-		if md.ID.TopicIDPartition != tp {
-			return nil, fmt.Errorf("%w: import: partition %s: segment %s belongs to %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.ID.TopicIDPartition)
-		}
-		if md.State == rlmm.DeleteSegmentFinished {
-			return nil, fmt.Errorf("%w: import: partition %s: segment %s is %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.State)
-		}
-		// A repeated id leaves the index as large as before: one map
-		// operation per segment instead of a look-up then an insert (p is
-		// thrown away on error).
-		before := len(p.byID)
-		i := p.add(md)
-		if len(p.byID) == before {
-			return nil, fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID)
-		}
-		if md.State == rlmm.CopySegmentFinished {
-			finished = append(finished, i)
+		if err := b.AddSegment(&st.Segments[k]); err != nil {
+			return nil, err
 		}
 	}
-	// Lay the finished segments into the envelopes after every segment is
-	// in (finish reads only the slot and the envelopes, so the result is
-	// that of finishing each right after its add), with each envelope
-	// sized for its segments at once.
-	p.reserveEnvelopes(finished)
-	for _, i := range finished {
-		p.finish(i)
-	}
-	for k, eo := range st.HighestOffsets {
-		if k > 0 && eo.Epoch <= st.HighestOffsets[k-1].Epoch {
-			return nil, fmt.Errorf("%w: import: partition %s: highest offsets not sorted by epoch (epoch %d after %d)",
-				rlmm.ErrInvalidArgument, tp, eo.Epoch, st.HighestOffsets[k-1].Epoch)
-		}
-		es := p.epochFor(eo.Epoch)
-		if !es.hasHighest || eo.Offset > es.highest {
-			es.highest, es.hasHighest = eo.Offset, true
+	for _, eo := range st.HighestOffsets {
+		if err := b.AddHighestOffset(eo.Epoch, eo.Offset); err != nil {
+			return nil, err
 		}
 	}
-	if d := st.Delete; d != nil {
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+	if st.Delete != nil {
+		if err := b.SetDelete(st.Delete); err != nil {
+			return nil, err
 		}
-		if d.TopicIDPartition != tp {
-			return nil, fmt.Errorf("%w: import: partition %s: delete state of %s", rlmm.ErrInvalidArgument, tp, d.TopicIDPartition)
-		}
-		if d.State == rlmm.DeletePartitionFinished {
-			return nil, fmt.Errorf("%w: import: partition %s: delete state %s leaves no state to import", rlmm.ErrInvalidArgument, tp, d.State)
-		}
-		p.del, p.hasDel = *d, true
 	}
-	return p, nil
+	if err := b.Finish(); err != nil {
+		return nil, err
+	}
+	return b.p, nil
 }
 
 // PartitionView is a cheap per-partition summary for the CLI.

@@ -179,7 +179,7 @@ func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 		s.flags |= flagTxnEmpty
 	}
 	// The slot is fresh: release removed any extras it had.
-	if len(md.LeaderEpochs) > 1 || md.LeaderEpochs[0].StartOffset != md.StartOffset {
+	if hasExtraEpochs(md) {
 		x := p.newExtra()
 		x.epochs = p.copyEpochs(md.LeaderEpochs)
 		p.extras[i] = x
@@ -445,37 +445,23 @@ func (p *partition) alloc() int32 {
 	return i
 }
 
-// reserve sizes a fresh partition for segs (Import's bulk build): the id
-// index, the slot order, every chunk and the extras get their final
-// capacity at once instead of growing by appends, and the extras' memory
-// comes from slabs (p.bulk, which the caller clears when the build ends).
-// Writer only, before p is published.
-func (p *partition) reserve(segs []rlmm.SegmentMetadata) {
-	n := len(segs)
+// reserve sizes a fresh partition for z (a bulk build): the id index, the
+// slot order, every chunk and the extras get their final capacity at once
+// instead of growing by appends, and the extras' memory comes from slabs
+// (p.bulk, which the builder clears when the build ends). Writer only,
+// before p is published.
+func (p *partition) reserve(z BuildSizes) {
+	n := z.Segments
 	if n <= 0 {
 		return
 	}
-	// Size the extras (segments with custom metadata, or epochs other than
-	// one starting at the segment's start) and their slabs.
-	var b bulkSlabs
-	nExtras, nBytes, nEpochs := 0, 0, 0
-	for k := range segs {
-		md := &segs[k]
-		multi := len(md.LeaderEpochs) > 1 || len(md.LeaderEpochs) == 1 && md.LeaderEpochs[0].StartOffset != md.StartOffset
-		if multi || md.CustomMetadata != nil {
-			nExtras++
+	if z.Extras > 0 {
+		p.bulk = &bulkSlabs{
+			extras: make([]segExtra, z.Extras),
+			bytes:  make([]byte, max(z.CustomBytes, 0)),
+			epochs: make([]rlmm.EpochStart, max(z.ExtraEpochs, 0)),
 		}
-		if multi {
-			nEpochs += len(md.LeaderEpochs)
-		}
-		nBytes += len(md.CustomMetadata)
-	}
-	if nExtras > 0 {
-		b.extras = make([]segExtra, nExtras)
-		b.bytes = make([]byte, nBytes)
-		b.epochs = make([]rlmm.EpochStart, nEpochs)
-		p.bulk = &b
-		p.extras = make(map[int32]*segExtra, nExtras)
+		p.extras = make(map[int32]*segExtra, z.Extras)
 	}
 	p.byID = make(map[rlmm.Uuid]int32, n)
 	p.seqs = make([]uint64, 0, n)

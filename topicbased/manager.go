@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,31 +227,6 @@ func (m *Manager) loadSnapshot() {
 		"segments", segments, "duration", m.stats.loadDuration)
 }
 
-// snapshotChunkSegments is how many segments the snapshot decoder hands to
-// the importer at a time: decoding the next chunk overlaps importing this one.
-// Small, so that the few chunk buffers in flight stay in the CPU caches and
-// are reused many times even for 50,000 segments (fresh memory costs a page
-// fault per 27 decoded segments); still large enough that memory.Import
-// builds a chunk's partitions on several goroutines. Measured (docs/bench/
-// topicbased.md): 1024 beats 4096 at 50,000 segments, 4096 is slightly
-// ahead at 1,000,000.
-const snapshotChunkSegments = 1024
-
-// snapshotDecodeBuffers is how many chunks are in flight between the
-// decoder and the importer: one being decoded, one being imported, one
-// spare so that neither waits for the other's hand-over.
-const snapshotDecodeBuffers = 3
-
-// snapshotChunk is one hand-over from the snapshot decoder to the importer.
-// Its buffers go back to the decoder once imported (memory.Import keeps no
-// reference to them), so the load allocates per chunk in flight, not per
-// segment.
-type snapshotChunk struct {
-	states []memory.PartitionState
-	segs   []rlmm.SegmentMetadata
-	slab   []rlmm.EpochStart
-}
-
 func (m *Manager) tryLoadSnapshot() (int, error) {
 	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
 	data, err := os.ReadFile(path)
@@ -260,7 +236,7 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
-	r, s, n, err := openSnapshot(data)
+	s, blocks, err := openSnapshot(data)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
@@ -268,63 +244,12 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 		return 0, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
 			rlmm.ErrCorrupt, path, s.partitions, m.n)
 	}
-	// Decode on one goroutine, import on this one (memory.Import builds the
-	// partitions of a large chunk on several), a chunk at a time.
-	free := make(chan *snapshotChunk, snapshotDecodeBuffers)
-	for range snapshotDecodeBuffers {
-		free <- &snapshotChunk{}
-	}
-	chunks := make(chan *snapshotChunk, snapshotDecodeBuffers)
-	decodeErr := make(chan error, 1)
-	go func() {
-		defer close(chunks)
-		next := func() *snapshotChunk {
-			c := <-free
-			r.recycle(c.slab, c.segs)
-			c.states = c.states[:0]
-			return c
-		}
-		chunk := next()
-		segs := 0
-		for range n {
-			chunk.states = append(chunk.states, memory.PartitionState{})
-			if err := r.partitionState(&chunk.states[len(chunk.states)-1]); err != nil {
-				decodeErr <- err
-				return
-			}
-			if segs += len(chunk.states[len(chunk.states)-1].Segments); segs >= snapshotChunkSegments {
-				// Keep the (possibly grown) buffers with the chunk for reuse.
-				chunk.slab, chunk.segs = r.slab, r.segs
-				chunks <- chunk
-				chunk, segs = next(), 0
-			}
-		}
-		if err := r.end(); err != nil {
-			decodeErr <- err
-			return
-		}
-		chunks <- chunk
-		decodeErr <- nil
-	}()
-	segments := 0
-	var importErr error
-	for chunk := range chunks {
-		if importErr == nil {
-			importErr = m.importSnapshotChunk(path, s, chunk.states)
-			for i := range chunk.states {
-				segments += len(chunk.states[i].Segments)
-			}
-		}
-		// Drop the references to the payload before reuse; always hand the
-		// buffers back, so that the decoder ends even after an error.
-		clear(chunk.states)
-		free <- chunk
-	}
-	if err := <-decodeErr; err != nil {
+	builders, segments, err := buildSnapshotBlocks(s, blocks)
+	if err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	if importErr != nil {
-		return 0, importErr
+	if err := m.inner.ImportBuilt(builders); err != nil {
+		return 0, fmt.Errorf("snapshot %s: import: %w", path, err)
 	}
 	for i, c := range s.committed {
 		if c >= 0 {
@@ -335,20 +260,55 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 	return segments, nil
 }
 
-// importSnapshotChunk checks that every state of a chunk belongs to a
-// metadata partition the snapshot holds, then imports the chunk.
-func (m *Manager) importSnapshotChunk(path string, s *snapshot, states []memory.PartitionState) error {
-	for i := range states {
-		tp := states[i].TopicIDPartition
-		if mp := wire.MetadataPartition(tp, m.n); s.committed[mp] < 0 {
-			return fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
-				rlmm.ErrCorrupt, path, tp, mp, s.committed[mp])
+// buildSnapshotBlocks decodes every block into a finished
+// memory.PartitionBuilder, on up to GOMAXPROCS goroutines each taking the
+// next block, so a restart decodes and builds on every core. A block of a
+// metadata partition whose committed offset is -1 makes the snapshot
+// inconsistent. The error returned is that of the first bad block in file
+// order, as a sequential load would report.
+func buildSnapshotBlocks(s *snapshot, blocks []snapshotBlock) ([]*memory.PartitionBuilder, int, error) {
+	builders := make([]*memory.PartitionBuilder, len(blocks))
+	errs := make([]error, len(blocks))
+	segments := make([]int, len(blocks))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range max(min(runtime.GOMAXPROCS(0), len(blocks)), 1) {
+		wg.Go(func() {
+			for !failed.Load() {
+				k := int(next.Add(1) - 1)
+				if k >= len(blocks) {
+					return
+				}
+				errs[k] = decodeBlock(blocks[k], func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
+					if mp := wire.MetadataPartition(tp, s.partitions); s.committed[mp] < 0 {
+						return nil, fmt.Errorf("%w: the snapshot holds partition %s of metadata partition %d, whose committed offset is %d",
+							rlmm.ErrCorrupt, tp, mp, s.committed[mp])
+					}
+					segments[k] = z.Segments
+					builders[k] = memory.NewPartitionBuilder(tp, z)
+					return builders[k], nil
+				})
+				if errs[k] == nil {
+					errs[k] = builders[k].Finish()
+				}
+				if errs[k] != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Blocks are taken in order and no block is taken after a failure, so
+	// every block before the first failure was decoded.
+	total := 0
+	for k, err := range errs {
+		if err != nil {
+			return nil, 0, err
 		}
+		total += segments[k]
 	}
-	if err := m.inner.Import(states); err != nil {
-		return fmt.Errorf("snapshot %s: import: %w", path, err)
-	}
-	return nil
+	return builders, total, nil
 }
 
 // MetadataPartitionCount returns the number of partitions of the event log.

@@ -21,66 +21,67 @@ const snapshotMagic = "RLMMSNAP"
 
 // snapshotVersion is the only layout this code writes and reads. A future
 // layout gets a new number; an unknown number is refused (full replay).
-const snapshotVersion uint16 = 1
+// Version 1 (varint fields, one sequential stream) was replaced by version
+// 2 (fixed-width fields, one length-prefixed block per user partition) so
+// that a restart decodes and builds the partitions on every core at once.
+const snapshotVersion uint16 = 2
 
 // snapshotHeaderSize is magic(8) + version(2) + crc32c(4) + payload length(8).
 const snapshotHeaderSize = 8 + 2 + 4 + 8
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// snapshot is the decoded content of a snapshot file.
+// snapshot is the content of a snapshot file, as written.
 //
-// Layout (all integers little-endian or varints):
+// Layout (all integers little-endian, fixed width):
 //
-//	header:  "RLMMSNAP" | uint16 version | uint32 CRC-32C of the payload | uint64 payload length
-//	payload: uvarint partition count
-//	         partition count × varint committed offset (-1 = nothing of it is held)
-//	         uvarint number of user partitions, each:
-//	           uuid(16) topic id | uvarint len + topic | varint partition
-//	           uvarint segments, each a segment (see appendSegment)
-//	           uvarint highest offsets, each varint epoch | varint offset
-//	           byte 0 (no delete state) or 1 then byte state | varint ts | varint broker
+//	header:  "RLMMSNAP" | u16 version | u32 CRC-32C of the payload | u64 payload length
+//	payload: u32 metadata partition count
+//	         count × i64 committed offset (-1 = nothing of it is held)
+//	         u32 user partition count, then for each: u64 block length | block
+//	block:   uuid(16) topic id | u32 topic length | topic | i32 partition
+//	         u32 segments | u32 extras | u32 extra epochs | u64 custom bytes
+//	         segments × segment (see appendSegment)
+//	         u32 highest offsets, each i32 epoch | i64 offset
+//	         u8 0 (no delete state) or 1 then u8 state | i64 timestamp | i32 broker
 //
-// The committed offset of a metadata partition is the offset of the last
-// event of it that the dump reflects; restart resumes at committed + 1.
+// The second line of a block counts what follows (extras: segments with an
+// epoch list or custom metadata; extra epochs: the lengths of those lists
+// summed; custom bytes: the custom metadata summed), so that the loader
+// sizes the partition once; the decoder checks the counts against the
+// block. The committed offset of a metadata partition is the offset of the
+// last event of it that the dump reflects; restart resumes at committed + 1.
 type snapshot struct {
 	partitions int32
 	committed  []int64
 	states     []memory.PartitionState
 }
 
+// segmentFixedBytes is the fixed part of a segment: uuid(16) + 4 × i64 +
+// 3 × i32 + 2 × u8.
+const segmentFixedBytes = 16 + 4*8 + 3*4 + 2
+
+// Bits of a segment's flags byte.
+const (
+	segTxnIndexEmpty = 1 << iota
+	segCustom        // u32 length + custom metadata follow
+	segEpochList     // u32 count + the epoch list follow (the epoch field is 0)
+)
+
 // encodeSnapshot returns the whole file content of s.
 func encodeSnapshot(s *snapshot) []byte {
-	// A rough size hint saves most regrowth for large caches.
-	hint := snapshotHeaderSize + 16 + 10*len(s.committed)
+	size := snapshotHeaderSize + 4 + 8*len(s.committed) + 4
 	for i := range s.states {
-		hint += 64 + 96*len(s.states[i].Segments)
+		size += 8 + blockSize(&s.states[i])
 	}
-	b := make([]byte, snapshotHeaderSize, hint)
-	b = binary.AppendUvarint(b, uint64(s.partitions))
+	b := make([]byte, snapshotHeaderSize, size)
+	b = binary.LittleEndian.AppendUint32(b, uint32(s.partitions))
 	for _, c := range s.committed {
-		b = binary.AppendVarint(b, c)
+		b = binary.LittleEndian.AppendUint64(b, uint64(c))
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.states)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.states)))
 	for i := range s.states {
-		ps := &s.states[i]
-		b = appendTopicIDPartition(b, ps.TopicIDPartition)
-		b = binary.AppendUvarint(b, uint64(len(ps.Segments)))
-		for j := range ps.Segments {
-			b = appendSegment(b, &ps.Segments[j])
-		}
-		b = binary.AppendUvarint(b, uint64(len(ps.HighestOffsets)))
-		for _, h := range ps.HighestOffsets {
-			b = binary.AppendVarint(b, int64(h.Epoch))
-			b = binary.AppendVarint(b, h.Offset)
-		}
-		if ps.Delete == nil {
-			b = append(b, 0)
-		} else {
-			b = append(b, 1, byte(ps.Delete.State))
-			b = binary.AppendVarint(b, ps.Delete.EventTimestampMs)
-			b = binary.AppendVarint(b, int64(ps.Delete.BrokerID))
-		}
+		b = appendBlock(b, &s.states[i])
 	}
 	copy(b[0:8], snapshotMagic)
 	binary.LittleEndian.PutUint16(b[8:10], snapshotVersion)
@@ -90,136 +91,130 @@ func encodeSnapshot(s *snapshot) []byte {
 	return b
 }
 
-func appendTopicIDPartition(b []byte, tp rlmm.TopicIDPartition) []byte {
+// blockSize returns the length of ps's block.
+func blockSize(ps *memory.PartitionState) int {
+	n := 16 + 4 + len(ps.TopicIDPartition.Topic) + 4 + 4*3 + 8
+	for j := range ps.Segments {
+		md := &ps.Segments[j]
+		n += segmentFixedBytes
+		if !singleEpoch(md) {
+			n += 4 + 12*len(md.LeaderEpochs)
+		}
+		if md.CustomMetadata != nil {
+			n += 4 + len(md.CustomMetadata)
+		}
+	}
+	n += 4 + 12*len(ps.HighestOffsets) + 1
+	if ps.Delete != nil {
+		n += 1 + 8 + 4
+	}
+	return n
+}
+
+// singleEpoch reports whether md's epochs are one epoch starting at its
+// start offset: the common case, stored in the fixed part.
+func singleEpoch(md *rlmm.SegmentMetadata) bool {
+	return len(md.LeaderEpochs) == 1 && md.LeaderEpochs[0].StartOffset == md.StartOffset
+}
+
+// appendBlock writes ps's block, its length first.
+func appendBlock(b []byte, ps *memory.PartitionState) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(blockSize(ps)))
+	tp := ps.TopicIDPartition
 	b = append(b, tp.TopicID[:]...)
-	b = binary.AppendUvarint(b, uint64(len(tp.Topic)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(tp.Topic)))
 	b = append(b, tp.Topic...)
-	return binary.AppendVarint(b, int64(tp.Partition))
+	b = binary.LittleEndian.AppendUint32(b, uint32(tp.Partition))
+	z := memory.SizesOf(ps.Segments)
+	b = binary.LittleEndian.AppendUint32(b, uint32(z.Segments))
+	b = binary.LittleEndian.AppendUint32(b, uint32(z.Extras))
+	b = binary.LittleEndian.AppendUint32(b, uint32(z.ExtraEpochs))
+	b = binary.LittleEndian.AppendUint64(b, uint64(z.CustomBytes))
+	for j := range ps.Segments {
+		b = appendSegment(b, &ps.Segments[j])
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ps.HighestOffsets)))
+	for _, h := range ps.HighestOffsets {
+		b = binary.LittleEndian.AppendUint32(b, uint32(h.Epoch))
+		b = binary.LittleEndian.AppendUint64(b, uint64(h.Offset))
+	}
+	if ps.Delete == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1, byte(ps.Delete.State))
+	b = binary.LittleEndian.AppendUint64(b, uint64(ps.Delete.EventTimestampMs))
+	return binary.LittleEndian.AppendUint32(b, uint32(ps.Delete.BrokerID))
 }
 
 // appendSegment writes one segment. Its partition is implied by the
-// enclosing user partition, so only the segment's own id is written.
+// enclosing block, so only the segment's own id is written.
 //
-//	uuid(16) | varint start | varint end | varint maxTs | varint broker | varint eventTs
-//	uvarint epochs, each varint epoch | varint start offset
-//	varint size | byte state | byte flags (1 = txn index empty, 2 = custom metadata present)
-//	[uvarint len + custom metadata bytes]
+//	uuid(16) | i64 start | i64 end | i64 max timestamp | i64 event timestamp
+//	i32 broker | i32 size | i32 epoch | u8 state | u8 flags
+//	[flags&segEpochList: u32 count, each i32 epoch | i64 start offset]
+//	[flags&segCustom: u32 length | custom metadata]
 func appendSegment(b []byte, m *rlmm.SegmentMetadata) []byte {
 	b = append(b, m.ID.ID[:]...)
-	b = binary.AppendVarint(b, m.StartOffset)
-	b = binary.AppendVarint(b, m.EndOffset)
-	b = binary.AppendVarint(b, m.MaxTimestampMs)
-	b = binary.AppendVarint(b, int64(m.BrokerID))
-	b = binary.AppendVarint(b, m.EventTimestampMs)
-	b = binary.AppendUvarint(b, uint64(len(m.LeaderEpochs)))
-	for _, e := range m.LeaderEpochs {
-		b = binary.AppendVarint(b, int64(e.Epoch))
-		b = binary.AppendVarint(b, e.StartOffset)
-	}
-	b = binary.AppendVarint(b, int64(m.SizeInBytes))
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.StartOffset))
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.EndOffset))
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.MaxTimestampMs))
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.EventTimestampMs))
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.BrokerID))
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.SizeInBytes))
 	var flags byte
+	var epoch int32
+	if single := singleEpoch(m); single {
+		epoch = m.LeaderEpochs[0].Epoch
+	} else {
+		flags |= segEpochList
+	}
 	if m.TxnIndexEmpty {
-		flags |= 1
+		flags |= segTxnIndexEmpty
 	}
 	if m.CustomMetadata != nil {
-		flags |= 2
+		flags |= segCustom
 	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(epoch))
 	b = append(b, byte(m.State), flags)
-	if m.CustomMetadata != nil {
-		b = binary.AppendUvarint(b, uint64(len(m.CustomMetadata)))
+	if flags&segEpochList != 0 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(m.LeaderEpochs)))
+		for _, e := range m.LeaderEpochs {
+			b = binary.LittleEndian.AppendUint32(b, uint32(e.Epoch))
+			b = binary.LittleEndian.AppendUint64(b, uint64(e.StartOffset))
+		}
+	}
+	if flags&segCustom != 0 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(m.CustomMetadata)))
 		b = append(b, m.CustomMetadata...)
 	}
 	return b
 }
 
-// minSegmentBytes is the least a segment takes in the payload: 16 + 6
-// varints + one epoch (2) + size, state, flags (3) bytes.
-const minSegmentBytes = 27
-
-// snapshotReader decodes the payload; every read checks the bounds first, so
-// hostile bytes produce an error, never a panic or an unbounded allocation.
-//
-// The states it decodes alias the payload (custom metadata) and the
-// reader's carving buffers (segments, epochs): memory.Import copies what it
-// keeps, so the loader hands the buffers back with recycle once a chunk is
-// imported, and decoding the next chunk allocates nothing per segment.
+// snapshotReader reads fixed-width fields from a part of the payload;
+// every read checks the bounds first, so hostile bytes produce an error
+// naming the payload byte, never a panic or an unbounded allocation.
 type snapshotReader struct {
-	b   []byte
-	pos int
-	err error
-	// slab and segs are carved into the decoded states' LeaderEpochs and
-	// Segments; recycle rewinds them for reuse.
-	slab []rlmm.EpochStart
-	segs []rlmm.SegmentMetadata
-}
-
-// recycle makes the reader carve the next states from slab and segs again
-// (the buffers of states that are no longer used).
-func (r *snapshotReader) recycle(slab []rlmm.EpochStart, segs []rlmm.SegmentMetadata) {
-	r.slab, r.segs = slab[:0], segs[:0]
+	b []byte
+	// base is the payload offset of b[0], for error messages.
+	base int
+	pos  int
+	err  error
 }
 
 func (r *snapshotReader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: snapshot payload byte %d: %s", rlmm.ErrCorrupt, r.pos, fmt.Sprintf(format, args...))
+		r.err = fmt.Errorf("%w: snapshot payload byte %d: %s", rlmm.ErrCorrupt, r.base+r.pos, fmt.Sprintf(format, args...))
 	}
 }
 
-func (r *snapshotReader) uvarint(what string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.pos:])
-	if n <= 0 {
-		r.fail("bad %s varint", what)
-		return 0
-	}
-	r.pos += n
-	return v
-}
-
-func (r *snapshotReader) varint(what string) int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b[r.pos:])
-	if n <= 0 {
-		r.fail("bad %s varint", what)
-		return 0
-	}
-	r.pos += n
-	return v
-}
-
-func (r *snapshotReader) int32v(what string) int32 {
-	v := r.varint(what)
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		r.fail("%s %d out of int32 range", what, v)
-		return 0
-	}
-	return int32(v)
-}
-
-// count reads a collection length and checks that at least min bytes per
-// element remain, before anything is allocated for it.
-func (r *snapshotReader) count(what string, minBytes int) int {
-	v := r.uvarint(what)
-	if r.err != nil {
-		return 0
-	}
-	if v > uint64(len(r.b)-r.pos)/uint64(minBytes) {
-		r.fail("%s count %d exceeds the remaining %d bytes", what, v, len(r.b)-r.pos)
-		return 0
-	}
-	return int(v)
-}
-
-func (r *snapshotReader) bytes(what string, n int) []byte {
+// take returns the next n bytes, or nil (with the error set) when fewer
+// remain.
+func (r *snapshotReader) take(what string, n int) []byte {
 	if r.err != nil {
 		return nil
 	}
-	if n > len(r.b)-r.pos {
-		r.fail("%s of %d bytes is truncated", what, n)
+	if n < 0 || n > len(r.b)-r.pos {
+		r.fail("%s of %d bytes is truncated (%d left)", what, n, len(r.b)-r.pos)
 		return nil
 	}
 	v := r.b[r.pos : r.pos+n : r.pos+n]
@@ -227,192 +222,308 @@ func (r *snapshotReader) bytes(what string, n int) []byte {
 	return v
 }
 
-func (r *snapshotReader) byte1(what string) byte {
-	v := r.bytes(what, 1)
-	if v == nil {
-		return 0
+func (r *snapshotReader) u8(what string) byte {
+	if v := r.take(what, 1); v != nil {
+		return v[0]
 	}
-	return v[0]
+	return 0
 }
+
+func (r *snapshotReader) u32(what string) uint32 {
+	if v := r.take(what, 4); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (r *snapshotReader) i32(what string) int32 { return int32(r.u32(what)) }
+
+func (r *snapshotReader) u64(what string) uint64 {
+	if v := r.take(what, 8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (r *snapshotReader) i64(what string) int64 { return int64(r.u64(what)) }
 
 func (r *snapshotReader) uuid(what string) rlmm.Uuid {
 	var u rlmm.Uuid
-	copy(u[:], r.bytes(what, 16))
+	copy(u[:], r.take(what, 16))
 	return u
 }
 
-// decodeSnapshot checks the header and checksum and decodes the payload.
-// Every failure wraps rlmm.ErrCorrupt and says what was wrong.
+// count reads a u32 collection length and checks that at least minBytes
+// per element remain, before anything is allocated for it.
+func (r *snapshotReader) count(what string, minBytes int) int {
+	v := r.u32(what)
+	if r.err == nil && uint64(v) > uint64(len(r.b)-r.pos)/uint64(minBytes) {
+		r.fail("%s count %d exceeds the remaining %d bytes", what, v, len(r.b)-r.pos)
+		return 0
+	}
+	return int(v)
+}
+
+// snapshotBlock is one user partition's block: its bytes and where they
+// start in the payload.
+type snapshotBlock struct {
+	b    []byte
+	base int
+}
+
+// decodeSnapshot checks the header and checksum and decodes the whole
+// file into a snapshot (the states own their memory). Every failure wraps
+// rlmm.ErrCorrupt and says what was wrong.
 func decodeSnapshot(file []byte) (*snapshot, error) {
-	r, s, n, err := openSnapshot(file)
+	s, blocks, err := openSnapshot(file)
 	if err != nil {
 		return nil, err
 	}
-	s.states = make([]memory.PartitionState, n)
-	for i := range s.states {
-		if err := r.partitionState(&s.states[i]); err != nil {
+	s.states = make([]memory.PartitionState, len(blocks))
+	for i, blk := range blocks {
+		c := &stateCollector{ps: &s.states[i]}
+		if err := decodeBlock(blk, c.start); err != nil {
 			return nil, err
 		}
-	}
-	if err := r.end(); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
 
-// openSnapshot checks the header and checksum and decodes the partition
-// count and committed offsets; the n user partition states follow, read one
-// by one with partitionState, then end.
-func openSnapshot(file []byte) (r *snapshotReader, s *snapshot, n int, err error) {
+// openSnapshot checks the header and checksum, decodes the partition
+// count and committed offsets and splits the rest into the user
+// partitions' blocks (not decoded yet: decodeBlock does that, one block
+// per goroutine if the caller likes).
+func openSnapshot(file []byte) (*snapshot, []snapshotBlock, error) {
 	if len(file) < snapshotHeaderSize {
-		return nil, nil, 0, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, len(file), snapshotHeaderSize)
+		return nil, nil, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, len(file), snapshotHeaderSize)
 	}
 	if string(file[0:8]) != snapshotMagic {
-		return nil, nil, 0, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, file[0:8])
+		return nil, nil, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, file[0:8])
 	}
 	if v := binary.LittleEndian.Uint16(file[8:10]); v != snapshotVersion {
-		return nil, nil, 0, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, snapshotVersion)
+		return nil, nil, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, snapshotVersion)
 	}
 	payload := file[snapshotHeaderSize:]
 	if n := binary.LittleEndian.Uint64(file[14:22]); n != uint64(len(payload)) {
-		return nil, nil, 0, fmt.Errorf("%w: snapshot header says %d payload bytes, the file has %d", rlmm.ErrCorrupt, n, len(payload))
+		return nil, nil, fmt.Errorf("%w: snapshot header says %d payload bytes, the file has %d", rlmm.ErrCorrupt, n, len(payload))
 	}
 	if want, got := binary.LittleEndian.Uint32(file[10:14]), crc32.Checksum(payload, crcTable); want != got {
-		return nil, nil, 0, fmt.Errorf("%w: snapshot checksum mismatch (header %08x, payload %08x)", rlmm.ErrCorrupt, want, got)
+		return nil, nil, fmt.Errorf("%w: snapshot checksum mismatch (header %08x, payload %08x)", rlmm.ErrCorrupt, want, got)
 	}
-	r = &snapshotReader{b: payload}
-	s = &snapshot{}
-	parts := r.uvarint("partition count")
-	if r.err == nil && (parts == 0 || parts > math.MaxInt32 || parts > uint64(len(payload))) {
-		r.fail("partition count %d is invalid", parts)
+	r := &snapshotReader{b: payload}
+	s := &snapshot{}
+	parts := r.count("metadata partition", 8)
+	if r.err == nil && (parts == 0 || parts > math.MaxInt32) {
+		r.fail("metadata partition count %d is invalid", parts)
 	}
 	if r.err != nil {
-		return nil, nil, 0, r.err
+		return nil, nil, r.err
 	}
 	s.partitions = int32(parts)
 	s.committed = make([]int64, parts)
 	for i := range s.committed {
-		s.committed[i] = r.varint("committed offset")
+		s.committed[i] = r.i64("committed offset")
 		if r.err == nil && s.committed[i] < -1 {
 			r.fail("committed offset %d of metadata partition %d is below -1", s.committed[i], i)
 		}
 	}
-	// 16 uuid + 1 topic length + 1 partition + 1 + 1 + 1 counts and flag.
-	n = r.count("user partition", 21)
-	if r.err != nil {
-		return nil, nil, 0, r.err
+	// A block is at least its length, a uuid, two u32 and the counts.
+	n := r.count("user partition", 8+16+4+4+4*3+8+4+1)
+	blocks := make([]snapshotBlock, 0, n)
+	for range n {
+		size := r.u64("block length")
+		if r.err == nil && size > uint64(len(r.b)-r.pos) {
+			r.fail("block of %d bytes is truncated (%d left)", size, len(r.b)-r.pos)
+		}
+		base := r.pos
+		b := r.take("block", int(size))
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		blocks = append(blocks, snapshotBlock{b: b, base: base})
 	}
-	return r, s, n, nil
-}
-
-// end checks that the whole payload was read.
-func (r *snapshotReader) end() error {
 	if r.err == nil && r.pos != len(r.b) {
 		r.fail("%d trailing bytes", len(r.b)-r.pos)
 	}
-	return r.err
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	return s, blocks, nil
 }
 
-// partitionState decodes the next user partition state into ps.
-func (r *snapshotReader) partitionState(ps *memory.PartitionState) error {
-	ps.TopicIDPartition.TopicID = r.uuid("topic id")
-	tlen := r.count("topic name", 1)
-	ps.TopicIDPartition.Topic = string(r.bytes("topic name", tlen))
-	ps.TopicIDPartition.Partition = r.int32v("partition")
-	nSegs := r.count("segment", minSegmentBytes)
-	if nSegs > 0 {
-		ps.Segments = r.segments(nSegs)
-	}
-	for j := 0; j < nSegs && r.err == nil; j++ {
-		readSegment(r, &ps.Segments[j], ps.TopicIDPartition)
-	}
-	nHigh := r.count("highest offset", 2)
-	if nHigh > 0 {
-		ps.HighestOffsets = make([]memory.EpochOffset, nHigh)
-	}
-	for j := 0; j < nHigh && r.err == nil; j++ {
-		ps.HighestOffsets[j] = memory.EpochOffset{Epoch: r.int32v("epoch"), Offset: r.varint("highest offset")}
-	}
-	switch flag := r.byte1("delete flag"); {
+// stateSink receives a decoded user partition: memory.PartitionBuilder
+// when loading, stateCollector when decoding into a snapshot value.
+type stateSink interface {
+	AddSegment(md *rlmm.SegmentMetadata) error
+	AddHighestOffset(epoch int32, offset int64) error
+	SetDelete(d *rlmm.PartitionDelete) error
+}
+
+// decodeBlock decodes one user partition's block into the sink that
+// start returns for it (start may refuse the partition with an error). md
+// passed to the sink is reused from segment to segment and its custom
+// metadata aliases the file: the sink copies what it keeps.
+func decodeBlock(blk snapshotBlock, start func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error)) error {
+	r := &snapshotReader{b: blk.b, base: blk.base}
+	var tp rlmm.TopicIDPartition
+	tp.TopicID = r.uuid("topic id")
+	tp.Topic = string(r.take("topic name", int(r.u32("topic name length"))))
+	tp.Partition = r.i32("partition")
+	var z memory.BuildSizes
+	z.Segments = r.count("segment", segmentFixedBytes)
+	z.Extras = r.count("extra", 4)
+	z.ExtraEpochs = r.count("extra epoch", 12)
+	custom := r.u64("custom bytes")
+	switch {
 	case r.err != nil:
-	case flag == 1:
-		d := &rlmm.PartitionDelete{TopicIDPartition: ps.TopicIDPartition}
-		d.State = rlmm.PartitionDeleteState(int8(r.byte1("delete state")))
-		d.EventTimestampMs = r.varint("delete timestamp")
-		d.BrokerID = r.int32v("delete broker id")
-		if r.err == nil {
-			if err := d.Validate(); err != nil {
-				r.fail("partition %s: %v", ps.TopicIDPartition, err)
+		return r.err
+	case z.Extras > z.Segments:
+		r.fail("%d segments with extras among %d", z.Extras, z.Segments)
+		return r.err
+	case custom > uint64(len(r.b)-r.pos):
+		r.fail("custom metadata of %d bytes exceeds the remaining %d", custom, len(r.b)-r.pos)
+		return r.err
+	}
+	z.CustomBytes = int(custom)
+	sink, err := start(tp, z)
+	if err != nil {
+		return err
+	}
+	var md rlmm.SegmentMetadata
+	md.ID.TopicIDPartition = tp
+	var single [1]rlmm.EpochStart
+	var epochs []rlmm.EpochStart
+	var got memory.BuildSizes
+	for range z.Segments {
+		f := r.take("segment", segmentFixedBytes)
+		if f == nil {
+			return r.err
+		}
+		_ = f[segmentFixedBytes-1]
+		copy(md.ID.ID[:], f[0:16])
+		md.StartOffset = int64(binary.LittleEndian.Uint64(f[16:]))
+		md.EndOffset = int64(binary.LittleEndian.Uint64(f[24:]))
+		md.MaxTimestampMs = int64(binary.LittleEndian.Uint64(f[32:]))
+		md.EventTimestampMs = int64(binary.LittleEndian.Uint64(f[40:]))
+		md.BrokerID = int32(binary.LittleEndian.Uint32(f[48:]))
+		md.SizeInBytes = int32(binary.LittleEndian.Uint32(f[52:]))
+		epoch := int32(binary.LittleEndian.Uint32(f[56:]))
+		md.State = rlmm.SegmentState(int8(f[60]))
+		flags := f[61]
+		if flags&^(segTxnIndexEmpty|segCustom|segEpochList) != 0 {
+			r.fail("segment %s: flags %#x has unknown bits", md.ID.ID, flags)
+			return r.err
+		}
+		md.TxnIndexEmpty = flags&segTxnIndexEmpty != 0
+		if flags&segEpochList == 0 {
+			single[0] = rlmm.EpochStart{Epoch: epoch, StartOffset: md.StartOffset}
+			md.LeaderEpochs = single[:]
+		} else {
+			n := r.count("leader epoch", 12)
+			epochs = epochs[:0]
+			for range n {
+				epochs = append(epochs, rlmm.EpochStart{Epoch: r.i32("epoch"), StartOffset: r.i64("epoch start offset")})
+			}
+			md.LeaderEpochs = epochs
+			if r.err == nil && (epoch != 0 || singleEpoch(&md)) {
+				r.fail("segment %s: an epoch list where the single-epoch form applies", md.ID.ID)
 			}
 		}
-		ps.Delete = d
+		md.CustomMetadata = nil
+		if flags&segCustom != 0 {
+			md.CustomMetadata = r.take("custom metadata", int(r.u32("custom metadata length")))
+		}
+		if r.err != nil {
+			return r.err
+		}
+		got.Segments++
+		if flags&segEpochList != 0 || md.CustomMetadata != nil {
+			got.Extras++
+		}
+		if flags&segEpochList != 0 {
+			got.ExtraEpochs += len(md.LeaderEpochs)
+		}
+		got.CustomBytes += len(md.CustomMetadata)
+		if err := sink.AddSegment(&md); err != nil {
+			r.fail("%v", err)
+			return r.err
+		}
+	}
+	if got != z {
+		r.fail("partition %s: the block counts %+v, its segments hold %+v", tp, z, got)
+		return r.err
+	}
+	nHigh := r.count("highest offset", 12)
+	for range nHigh {
+		e, o := r.i32("epoch"), r.i64("highest offset")
+		if r.err != nil {
+			return r.err
+		}
+		if err := sink.AddHighestOffset(e, o); err != nil {
+			r.fail("%v", err)
+			return r.err
+		}
+	}
+	switch flag := r.u8("delete flag"); {
+	case r.err != nil:
+		return r.err
+	case flag == 1:
+		d := rlmm.PartitionDelete{TopicIDPartition: tp}
+		d.State = rlmm.PartitionDeleteState(int8(r.u8("delete state")))
+		d.EventTimestampMs = r.i64("delete timestamp")
+		d.BrokerID = r.i32("delete broker id")
+		if r.err != nil {
+			return r.err
+		}
+		if err := sink.SetDelete(&d); err != nil {
+			r.fail("%v", err)
+			return r.err
+		}
 	case flag != 0:
 		r.fail("delete flag %d is neither 0 nor 1", flag)
+		return r.err
+	}
+	if r.pos != len(r.b) {
+		r.fail("partition %s: %d trailing bytes in its block", tp, len(r.b)-r.pos)
 	}
 	return r.err
 }
 
-// epochs returns a slice of n epochs carved from a shared slab: one
-// allocation per few thousand segments instead of one per segment.
-func (r *snapshotReader) epochs(n int) []rlmm.EpochStart {
-	if cap(r.slab)-len(r.slab) < n {
-		r.slab = make([]rlmm.EpochStart, 0, max(4096, n))
-	}
-	start := len(r.slab)
-	r.slab = r.slab[:start+n]
-	return r.slab[start : start+n : start+n]
+// stateCollector is a stateSink that fills a memory.PartitionState with
+// copies, checking only what a snapshot can be refused for without the
+// cache's rules (Validate; Import checks the rest).
+type stateCollector struct {
+	ps *memory.PartitionState
 }
 
-// segments returns a slice of n segments carved from the reader's buffer,
-// which grows (by a new one: slices carved before stay valid) when it is
-// full. The segments may hold a previous chunk's values: readSegment sets
-// every field.
-func (r *snapshotReader) segments(n int) []rlmm.SegmentMetadata {
-	if cap(r.segs)-len(r.segs) < n {
-		// Room for a loader's chunk, but no more than the rest of the
-		// payload can hold (a small snapshot gets a small buffer).
-		room := min(snapshotChunkSegments+n, (len(r.b)-r.pos)/minSegmentBytes+1)
-		r.segs = make([]rlmm.SegmentMetadata, 0, max(len(r.segs)+n, room))
+func (c *stateCollector) start(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
+	c.ps.TopicIDPartition = tp
+	if z.Segments > 0 {
+		c.ps.Segments = make([]rlmm.SegmentMetadata, 0, z.Segments)
 	}
-	start := len(r.segs)
-	r.segs = r.segs[:start+n]
-	return r.segs[start : start+n : start+n]
+	return c, nil
 }
 
-// readSegment decodes the next segment into m, setting every field (m may
-// be a recycled one). Its custom metadata aliases the payload.
-func readSegment(r *snapshotReader, m *rlmm.SegmentMetadata, tp rlmm.TopicIDPartition) {
-	m.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: r.uuid("segment id")}
-	m.StartOffset = r.varint("start offset")
-	m.EndOffset = r.varint("end offset")
-	m.MaxTimestampMs = r.varint("max timestamp")
-	m.BrokerID = r.int32v("broker id")
-	m.EventTimestampMs = r.varint("event timestamp")
-	nEpochs := r.count("leader epoch", 2)
-	m.LeaderEpochs = nil
-	if nEpochs > 0 {
-		m.LeaderEpochs = r.epochs(nEpochs)
+func (c *stateCollector) AddSegment(md *rlmm.SegmentMetadata) error {
+	if err := md.Validate(); err != nil {
+		return fmt.Errorf("segment %s: %w", md.ID, err)
 	}
-	for k := 0; k < nEpochs && r.err == nil; k++ {
-		m.LeaderEpochs[k] = rlmm.EpochStart{Epoch: r.int32v("epoch"), StartOffset: r.varint("epoch start offset")}
+	c.ps.Segments = append(c.ps.Segments, md.Clone())
+	return nil
+}
+
+func (c *stateCollector) AddHighestOffset(epoch int32, offset int64) error {
+	c.ps.HighestOffsets = append(c.ps.HighestOffsets, memory.EpochOffset{Epoch: epoch, Offset: offset})
+	return nil
+}
+
+func (c *stateCollector) SetDelete(d *rlmm.PartitionDelete) error {
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("partition %s: %w", d.TopicIDPartition, err)
 	}
-	m.SizeInBytes = r.int32v("segment size")
-	m.State = rlmm.SegmentState(int8(r.byte1("segment state")))
-	flags := r.byte1("segment flags")
-	if r.err == nil && flags&^3 != 0 {
-		r.fail("segment flags %#x has unknown bits", flags)
-	}
-	m.TxnIndexEmpty = flags&1 != 0
-	m.CustomMetadata = nil
-	if flags&2 != 0 {
-		n := r.count("custom metadata", 1)
-		m.CustomMetadata = r.bytes("custom metadata", n)
-	}
-	if r.err == nil {
-		if err := m.Validate(); err != nil {
-			r.fail("segment %s: %v", m.ID, err)
-		}
-	}
+	dd := *d
+	c.ps.Delete = &dd
+	return nil
 }
 
 // writeFileAtomic writes data to dir/name so that a crash leaves either the

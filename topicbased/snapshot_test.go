@@ -126,7 +126,8 @@ func TestStaleTemporarySnapshotFilesRemoved(t *testing.T) {
 // re-encoding unchanged.
 func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add(encodeSnapshot(sampleSnapshot(f))[snapshotHeaderSize:])
-	f.Add([]byte{3, 1, 1, 1, 0})
+	f.Add(encodeSnapshot(&snapshot{partitions: 1, committed: []int64{0},
+		states: []memory.PartitionState{{TopicIDPartition: topicPartition("f", 1, 0)}}})[snapshotHeaderSize:])
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		file := withHeader(payload)
 		s, err := decodeSnapshot(file)
@@ -153,13 +154,14 @@ func withHeader(payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// TestSnapshotLoadWithRecycledBuffers loads a snapshot of many chunks (the
-// loader reuses its decode buffers from chunk to chunk) whose segments vary
-// in every optional part, and checks that the cache holds exactly what
-// importing the same states directly gives: nothing of a segment decoded
-// earlier into the same buffer leaks into a later one.
-func TestSnapshotLoadWithRecycledBuffers(t *testing.T) {
-	const parts, perPartition = 120, 50 // about 6 chunks of snapshotChunkSegments
+// TestSnapshotLoadEqualsImport loads a snapshot of many partitions (built
+// on several goroutines, each decoding its segments into one reused
+// rlmm.SegmentMetadata) whose segments vary in every optional part, and
+// checks that the cache holds exactly what importing the same states
+// directly gives: nothing of a segment decoded earlier into the same value
+// leaks into a later one.
+func TestSnapshotLoadEqualsImport(t *testing.T) {
+	const parts, perPartition = 120, 50
 	s := &snapshot{partitions: 4, committed: []int64{0, 0, 0, 0}}
 	// A seeded choice per segment, so that a reused buffer slot held a
 	// segment with other optional parts before.
