@@ -106,12 +106,10 @@ func (b *PartitionBuilder) AddSegment(md *rlmm.SegmentMetadata) error {
 	if md.State == rlmm.DeleteSegmentFinished {
 		return b.fail(fmt.Errorf("%w: import: partition %s: segment %s is %s", rlmm.ErrInvalidArgument, tp, md.ID.ID, md.State))
 	}
-	// A repeated id leaves the index as large as before: one map operation
-	// per segment instead of a look-up then an insert (the builder is
-	// thrown away on error).
-	before := len(p.byID)
-	i := p.add(md)
-	if len(p.byID) == before {
+	// One index probe per segment, not a look-up then an insert: add
+	// refuses a repeated id (the builder is thrown away on error).
+	i, ok := p.add(md)
+	if !ok {
 		return b.fail(fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID))
 	}
 	if md.State == rlmm.CopySegmentFinished {

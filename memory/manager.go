@@ -128,7 +128,7 @@ func (m *Manager) checkAdd(md *rlmm.SegmentMetadata) (*partition, bool, error) {
 	if p == nil {
 		return nil, false, nil
 	}
-	i, ok := p.byID[md.ID.ID]
+	i, ok := p.byID.get(&md.ID.ID, p)
 	if !ok {
 		return p, false, nil
 	}
@@ -181,7 +181,7 @@ func (m *Manager) checkUpdate(u *rlmm.SegmentUpdate) (*partition, int32, error) 
 	var i int32
 	ok := false
 	if p != nil {
-		i, ok = p.byID[u.ID.ID]
+		i, ok = p.byID.get(&u.ID.ID, p)
 	}
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %s (update to %s)", rlmm.ErrUnknownSegment, u.ID, u.State)

@@ -395,7 +395,7 @@ type partition struct {
 	chunks [][]seg
 	slots  int32 // slots handed out so far
 	free   []int32
-	byID   map[rlmm.Uuid]int32
+	byID   idIndex
 	// extras holds the segExtra of the slots flagged for it.
 	extras map[int32]*segExtra
 	// bulk is set only while Import builds the partition (see reserve).
@@ -418,7 +418,7 @@ type partition struct {
 }
 
 func newPartition(tp rlmm.TopicIDPartition) *partition {
-	return &partition{tp: tp, byID: make(map[rlmm.Uuid]int32), extras: make(map[int32]*segExtra)}
+	return &partition{tp: tp, extras: make(map[int32]*segExtra)}
 }
 
 func (p *partition) slot(i int32) *seg { return &p.chunks[i>>chunkBits][i&chunkMask] }
@@ -463,7 +463,7 @@ func (p *partition) reserve(z BuildSizes) {
 		}
 		p.extras = make(map[int32]*segExtra, z.Extras)
 	}
-	p.byID = make(map[rlmm.Uuid]int32, n)
+	p.byID.reserve(n)
 	p.seqs = make([]uint64, 0, n)
 	p.chunks = make([][]seg, 0, (n+chunkSize-1)/chunkSize)
 	for left := n; left > 0; left -= chunkSize {
@@ -749,21 +749,26 @@ func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
 }
 
 // add inserts md (validated, state COPY_SEGMENT_STARTED or, on Import, any
-// live state) as a new segment. Writer only, under mu.
-func (p *partition) add(md *rlmm.SegmentMetadata) int32 {
+// live state) as a new segment. It reports false, changing nothing the
+// partition counts, when md's id is already held (only the import, which
+// throws the partition away then, does not check that first). Writer only,
+// under mu.
+func (p *partition) add(md *rlmm.SegmentMetadata) (int32, bool) {
 	i := p.alloc()
 	p.load(i, md)
 	s := p.slot(i)
+	if !p.byID.insert(&s.id, i, p) {
+		return i, false
+	}
 	p.seq++
 	p.seqs[i] = p.seq
-	p.byID[s.id] = i
 	for _, ep := range md.LeaderEpochs {
 		p.epochFor(ep.Epoch).refs++
 	}
 	p.counts[s.state]++
 	p.bytes += int64(s.size)
 	p.live++
-	return i
+	return i, true
 }
 
 // update applies a validated, allowed update to slot i. Writer only, under mu.
@@ -802,7 +807,7 @@ func (p *partition) remove(i int32) {
 			p.dropEpochIfUnused(ep.Epoch)
 		}
 	}
-	delete(p.byID, s.id)
+	p.byID.remove(&s.id, i)
 	p.bytes -= int64(s.size)
 	p.live--
 	p.release(i)

@@ -229,29 +229,37 @@ func (m *Manager) loadSnapshot() {
 
 func (m *Manager) tryLoadSnapshot() (int, error) {
 	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
-	data, err := os.ReadFile(path)
+	file, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
-	s, blocks, err := openSnapshot(data)
+	defer func() { _ = file.Close() }()
+	info, err := file.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return 0, fmt.Errorf("read snapshot %s: not a regular file (%s)", path, info.Mode())
+	}
+	f, err := openSnapshot(file, info.Size(), true)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	if s.partitions != m.n {
+	if f.s.partitions != m.n {
 		return 0, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
-			rlmm.ErrCorrupt, path, s.partitions, m.n)
+			rlmm.ErrCorrupt, path, f.s.partitions, m.n)
 	}
-	builders, segments, err := buildSnapshotBlocks(s, blocks)
+	builders, segments, err := f.build()
 	if err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	if err := m.inner.ImportBuilt(builders); err != nil {
 		return 0, fmt.Errorf("snapshot %s: import: %w", path, err)
 	}
-	for i, c := range s.committed {
+	for i, c := range f.s.committed {
 		if c >= 0 {
 			m.parts[i].held = true
 			m.parts[i].next = c + 1
@@ -260,13 +268,14 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 	return segments, nil
 }
 
-// buildSnapshotBlocks decodes every block into a finished
+// build reads, checks and decodes every block into a finished
 // memory.PartitionBuilder, on up to GOMAXPROCS goroutines each taking the
-// next block, so a restart decodes and builds on every core. A block of a
-// metadata partition whose committed offset is -1 makes the snapshot
-// inconsistent. The error returned is that of the first bad block in file
-// order, as a sequential load would report.
-func buildSnapshotBlocks(s *snapshot, blocks []snapshotBlock) ([]*memory.PartitionBuilder, int, error) {
+// next block into a buffer of its own, so a restart reads, decodes and
+// builds on every core. A block of a metadata partition whose committed
+// offset is -1 makes the snapshot inconsistent. The error returned is that
+// of the first bad block in file order, as a sequential load would report.
+func (f *snapshotFile) build() ([]*memory.PartitionBuilder, int, error) {
+	s, blocks := f.s, f.blocks
 	builders := make([]*memory.PartitionBuilder, len(blocks))
 	errs := make([]error, len(blocks))
 	segments := make([]int, len(blocks))
@@ -275,20 +284,24 @@ func buildSnapshotBlocks(s *snapshot, blocks []snapshotBlock) ([]*memory.Partiti
 	var wg sync.WaitGroup
 	for range max(min(runtime.GOMAXPROCS(0), len(blocks)), 1) {
 		wg.Go(func() {
+			var buf []byte
 			for !failed.Load() {
 				k := int(next.Add(1) - 1)
 				if k >= len(blocks) {
 					return
 				}
-				errs[k] = decodeBlock(blocks[k], func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
-					if mp := wire.MetadataPartition(tp, s.partitions); s.committed[mp] < 0 {
-						return nil, fmt.Errorf("%w: the snapshot holds partition %s of metadata partition %d, whose committed offset is %d",
-							rlmm.ErrCorrupt, tp, mp, s.committed[mp])
-					}
-					segments[k] = z.Segments
-					builders[k] = memory.NewPartitionBuilder(tp, z)
-					return builders[k], nil
-				})
+				buf, errs[k] = f.readBlock(k, buf, true)
+				if errs[k] == nil {
+					errs[k] = decodeBlock(buf, blocks[k].off, func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
+						if mp := wire.MetadataPartition(tp, s.partitions); s.committed[mp] < 0 {
+							return nil, fmt.Errorf("%w: the snapshot holds partition %s of metadata partition %d, whose committed offset is %d",
+								rlmm.ErrCorrupt, tp, mp, s.committed[mp])
+						}
+						segments[k] = z.Segments
+						builders[k] = memory.NewPartitionBuilder(tp, z)
+						return builders[k], nil
+					})
+				}
 				if errs[k] == nil {
 					errs[k] = builders[k].Finish()
 				}

@@ -74,7 +74,7 @@ func TestRestartWithoutUsableSnapshotReplaysAll(t *testing.T) {
 			b, err := os.ReadFile(path)
 			must(t, err)
 			must(t, os.WriteFile(path, b[:len(b)/2], 0o644))
-		}, "payload bytes"},
+		}, "ends past the file"},
 		{"empty file", func(t *testing.T, path string) { must(t, os.WriteFile(path, nil, 0o644)) }, "shorter"},
 		{"a directory", func(t *testing.T, path string) {
 			must(t, os.Remove(path))

@@ -1,9 +1,11 @@
 package topicbased
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,7 +28,7 @@ const snapshotMagic = "RLMMSNAP"
 // that a restart decodes and builds the partitions on every core at once.
 const snapshotVersion uint16 = 2
 
-// snapshotHeaderSize is magic(8) + version(2) + crc32c(4) + payload length(8).
+// snapshotHeaderSize is magic(8) + version(2) + crc32c(4) + head length(8).
 const snapshotHeaderSize = 8 + 2 + 4 + 8
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -35,22 +37,27 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //
 // Layout (all integers little-endian, fixed width):
 //
-//	header:  "RLMMSNAP" | u16 version | u32 CRC-32C of the payload | u64 payload length
-//	payload: u32 metadata partition count
-//	         count × i64 committed offset (-1 = nothing of it is held)
-//	         u32 user partition count, then for each: u64 block length | block
-//	block:   uuid(16) topic id | u32 topic length | topic | i32 partition
-//	         u32 segments | u32 extras | u32 extra epochs | u64 custom bytes
-//	         segments × segment (see appendSegment)
-//	         u32 highest offsets, each i32 epoch | i64 offset
-//	         u8 0 (no delete state) or 1 then u8 state | i64 timestamp | i32 broker
+//	header: "RLMMSNAP" | u16 version | u32 CRC-32C of the head | u64 head length
+//	head:   u32 metadata partition count
+//	        count × i64 committed offset (-1 = nothing of it is held)
+//	        u32 user partition count, then for each: u64 block length | u32 CRC-32C of the block
+//	blocks: one per user partition, in the head's order, up to the end of the file
+//	block:  uuid(16) topic id | u32 topic length | topic | i32 partition
+//	        u32 segments | u32 extras | u32 extra epochs | u64 custom bytes
+//	        segments × segment (see appendSegment)
+//	        u32 highest offsets, each i32 epoch | i64 offset
+//	        u8 0 (no delete state) or 1 then u8 state | i64 timestamp | i32 broker
 //
-// The second line of a block counts what follows (extras: segments with an
-// epoch list or custom metadata; extra epochs: the lengths of those lists
-// summed; custom bytes: the custom metadata summed), so that the loader
-// sizes the partition once; the decoder checks the counts against the
-// block. The committed offset of a metadata partition is the offset of the
-// last event of it that the dump reflects; restart resumes at committed + 1.
+// Each block has its own checksum so that the loader reads and checks the
+// blocks on several goroutines, each into a buffer it reuses, instead of
+// reading the whole file into fresh memory first (the page faults of that
+// buffer cost as much as decoding it). The second line of a block counts
+// what follows (extras: segments with an epoch list or custom metadata;
+// extra epochs: the lengths of those lists summed; custom bytes: the custom
+// metadata summed), so that the loader sizes the partition once; the
+// decoder checks the counts against the block. The committed offset of a
+// metadata partition is the offset of the last event of it that the dump
+// reflects; restart resumes at committed + 1.
 type snapshot struct {
 	partitions int32
 	committed  []int64
@@ -70,9 +77,10 @@ const (
 
 // encodeSnapshot returns the whole file content of s.
 func encodeSnapshot(s *snapshot) []byte {
-	size := snapshotHeaderSize + 4 + 8*len(s.committed) + 4
+	headLen := 4 + 8*len(s.committed) + 4 + 12*len(s.states)
+	size := snapshotHeaderSize + headLen
 	for i := range s.states {
-		size += 8 + blockSize(&s.states[i])
+		size += blockSize(&s.states[i])
 	}
 	b := make([]byte, snapshotHeaderSize, size)
 	b = binary.LittleEndian.AppendUint32(b, uint32(s.partitions))
@@ -80,14 +88,19 @@ func encodeSnapshot(s *snapshot) []byte {
 		b = binary.LittleEndian.AppendUint64(b, uint64(c))
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.states)))
+	index := len(b)
+	b = b[:index+12*len(s.states)] // the block index, filled below
 	for i := range s.states {
+		start := len(b)
 		b = appendBlock(b, &s.states[i])
+		e := b[index+12*i:]
+		binary.LittleEndian.PutUint64(e, uint64(len(b)-start))
+		binary.LittleEndian.PutUint32(e[8:], crc32.Checksum(b[start:], crcTable))
 	}
 	copy(b[0:8], snapshotMagic)
 	binary.LittleEndian.PutUint16(b[8:10], snapshotVersion)
-	payload := b[snapshotHeaderSize:]
-	binary.LittleEndian.PutUint32(b[10:14], crc32.Checksum(payload, crcTable))
-	binary.LittleEndian.PutUint64(b[14:22], uint64(len(payload)))
+	binary.LittleEndian.PutUint32(b[10:14], crc32.Checksum(b[snapshotHeaderSize:snapshotHeaderSize+headLen], crcTable))
+	binary.LittleEndian.PutUint64(b[14:22], uint64(headLen))
 	return b
 }
 
@@ -117,9 +130,8 @@ func singleEpoch(md *rlmm.SegmentMetadata) bool {
 	return len(md.LeaderEpochs) == 1 && md.LeaderEpochs[0].StartOffset == md.StartOffset
 }
 
-// appendBlock writes ps's block, its length first.
+// appendBlock writes ps's block.
 func appendBlock(b []byte, ps *memory.PartitionState) []byte {
-	b = binary.LittleEndian.AppendUint64(b, uint64(blockSize(ps)))
 	tp := ps.TopicIDPartition
 	b = append(b, tp.TopicID[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(tp.Topic)))
@@ -190,20 +202,20 @@ func appendSegment(b []byte, m *rlmm.SegmentMetadata) []byte {
 	return b
 }
 
-// snapshotReader reads fixed-width fields from a part of the payload;
-// every read checks the bounds first, so hostile bytes produce an error
-// naming the payload byte, never a panic or an unbounded allocation.
+// snapshotReader reads fixed-width fields from a part of the file; every
+// read checks the bounds first, so hostile bytes produce an error naming
+// the file byte, never a panic or an unbounded allocation.
 type snapshotReader struct {
 	b []byte
-	// base is the payload offset of b[0], for error messages.
-	base int
+	// base is the file offset of b[0], for error messages.
+	base int64
 	pos  int
 	err  error
 }
 
 func (r *snapshotReader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: snapshot payload byte %d: %s", rlmm.ErrCorrupt, r.base+r.pos, fmt.Sprintf(format, args...))
+		r.err = fmt.Errorf("%w: snapshot file byte %d: %s", rlmm.ErrCorrupt, r.base+int64(r.pos), fmt.Sprintf(format, args...))
 	}
 }
 
@@ -264,91 +276,138 @@ func (r *snapshotReader) count(what string, minBytes int) int {
 	return int(v)
 }
 
-// snapshotBlock is one user partition's block: its bytes and where they
-// start in the payload.
+// snapshotBlock locates one user partition's block in the file.
 type snapshotBlock struct {
-	b    []byte
-	base int
+	off  int64
+	size int
+	crc  uint32
 }
 
-// decodeSnapshot checks the header and checksum and decodes the whole
-// file into a snapshot (the states own their memory). Every failure wraps
+// snapshotFile is an open snapshot: its head decoded and its blocks
+// located, not yet read.
+type snapshotFile struct {
+	r      io.ReaderAt
+	s      *snapshot
+	blocks []snapshotBlock
+}
+
+// decodeSnapshot checks and decodes a whole file held in memory into a
+// snapshot (the states own their memory). Every failure wraps
 // rlmm.ErrCorrupt and says what was wrong.
 func decodeSnapshot(file []byte) (*snapshot, error) {
-	s, blocks, err := openSnapshot(file)
+	return decodeSnapshotFrom(file, true)
+}
+
+// decodeSnapshotFrom is decodeSnapshot, checking the checksums only when
+// verify is set (the fuzz target clears it to reach the decoders).
+func decodeSnapshotFrom(file []byte, verify bool) (*snapshot, error) {
+	f, err := openSnapshot(bytes.NewReader(file), int64(len(file)), verify)
 	if err != nil {
 		return nil, err
 	}
-	s.states = make([]memory.PartitionState, len(blocks))
-	for i, blk := range blocks {
-		c := &stateCollector{ps: &s.states[i]}
-		if err := decodeBlock(blk, c.start); err != nil {
+	f.s.states = make([]memory.PartitionState, len(f.blocks))
+	var buf []byte
+	for i := range f.blocks {
+		if buf, err = f.readBlock(i, buf, verify); err != nil {
+			return nil, err
+		}
+		c := &stateCollector{ps: &f.s.states[i]}
+		if err := decodeBlock(buf, f.blocks[i].off, c.start); err != nil {
 			return nil, err
 		}
 	}
-	return s, nil
+	return f.s, nil
 }
 
-// openSnapshot checks the header and checksum, decodes the partition
-// count and committed offsets and splits the rest into the user
-// partitions' blocks (not decoded yet: decodeBlock does that, one block
-// per goroutine if the caller likes).
-func openSnapshot(file []byte) (*snapshot, []snapshotBlock, error) {
-	if len(file) < snapshotHeaderSize {
-		return nil, nil, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, len(file), snapshotHeaderSize)
+// openSnapshot reads and checks the header and the head of the size-byte
+// snapshot r, and locates the blocks (they are read by readBlock, one block
+// per goroutine if the caller likes). verify clears only for fuzzing.
+func openSnapshot(r io.ReaderAt, size int64, verify bool) (*snapshotFile, error) {
+	var h [snapshotHeaderSize]byte
+	if size < snapshotHeaderSize {
+		return nil, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, size, snapshotHeaderSize)
 	}
-	if string(file[0:8]) != snapshotMagic {
-		return nil, nil, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, file[0:8])
+	if _, err := r.ReadAt(h[:], 0); err != nil {
+		return nil, fmt.Errorf("read snapshot header: %w", err)
 	}
-	if v := binary.LittleEndian.Uint16(file[8:10]); v != snapshotVersion {
-		return nil, nil, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, snapshotVersion)
+	if string(h[0:8]) != snapshotMagic {
+		return nil, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, h[0:8])
 	}
-	payload := file[snapshotHeaderSize:]
-	if n := binary.LittleEndian.Uint64(file[14:22]); n != uint64(len(payload)) {
-		return nil, nil, fmt.Errorf("%w: snapshot header says %d payload bytes, the file has %d", rlmm.ErrCorrupt, n, len(payload))
+	if v := binary.LittleEndian.Uint16(h[8:10]); v != snapshotVersion {
+		return nil, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, snapshotVersion)
 	}
-	if want, got := binary.LittleEndian.Uint32(file[10:14]), crc32.Checksum(payload, crcTable); want != got {
-		return nil, nil, fmt.Errorf("%w: snapshot checksum mismatch (header %08x, payload %08x)", rlmm.ErrCorrupt, want, got)
+	headLen := binary.LittleEndian.Uint64(h[14:22])
+	if headLen > uint64(size-snapshotHeaderSize) {
+		return nil, fmt.Errorf("%w: snapshot header says its head is %d bytes, the file has %d after the header",
+			rlmm.ErrCorrupt, headLen, size-snapshotHeaderSize)
 	}
-	r := &snapshotReader{b: payload}
+	head := make([]byte, headLen)
+	if _, err := r.ReadAt(head, snapshotHeaderSize); err != nil && headLen > 0 {
+		return nil, fmt.Errorf("read snapshot head: %w", err)
+	}
+	if want, got := binary.LittleEndian.Uint32(h[10:14]), crc32.Checksum(head, crcTable); verify && want != got {
+		return nil, fmt.Errorf("%w: snapshot head checksum mismatch (header %08x, head %08x)", rlmm.ErrCorrupt, want, got)
+	}
+	rd := &snapshotReader{b: head, base: snapshotHeaderSize}
 	s := &snapshot{}
-	parts := r.count("metadata partition", 8)
-	if r.err == nil && (parts == 0 || parts > math.MaxInt32) {
-		r.fail("metadata partition count %d is invalid", parts)
+	parts := rd.count("metadata partition", 8)
+	if rd.err == nil && (parts == 0 || parts > math.MaxInt32) {
+		rd.fail("metadata partition count %d is invalid", parts)
 	}
-	if r.err != nil {
-		return nil, nil, r.err
+	if rd.err != nil {
+		return nil, rd.err
 	}
 	s.partitions = int32(parts)
 	s.committed = make([]int64, parts)
 	for i := range s.committed {
-		s.committed[i] = r.i64("committed offset")
-		if r.err == nil && s.committed[i] < -1 {
-			r.fail("committed offset %d of metadata partition %d is below -1", s.committed[i], i)
+		s.committed[i] = rd.i64("committed offset")
+		if rd.err == nil && s.committed[i] < -1 {
+			rd.fail("committed offset %d of metadata partition %d is below -1", s.committed[i], i)
 		}
 	}
-	// A block is at least its length, a uuid, two u32 and the counts.
-	n := r.count("user partition", 8+16+4+4+4*3+8+4+1)
-	blocks := make([]snapshotBlock, 0, n)
-	for range n {
-		size := r.u64("block length")
-		if r.err == nil && size > uint64(len(r.b)-r.pos) {
-			r.fail("block of %d bytes is truncated (%d left)", size, len(r.b)-r.pos)
+	n := rd.count("user partition", 12)
+	blocks := make([]snapshotBlock, n)
+	off := snapshotHeaderSize + int64(headLen)
+	for i := range blocks {
+		length, crc := rd.u64("block length"), rd.u32("block checksum")
+		if rd.err != nil {
+			return nil, rd.err
 		}
-		base := r.pos
-		b := r.take("block", int(size))
-		if r.err != nil {
-			return nil, nil, r.err
+		if length > uint64(size-off) {
+			return nil, fmt.Errorf("%w: snapshot block %d of %d bytes at file byte %d ends past the file's %d bytes",
+				rlmm.ErrCorrupt, i, length, off, size)
 		}
-		blocks = append(blocks, snapshotBlock{b: b, base: base})
+		blocks[i] = snapshotBlock{off: off, size: int(length), crc: crc}
+		off += int64(length)
 	}
-	if r.err == nil && r.pos != len(r.b) {
-		r.fail("%d trailing bytes", len(r.b)-r.pos)
+	if rd.err == nil && rd.pos != len(rd.b) {
+		rd.fail("%d trailing bytes in the head", len(rd.b)-rd.pos)
 	}
-	if r.err != nil {
-		return nil, nil, r.err
+	if rd.err != nil {
+		return nil, rd.err
 	}
-	return s, blocks, nil
+	if off != size {
+		return nil, fmt.Errorf("%w: snapshot is %d bytes, its head accounts for %d", rlmm.ErrCorrupt, size, off)
+	}
+	return &snapshotFile{r: r, s: s, blocks: blocks}, nil
+}
+
+// readBlock reads block i into buf (grown if needed; the caller reuses it)
+// and checks its checksum.
+func (f *snapshotFile) readBlock(i int, buf []byte, verify bool) ([]byte, error) {
+	blk := f.blocks[i]
+	if cap(buf) < blk.size {
+		buf = make([]byte, blk.size, max(blk.size, 2*cap(buf)))
+	}
+	buf = buf[:blk.size]
+	if _, err := f.r.ReadAt(buf, blk.off); err != nil && blk.size > 0 {
+		return buf, fmt.Errorf("read snapshot block %d at file byte %d: %w", i, blk.off, err)
+	}
+	if got := crc32.Checksum(buf, crcTable); verify && got != blk.crc {
+		return buf, fmt.Errorf("%w: snapshot block %d (file bytes %d to %d) checksum mismatch (head %08x, block %08x)",
+			rlmm.ErrCorrupt, i, blk.off, blk.off+int64(blk.size), blk.crc, got)
+	}
+	return buf, nil
 }
 
 // stateSink receives a decoded user partition: memory.PartitionBuilder
@@ -363,8 +422,8 @@ type stateSink interface {
 // start returns for it (start may refuse the partition with an error). md
 // passed to the sink is reused from segment to segment and its custom
 // metadata aliases the file: the sink copies what it keeps.
-func decodeBlock(blk snapshotBlock, start func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error)) error {
-	r := &snapshotReader{b: blk.b, base: blk.base}
+func decodeBlock(blk []byte, base int64, start func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error)) error {
+	r := &snapshotReader{b: blk, base: base}
 	var tp rlmm.TopicIDPartition
 	tp.TopicID = r.uuid("topic id")
 	tp.Topic = string(r.take("topic name", int(r.u32("topic name length"))))

@@ -2,9 +2,7 @@ package topicbased
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -120,17 +118,16 @@ func TestStaleTemporarySnapshotFilesRemoved(t *testing.T) {
 	}
 }
 
-// FuzzDecodeSnapshot feeds arbitrary payloads behind a valid header and
-// checksum, so the fuzzer exercises the payload decoder: it must never
-// panic, fail only with ErrCorrupt, and what it accepts must survive a
-// re-encoding unchanged.
+// FuzzDecodeSnapshot feeds arbitrary files to the decoder with the
+// checksums ignored, so the fuzzer reaches the head and block decoders: it
+// must never panic, fail only with ErrCorrupt, and what it accepts must
+// survive a re-encoding unchanged.
 func FuzzDecodeSnapshot(f *testing.F) {
-	f.Add(encodeSnapshot(sampleSnapshot(f))[snapshotHeaderSize:])
+	f.Add(encodeSnapshot(sampleSnapshot(f)))
 	f.Add(encodeSnapshot(&snapshot{partitions: 1, committed: []int64{0},
-		states: []memory.PartitionState{{TopicIDPartition: topicPartition("f", 1, 0)}}})[snapshotHeaderSize:])
-	f.Fuzz(func(t *testing.T, payload []byte) {
-		file := withHeader(payload)
-		s, err := decodeSnapshot(file)
+		states: []memory.PartitionState{{TopicIDPartition: topicPartition("f", 1, 0)}}}))
+	f.Fuzz(func(t *testing.T, file []byte) {
+		s, err := decodeSnapshotFrom(file, false)
 		if err != nil {
 			if !errors.Is(err, rlmm.ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -142,16 +139,6 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			t.Fatalf("re-encoded snapshot decodes to %+v, %v; want %+v", again, err, s)
 		}
 	})
-}
-
-// withHeader prepends a valid header (magic, version, checksum, length).
-func withHeader(payload []byte) []byte {
-	b := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(payload))
-	copy(b, snapshotMagic)
-	binary.LittleEndian.PutUint16(b[8:10], snapshotVersion)
-	binary.LittleEndian.PutUint32(b[10:14], crc32.Checksum(payload, crcTable))
-	binary.LittleEndian.PutUint64(b[14:22], uint64(len(payload)))
-	return append(b, payload...)
 }
 
 // TestSnapshotLoadEqualsImport loads a snapshot of many partitions (built
