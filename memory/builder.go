@@ -172,7 +172,7 @@ func (b *PartitionBuilder) Finish() error {
 	// finished segment after all are in gives the result of finishing each
 	// right after its add, with each envelope sized at once. Highest
 	// offsets merge by maximum, so their order against this is free.
-	p.reserveEnvelopes(b.finished)
+	p.reserveEnvelopes()
 	for _, i := range b.finished {
 		p.finish(i)
 	}

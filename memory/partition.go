@@ -337,6 +337,17 @@ func (v *envelope) resummarize(i int) {
 	}
 }
 
+// push appends pc after the last piece, keeping the summary complete: it
+// holds an entry for every piece whose index plus off is a multiple of
+// summaryStride (replace and resummarize keep that true), so the new piece
+// needs one exactly when its own index does.
+func (v *envelope) push(pc piece) {
+	if (len(v.pieces)+v.off)%summaryStride == 0 {
+		v.summary = append(v.summary, pc.start)
+	}
+	v.pieces = append(v.pieces, pc)
+}
+
 // replace replaces pieces [i, j) by add.
 func (v *envelope) replace(i, j int, add []piece) {
 	if i == 0 && j == 1 && len(add) == 0 && len(v.pieces) > 1 && v.off < len(v.pieces) {
@@ -473,26 +484,16 @@ func (p *partition) reserve(z BuildSizes) {
 	// them in order and appends a new chunk only past the last one.
 }
 
-// reserveEnvelopes gives each epoch's envelope room for one piece per
-// finished slot carrying it (more only where segments overlap), before
-// those slots are finished one by one. Writer only, before p is published.
-func (p *partition) reserveEnvelopes(finished []int32) {
-	if len(finished) == 0 {
-		return
-	}
-	counts := make([]int, len(p.epochs))
-	var scratch [1]rlmm.EpochStart
-	for _, i := range finished {
-		for _, ep := range p.epochList(i, p.slot(i), &scratch) {
-			if k := p.epochIndex(ep.Epoch); k >= 0 {
-				counts[k]++
-			}
-		}
-	}
-	for k, n := range counts {
-		if v := &p.epochs[k].env; n > 0 && v.len() == 0 {
-			v.pieces = make([]piece, 0, n)
-			v.summary = make([]int64, 0, n/summaryStride+1)
+// reserveEnvelopes gives each epoch's envelope room for one piece per live
+// segment carrying it (its refs: every finished one, and more only where
+// segments overlap), before the finished slots are laid in one by one.
+// Writer only, before p is published.
+func (p *partition) reserveEnvelopes() {
+	for k := range p.epochs {
+		es := &p.epochs[k]
+		if n := int(es.refs); n > 0 && es.env.len() == 0 {
+			es.env.pieces = make([]piece, 0, n)
+			es.env.summary = make([]int64, 0, n/summaryStride+1)
 		}
 	}
 }
@@ -570,8 +571,7 @@ func (p *partition) paint(v *envelope, ep int32, xi int32, s, e int64) bool {
 		// The common case (segments finish in offset order; Import of a
 		// snapshot): xi lies wholly past every piece, so it is appended
 		// without the two searches and overlaps nothing.
-		add := [1]piece{{start: s, seg: xi}}
-		v.replace(n, n, add[:])
+		v.push(piece{start: s, seg: xi})
 		return false
 	}
 	i := v.search(s)
