@@ -36,13 +36,26 @@ type EpochOffset struct {
 // consistent: no change is applied while it is taken (reads go on). Export
 // then Import into a fresh Manager reproduces every read exactly. keep runs
 // while mutations are held off, so it must not call the Manager's
-// mutating methods, Export or Import (reads are fine). After Close it
-// returns nil.
+// mutating methods, Export or Import (reads are fine). Partitions installed
+// by ImportLazy are built first; one whose state cannot be built is left
+// out (ExportChecked reports it instead). After Close it returns nil.
 func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState {
+	states, _ := m.export(keep, true)
+	return states
+}
+
+// ExportChecked is Export, except that a partition whose state cannot be
+// built (see ImportLazy) fails the whole export with that error (wrapping
+// rlmm.ErrCorrupt) instead of being left out: what a snapshot needs.
+func (m *Manager) ExportChecked(keep func(rlmm.TopicIDPartition) bool) ([]PartitionState, error) {
+	return m.export(keep, false)
+}
+
+func (m *Manager) export(keep func(rlmm.TopicIDPartition) bool, skipFailed bool) ([]PartitionState, error) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	if m.closed.Load() {
-		return nil
+		return nil, nil
 	}
 	var parts []*partition
 	m.parts.each(func(p *partition) {
@@ -50,13 +63,23 @@ func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState
 			parts = append(parts, p)
 		}
 	})
-	slices.SortFunc(parts, func(a, b *partition) int { return compareTP(a.tp, b.tp) })
+	sortPartitions(parts)
 	out := make([]PartitionState, 0, len(parts))
 	for _, p := range parts {
+		if p.pending != nil {
+			built, err := m.resolve(&p.tp)
+			if err != nil && !skipFailed {
+				return nil, err
+			}
+			if built == nil {
+				continue
+			}
+			p = built
+		}
 		// The writer lock keeps the partition still: no read lock needed.
 		out = append(out, p.export())
 	}
-	return out
+	return out, nil
 }
 
 func (p *partition) export() PartitionState {
@@ -130,19 +153,7 @@ func (m *Manager) publish(built []*partition) error {
 		return errClosed()
 	}
 	for _, p := range built {
-		old := m.parts.get(&p.tp)
-		// Publish the new state before retiring the old one, so that a
-		// reader sees one or the other, never a gap.
-		if p.empty() {
-			m.parts.set(p.tp, nil)
-		} else {
-			m.parts.set(p.tp, p)
-		}
-		if old != nil {
-			old.mu.Lock()
-			old.dead = true
-			old.mu.Unlock()
-		}
+		m.replace(p)
 	}
 	return nil
 }
@@ -206,6 +217,18 @@ func buildPartitions(states []PartitionState) ([]*partition, error) {
 // buildPartition checks a state and makes a partition of it, not yet
 // visible to readers.
 func buildPartition(st *PartitionState) (*partition, error) {
+	b, err := builderOf(st)
+	if err == nil {
+		err = b.Finish()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.p, nil
+}
+
+// builderOf returns a builder fed with st (not finished).
+func builderOf(st *PartitionState) (*PartitionBuilder, error) {
 	b := NewPartitionBuilder(st.TopicIDPartition, SizesOf(st.Segments))
 	for k := range st.Segments {
 		if err := b.AddSegment(&st.Segments[k]); err != nil {
@@ -222,10 +245,7 @@ func buildPartition(st *PartitionState) (*partition, error) {
 			return nil, err
 		}
 	}
-	if err := b.Finish(); err != nil {
-		return nil, err
-	}
-	return b.p, nil
+	return b, nil
 }
 
 // PartitionView is a cheap per-partition summary for the CLI.
@@ -247,12 +267,13 @@ type PartitionView struct {
 	Delete *rlmm.PartitionDelete
 }
 
-// View summarizes tp; false when tp has no state (or after Close).
+// View summarizes tp; false when tp has no state, when its state installed
+// by ImportLazy cannot be built (its reads return why), or after Close.
 func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
 	if m.closed.Load() {
 		return PartitionView{}, false
 	}
-	p := m.lookup(tp)
+	p, _ := m.lookup(tp)
 	if p == nil {
 		return PartitionView{}, false
 	}

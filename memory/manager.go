@@ -23,12 +23,14 @@ type Manager struct {
 	// parts finds a partition without locking; only the writer changes it.
 	parts  directory
 	closed atomic.Bool
+	// pending counts the placeholders of ImportLazy in the directory.
+	pending        atomic.Int64
+	onBuildFailure func(tp rlmm.TopicIDPartition, err error)
 }
 
 var _ rlmm.Manager = (*Manager)(nil)
 
-// Option configures a Manager. No option is required; none exists yet, the
-// type keeps New's signature stable when one is added.
+// Option configures a Manager. No option is required.
 type Option func(*Manager)
 
 // New returns an empty Manager.
@@ -43,16 +45,30 @@ func New(opts ...Option) *Manager {
 func errClosed() error { return fmt.Errorf("memory manager: %w", rlmm.ErrClosed) }
 
 // lookup returns tp's partition with its read lock held, or nil. It retries
-// when it meets a partition that a concurrent change dropped or replaced.
-func (m *Manager) lookup(tp rlmm.TopicIDPartition) *partition {
+// when it meets a partition that a concurrent change dropped or replaced,
+// and builds a placeholder of ImportLazy first (the error of a failed build
+// is returned).
+func (m *Manager) lookup(tp rlmm.TopicIDPartition) (*partition, error) {
 	for {
 		p := m.parts.get(&tp)
 		if p == nil {
-			return nil
+			return nil, nil
+		}
+		if p.pending != nil {
+			// Build outside the writer lock (once, whoever asks first),
+			// publish under it, then look again.
+			p.pending.run(p.tp)
+			m.wmu.Lock()
+			_, err := m.settle(p)
+			m.wmu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		p.mu.RLock()
 		if !p.dead {
-			return p
+			return p, nil
 		}
 		p.mu.RUnlock()
 	}
@@ -72,9 +88,7 @@ func (m *Manager) dropPartition(tp rlmm.TopicIDPartition) {
 	// Unpublish first, then mark: a reader that still holds p sees it dead
 	// and looks again, finding nothing (marking first would let it spin).
 	m.parts.set(tp, nil)
-	p.mu.Lock()
-	p.dead = true
-	p.mu.Unlock()
+	m.retire(p)
 }
 
 // AddSegment records a new segment in COPY_SEGMENT_STARTED. The metadata must
@@ -124,7 +138,10 @@ func (m *Manager) checkAdd(md *rlmm.SegmentMetadata) (*partition, bool, error) {
 		return nil, false, fmt.Errorf("%w: segment %s of %s: a new segment must be in state %s, not %s",
 			rlmm.ErrInvalidArgument, md.ID.ID, md.ID.TopicIDPartition, rlmm.CopySegmentStarted, md.State)
 	}
-	p := m.parts.get(&md.ID.TopicIDPartition)
+	p, err := m.resolve(&md.ID.TopicIDPartition)
+	if err != nil {
+		return nil, false, err
+	}
 	if p == nil {
 		return nil, false, nil
 	}
@@ -177,7 +194,10 @@ func (m *Manager) checkUpdate(u *rlmm.SegmentUpdate) (*partition, int32, error) 
 	if err := u.Validate(); err != nil {
 		return nil, 0, err
 	}
-	p := m.parts.get(&u.ID.TopicIDPartition)
+	p, err := m.resolve(&u.ID.TopicIDPartition)
+	if err != nil {
+		return nil, 0, err
+	}
 	var i int32
 	ok := false
 	if p != nil {
@@ -207,7 +227,10 @@ func (m *Manager) PutPartitionDelete(_ context.Context, d rlmm.PartitionDelete) 
 		m.dropPartition(d.TopicIDPartition)
 		return nil
 	}
-	p := m.parts.get(&d.TopicIDPartition)
+	p, err := m.resolve(&d.TopicIDPartition)
+	if err != nil {
+		return err
+	}
 	if p == nil {
 		p = newPartition(d.TopicIDPartition)
 		p.del, p.hasDel = d, true
@@ -232,7 +255,12 @@ func (m *Manager) checkPartitionDelete(d *rlmm.PartitionDelete) error {
 	if m.closed.Load() {
 		return errClosed()
 	}
-	return d.Validate()
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	// A partition whose state cannot be built takes no event.
+	_, err := m.resolve(&d.TopicIDPartition)
+	return err
 }
 
 // DropPartition forgets all state of tp (used when its metadata partition is
@@ -264,9 +292,9 @@ func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int
 	if m.closed.Load() {
 		return false, errClosed()
 	}
-	p := m.lookup(tp)
+	p, err := m.lookup(tp)
 	if p == nil {
-		return false, nil
+		return false, err
 	}
 	i, ok := p.find(leaderEpoch, offset)
 	if ok {
@@ -283,9 +311,9 @@ func (m *Manager) HighestOffsetForEpoch(tp rlmm.TopicIDPartition, leaderEpoch in
 	if m.closed.Load() {
 		return 0, false, errClosed()
 	}
-	p := m.lookup(tp)
+	p, err := m.lookup(tp)
 	if p == nil {
-		return 0, false, nil
+		return 0, false, err
 	}
 	defer p.mu.RUnlock()
 	if ei := p.epochIndex(leaderEpoch); ei >= 0 && p.epochs[ei].hasHighest {
@@ -309,9 +337,9 @@ func (m *Manager) list(tp rlmm.TopicIDPartition, ep int32, all bool) ([]rlmm.Seg
 	if m.closed.Load() {
 		return nil, errClosed()
 	}
-	p := m.lookup(tp)
+	p, err := m.lookup(tp)
 	if p == nil {
-		return nil, nil
+		return nil, err
 	}
 	defer p.mu.RUnlock()
 	idx := p.liveSlots(nil, ep, all)
@@ -325,9 +353,9 @@ func (m *Manager) RemoteLogSize(tp rlmm.TopicIDPartition, leaderEpoch int32) (in
 	if m.closed.Load() {
 		return 0, errClosed()
 	}
-	p := m.lookup(tp)
+	p, err := m.lookup(tp)
 	if p == nil {
-		return 0, nil
+		return 0, err
 	}
 	defer p.mu.RUnlock()
 	var total int64
@@ -352,9 +380,9 @@ func (m *Manager) NextSegmentWithTxnIndex(tp rlmm.TopicIDPartition, leaderEpoch 
 	if m.closed.Load() {
 		return rlmm.SegmentMetadata{}, false, errClosed()
 	}
-	p := m.lookup(tp)
+	p, err := m.lookup(tp)
 	if p == nil {
-		return rlmm.SegmentMetadata{}, false, nil
+		return rlmm.SegmentMetadata{}, false, err
 	}
 	defer p.mu.RUnlock()
 	for {
@@ -414,13 +442,19 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// Partitions lists the user partitions that have any state, sorted by topic,
-// partition, then topic id.
+// Partitions lists the user partitions that have any state (or whose state
+// ImportLazy installed and is not built yet), sorted by topic, partition,
+// then topic id.
 func (m *Manager) Partitions() []rlmm.TopicIDPartition {
 	var out []rlmm.TopicIDPartition
 	m.parts.each(func(p *partition) { out = append(out, p.tp) })
 	slices.SortFunc(out, compareTP)
 	return out
+}
+
+// sortPartitions sorts ps like Partitions.
+func sortPartitions(ps []*partition) {
+	slices.SortFunc(ps, func(a, b *partition) int { return compareTP(a.tp, b.tp) })
 }
 
 func compareTP(a, b rlmm.TopicIDPartition) int {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
@@ -505,6 +506,16 @@ func TestManagerAgainstModel(t *testing.T) {
 					t.Fatalf("after Export/Import: %v", err)
 				}
 				mgr = fresh // continue on the imported copy: later events must behave alike
+			},
+			"exportImportLazy": func(t *rapid.T) {
+				// Continue on a copy whose partitions are built only when a
+				// later read or event first needs them.
+				fresh := New()
+				calls := map[rlmm.TopicIDPartition]*atomic.Int32{}
+				if err := fresh.ImportLazy(lazyOf(mgr.Export(nil), calls)); err != nil {
+					t.Fatalf("ImportLazy of an Export: %v", err)
+				}
+				mgr = fresh
 			},
 			"": func(t *rapid.T) {
 				if got, want := mgr.Partitions(), mod.partitions(); !slices.Equal(got, want) {
