@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,7 +137,17 @@ type Manager struct {
 		loadedSegments                 int
 		loadErr                        error
 		startedAt                      time.Time
+		// buildDuration is the time from Start until every partition the
+		// snapshot installed was built (0 until then).
+		buildDuration atomic.Int64
+		buildFailures atomic.Uint64
 	}
+
+	// snapFile is the snapshot file whose blocks the cache builds its
+	// partitions from on first use (memory.ImportLazy); nil once every
+	// partition is built, or without a snapshot.
+	snapFileMu sync.Mutex
+	snapFile   *snapshotFile
 
 	closed    atomic.Bool
 	closedCh  chan struct{}
@@ -179,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		p.tickets = map[*ticket]struct{}{}
 		p.verdicts = map[int64]error{}
 	}
-	m.inner = memory.New(c.MemoryOptions...)
+	m.inner = m.newCache()
 	m.loadSnapshot()
 
 	sub, err := m.log.Subscribe(ctx)
@@ -192,7 +203,59 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 	m.wg.Add(2)
 	go m.pump(runCtx)
 	go m.housekeeper(runCtx)
+	if m.inner.PendingCount() > 0 {
+		m.wg.Add(1)
+		go m.buildSnapshotState(runCtx)
+	}
 	return m, nil
+}
+
+// newCache returns an empty cache that reports the partitions whose
+// snapshot state cannot be built.
+func (m *Manager) newCache() *memory.Manager {
+	return memory.New(append(slices.Clip(m.cfg.MemoryOptions), memory.WithBuildFailure(m.onBuildFailure))...)
+}
+
+// buildSnapshotState builds, in the background on every core, the
+// partitions the snapshot installed (reads and events build the ones they
+// need first on their own), then closes the snapshot file.
+func (m *Manager) buildSnapshotState(ctx context.Context) {
+	defer m.wg.Done()
+	if err := m.inner.BuildPending(ctx, runtime.GOMAXPROCS(0)); err != nil {
+		return // stopping: Close or ShutdownAndFlush closes the file
+	}
+	d := time.Since(m.stats.startedAt)
+	m.stats.buildDuration.Store(int64(d))
+	m.closeSnapshotFile()
+	m.logger.Info("topicbased: snapshot state built", "since_start", d, "failures", m.stats.buildFailures.Load())
+}
+
+// closeSnapshotFile closes the snapshot file the cache builds from, if open.
+func (m *Manager) closeSnapshotFile() {
+	m.snapFileMu.Lock()
+	defer m.snapFileMu.Unlock()
+	if m.snapFile != nil {
+		_ = m.snapFile.close()
+		m.snapFile = nil
+	}
+}
+
+// onBuildFailure is told (by the cache, possibly under its writer lock)
+// that a partition's state from the snapshot cannot be built: its metadata
+// partition is dropped and replayed from offset 0 by the pump, which has the
+// events of every acknowledged change. Until then, reads of the partition
+// answer rlmm.ErrNotReady and mutations wait.
+func (m *Manager) onBuildFailure(tp rlmm.TopicIDPartition, err error) {
+	m.stats.buildFailures.Add(1)
+	if m.closed.Load() {
+		return
+	}
+	mp := wire.MetadataPartition(tp, m.n)
+	m.logger.Error("topicbased: the snapshot's state of a partition cannot be built; replaying its metadata partition from offset 0",
+		"partition", tp, "metadata_partition", mp, "error", err)
+	// submit takes mu: nothing holds mu while calling the cache, so taking
+	// it under the cache's writer lock cannot deadlock.
+	_ = m.submit(&controlRequest{reset: []int32{mp}, done: make(chan error, 1)})
 }
 
 // loadSnapshot fills the cache and the committed offsets from the snapshot
@@ -217,7 +280,8 @@ func (m *Manager) loadSnapshot() {
 	if err != nil {
 		m.logger.Warn("topicbased: snapshot not used; starting empty for a full replay",
 			"dir", m.cfg.SnapshotDir, "error", err)
-		m.inner = memory.New(m.cfg.MemoryOptions...)
+		m.closeSnapshotFile()
+		m.inner = m.newCache()
 		for i := range m.parts {
 			m.parts[i].held, m.parts[i].next = false, 0
 		}
@@ -227,6 +291,11 @@ func (m *Manager) loadSnapshot() {
 		"segments", segments, "duration", m.stats.loadDuration)
 }
 
+// tryLoadSnapshot opens the snapshot, checks it whole (head, every block's
+// checksum, consistency with the committed offsets) and installs its
+// partitions in the cache without decoding them: each is built from its
+// block on first use, or by buildSnapshotState in the background. A restart
+// is thus ready after reading the file once, before any partition is built.
 func (m *Manager) tryLoadSnapshot() (int, error) {
 	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
 	file, err := os.Open(path)
@@ -236,7 +305,12 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
 	}
-	defer func() { _ = file.Close() }()
+	keep := false
+	defer func() {
+		if !keep {
+			_ = file.Close()
+		}
+	}()
 	info, err := file.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
@@ -248,17 +322,30 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
+	f.closer = file
 	if f.s.partitions != m.n {
 		return 0, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
 			rlmm.ErrCorrupt, path, f.s.partitions, m.n)
 	}
-	builders, segments, err := f.build()
-	if err != nil {
+	segments := 0
+	parts := make([]memory.LazyPartition, len(f.blocks))
+	for k := range f.blocks {
+		blk := &f.blocks[k]
+		if mp := wire.MetadataPartition(blk.tp, m.n); f.s.committed[mp] < 0 {
+			return 0, fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
+				rlmm.ErrCorrupt, path, blk.tp, mp, f.s.committed[mp])
+		}
+		segments += blk.segments
+		parts[k] = memory.LazyPartition{TopicIDPartition: blk.tp, Build: func() (*memory.PartitionBuilder, error) { return f.builder(k) }}
+	}
+	if err := f.verify(); err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	if err := m.inner.ImportBuilt(builders); err != nil {
-		return 0, fmt.Errorf("snapshot %s: import: %w", path, err)
+	if err := m.inner.ImportLazy(parts); err != nil {
+		return 0, fmt.Errorf("%w: snapshot %s: %w", rlmm.ErrCorrupt, path, err)
 	}
+	keep = true
+	m.snapFile = f
 	for i, c := range f.s.committed {
 		if c >= 0 {
 			m.parts[i].held = true
@@ -266,62 +353,6 @@ func (m *Manager) tryLoadSnapshot() (int, error) {
 		}
 	}
 	return segments, nil
-}
-
-// build reads, checks and decodes every block into a finished
-// memory.PartitionBuilder, on up to GOMAXPROCS goroutines each taking the
-// next block into a buffer of its own, so a restart reads, decodes and
-// builds on every core. A block of a metadata partition whose committed
-// offset is -1 makes the snapshot inconsistent. The error returned is that
-// of the first bad block in file order, as a sequential load would report.
-func (f *snapshotFile) build() ([]*memory.PartitionBuilder, int, error) {
-	s, blocks := f.s, f.blocks
-	builders := make([]*memory.PartitionBuilder, len(blocks))
-	errs := make([]error, len(blocks))
-	segments := make([]int, len(blocks))
-	var next atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range max(min(runtime.GOMAXPROCS(0), len(blocks)), 1) {
-		wg.Go(func() {
-			var buf []byte
-			for !failed.Load() {
-				k := int(next.Add(1) - 1)
-				if k >= len(blocks) {
-					return
-				}
-				buf, errs[k] = f.readBlock(k, buf, true)
-				if errs[k] == nil {
-					errs[k] = decodeBlock(buf, blocks[k].off, func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
-						if mp := wire.MetadataPartition(tp, s.partitions); s.committed[mp] < 0 {
-							return nil, fmt.Errorf("%w: the snapshot holds partition %s of metadata partition %d, whose committed offset is %d",
-								rlmm.ErrCorrupt, tp, mp, s.committed[mp])
-						}
-						segments[k] = z.Segments
-						builders[k] = memory.NewPartitionBuilder(tp, z)
-						return builders[k], nil
-					})
-				}
-				if errs[k] == nil {
-					errs[k] = builders[k].Finish()
-				}
-				if errs[k] != nil {
-					failed.Store(true)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	// Blocks are taken in order and no block is taken after a failure, so
-	// every block before the first failure was decoded.
-	total := 0
-	for k, err := range errs {
-		if err != nil {
-			return nil, 0, err
-		}
-		total += segments[k]
-	}
-	return builders, total, nil
 }
 
 // MetadataPartitionCount returns the number of partitions of the event log.
@@ -372,9 +403,20 @@ func gatedRead[T any](m *Manager, tp rlmm.TopicIDPartition, miss T, read func() 
 		}
 		v, err := read()
 		if p.status.Load() == status {
-			return v, err
+			return v, m.readError(tp, err)
 		}
 	}
+}
+
+// readError turns the cache's refusal of a partition whose snapshot state
+// cannot be built (its metadata partition is about to be replayed) into
+// rlmm.ErrNotReady, which a caller retries.
+func (m *Manager) readError(tp rlmm.TopicIDPartition, err error) error {
+	if err == nil || !errors.Is(err, rlmm.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: partition %s: its state from the snapshot cannot be built; metadata partition %d is replayed from the log: %w",
+		rlmm.ErrNotReady, tp, wire.MetadataPartition(tp, m.n), err)
 }
 
 type found[T any] struct {
@@ -394,7 +436,7 @@ func (m *Manager) SegmentForOffset(tp rlmm.TopicIDPartition, leaderEpoch int32, 
 		}
 		v, ok, err := m.inner.SegmentForOffset(tp, leaderEpoch, offset)
 		if p.status.Load() == status {
-			return v, ok, err
+			return v, ok, m.readError(tp, err)
 		}
 	}
 }
@@ -410,7 +452,7 @@ func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int
 		}
 		ok, err := m.inner.SegmentForOffsetInto(tp, leaderEpoch, offset, dst)
 		if p.status.Load() == status {
-			return ok, err
+			return ok, m.readError(tp, err)
 		}
 	}
 }
@@ -511,6 +553,15 @@ type Stats struct {
 	SnapshotLoadDuration time.Duration
 	SnapshotSegments     int
 	SnapshotError        error
+	// SnapshotPending counts the user partitions installed from the
+	// snapshot whose state is not built yet (the load installs them and a
+	// background build follows; a read builds what it needs first).
+	// SnapshotBuildDuration is the time from Start until none was left (0
+	// until then); SnapshotBuildFailures counts partitions whose state
+	// could not be built, each making its metadata partition replay from 0.
+	SnapshotPending       int
+	SnapshotBuildDuration time.Duration
+	SnapshotBuildFailures uint64
 	// Partitions lists the assigned metadata partitions.
 	Partitions []PartitionStats
 }
@@ -528,6 +579,10 @@ func (m *Manager) Stats() Stats {
 		SnapshotLoadDuration: m.stats.loadDuration,
 		SnapshotSegments:     m.stats.loadedSegments,
 		SnapshotError:        m.stats.loadErr,
+
+		SnapshotPending:       m.inner.PendingCount(),
+		SnapshotBuildDuration: time.Duration(m.stats.buildDuration.Load()),
+		SnapshotBuildFailures: m.stats.buildFailures.Load(),
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
@@ -556,6 +611,7 @@ func (m *Manager) Close() error {
 		m.cancel()
 		err = m.sub.Close()
 		m.wg.Wait()
+		m.closeSnapshotFile()
 		if errors.Is(err, rlmm.ErrClosed) {
 			err = nil
 		}
@@ -578,6 +634,8 @@ func (m *Manager) ShutdownAndFlush(ctx context.Context) error {
 		_ = m.sub.Close()
 		m.wg.Wait()
 	})
+	// The final snapshot builds what is not built yet from the old file.
+	defer m.closeSnapshotFile()
 	if m.cfg.SnapshotDir == "" {
 		return nil
 	}

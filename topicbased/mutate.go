@@ -86,20 +86,12 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	// 1. The metadata partition must be consumed here, and caught up, so
 	// that the check below sees the current state and the verdict can be
 	// read back.
-	if err := m.waitReady(ctx, tp, mp, p); err != nil {
-		return err
-	}
 	// 2. Fail fast: a transition the current state forbids publishes
 	// nothing. The cache may lag events other managers published, so a
 	// failure is confirmed against everything in the log now: the refusal
 	// then reflects a state the log really had during this call.
-	if err := check(); err != nil {
-		if serr := m.syncTo(ctx, tp, mp, p); serr != nil {
-			return err
-		}
-		if err := check(); err != nil {
-			return err
-		}
+	if err := m.readyAndChecked(ctx, tp, mp, p, check); err != nil {
+		return err
 	}
 	value, err := wire.AppendEvent(nil, ev)
 	if err != nil {
@@ -161,6 +153,39 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 		default:
 		}
 		return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d to apply offset %d (the event of %s is in the log and may still be recorded)", mp, offset, tp))
+	}
+}
+
+// readyAndChecked waits for mp's readiness, then runs check (confirmed
+// against the log on failure). A partition whose snapshot state cannot be
+// built fails check with rlmm.ErrCorrupt until the replay of mp that its
+// failure queued starts: that is waited for, like readiness.
+func (m *Manager) readyAndChecked(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition, check func() error) error {
+	for {
+		if err := m.waitReady(ctx, tp, mp, p); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		changed := p.changed
+		m.mu.Unlock()
+		err := check()
+		if errors.Is(err, rlmm.ErrCorrupt) {
+			select {
+			case <-changed:
+				continue
+			case <-m.closedCh:
+				return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+			case <-ctx.Done():
+				return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d of %s to be replayed (the snapshot's state of the partition cannot be built; nothing was published)", mp, tp))
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if serr := m.syncTo(ctx, tp, mp, p); serr != nil {
+			return err
+		}
+		return check()
 	}
 }
 

@@ -22,7 +22,10 @@ type controlRequest struct {
 	add    []int32
 	target []int64 // high-water mark of each add, observed before the request
 	remove []int32
-	done   chan error // buffered 1
+	// reset lists metadata partitions to drop and replay from offset 0
+	// (a user partition's snapshot state could not be built).
+	reset []int32
+	done  chan error // buffered 1
 }
 
 // submit queues a request for the pump and interrupts a blocked Poll.
@@ -102,6 +105,10 @@ func (m *Manager) pump(ctx context.Context) {
 func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) []batchResult {
 	type counts struct{ applied, rejected, undecodable int }
 	perPartition := map[int32]*counts{}
+	// unbuilt holds the metadata partitions where a user partition's
+	// snapshot state could not be built: their records wait for the replay
+	// from 0 that the cache's failure report queued.
+	var unbuilt map[int32]bool
 	m.applyMu.Lock()
 	for i := range records {
 		rec := &records[i]
@@ -110,7 +117,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			continue
 		}
 		p := &m.parts[rec.Partition]
-		if !p.assigned || rec.Offset < p.next {
+		if unbuilt[rec.Partition] || !p.assigned || rec.Offset < p.next {
 			// Not ours (any more) or already applied: the subscription's
 			// exact Remove/Add makes this rare, the offset check makes it safe.
 			continue
@@ -125,6 +132,15 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			perPartition[rec.Partition] = c
 		}
 		reason, verdict := m.applyRecord(rec)
+		if reason == "unbuilt" {
+			// Neither applied nor skipped: p.next stays, so the waiter of
+			// this offset is answered by the replay.
+			if unbuilt == nil {
+				unbuilt = map[int32]bool{}
+			}
+			unbuilt[rec.Partition] = true
+			continue
+		}
 		switch reason {
 		case "":
 			c.applied++
@@ -210,7 +226,11 @@ func (m *Manager) applyRecord(rec *eventlog.Record) (reason string, verdict erro
 	case wire.KeyPartitionDelete:
 		err = m.inner.PutPartitionDelete(ctx, ev.PartitionDelete)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, rlmm.ErrCorrupt):
+		// Only a partition whose snapshot state cannot be built answers so.
+		return "unbuilt", err
+	case err != nil:
 		return "rejected", err
 	}
 	return "", nil
@@ -262,7 +282,69 @@ func (m *Manager) executeControl(r *controlRequest) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, mp := range r.reset {
+		if err := m.replayFromStart(mp); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// replayFromStart drops mp's user partitions from the cache and, if mp is
+// consumed, consumes it again from offset 0, ready once it is back where it
+// was: the recovery when the snapshot's state of one of its partitions
+// cannot be built. Mutations waiting for an offset keep waiting: the replay
+// applies that offset again and answers them. An unassigned mp is only
+// dropped, so that its next assignment replays it from 0.
+func (m *Manager) replayFromStart(mp int32) error {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	p := &m.parts[mp]
+	target := max(p.next, p.highWater, p.target)
+	if !p.assigned {
+		m.dropHeld(mp)
+		return nil
+	}
+	// Readers see "catching up" before the state goes away (a read that
+	// began before finds the status changed and retries).
+	m.mu.Lock()
+	m.setStatus(p, statusCatchingUp)
+	m.mu.Unlock()
+	m.dropHeld(mp)
+	// Remove then add: the subscription's exact semantics restart the
+	// partition at 0, dropping whatever it had fetched beyond.
+	if err := m.sub.Remove(mp); err != nil {
+		m.logger.Warn("topicbased: stop consuming metadata partition for its replay", "partition", mp, "error", err)
+	}
+	if err := m.sub.Add(mp, 0); err != nil {
+		// Not consumed any more: waiters and readers learn it as for a removal.
+		p.assigned = false
+		m.mu.Lock()
+		m.setStatus(p, statusUnassigned)
+		for off, w := range p.waiters {
+			w.done <- fmt.Errorf("%w: metadata partition %d could not be consumed again after offset %d was published; the event is in the log",
+				rlmm.ErrNotAssigned, mp, off)
+			delete(p.waiters, off)
+		}
+		p.applied = -1
+		m.mu.Unlock()
+		return fmt.Errorf("topicbased: consume metadata partition %d again from offset 0: %w", mp, err)
+	}
+	p.held = true
+	p.target, p.highWater = target, target
+	p.addedAt = time.Now()
+	m.mu.Lock()
+	p.applied = -1
+	clear(p.verdicts)
+	if target > 0 {
+		m.setStatus(p, statusCatchingUp)
+	} else {
+		m.setStatus(p, statusReady)
+	}
+	m.mu.Unlock()
+	m.logger.Warn("topicbased: replaying metadata partition from offset 0", "partition", mp, "target", target)
+	m.met.PartitionReadiness(mp, true, target == 0, 0)
+	return nil
 }
 
 // addPartition starts consuming mp at the held state's next offset (the

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/memory"
 )
 
 // A restart from a snapshot replays only the events after it.
@@ -277,5 +279,97 @@ func TestPeriodicSnapshot(t *testing.T) {
 		if e.Name() != SnapshotFileName {
 			t.Errorf("stray file %s in the snapshot directory", e.Name())
 		}
+	}
+}
+
+// A snapshot whose checksums hold but one of whose partitions cannot be
+// built (a bug, or a hand-edited file) loads, then the metadata partition
+// of that partition is replayed from 0: reads say NotReady meanwhile, a
+// mutation waits, and the state ends up what the log says.
+func TestSnapshotStateThatCannotBeBuiltIsReplayed(t *testing.T) {
+	l := newLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 3)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	// Break one segment of one partition, keeping every checksum valid.
+	path := filepath.Join(dir, SnapshotFileName)
+	data, err := os.ReadFile(path)
+	must(t, err)
+	s, err := decodeSnapshot(data)
+	must(t, err)
+	k := slices.IndexFunc(s.states, func(st memory.PartitionState) bool { return len(st.Segments) > 0 })
+	if k < 0 {
+		t.Fatal("the workload left no live segment")
+	}
+	broken := s.states[k].TopicIDPartition
+	seg := &s.states[k].Segments[0]
+	seg.EndOffset = seg.StartOffset - 1
+	must(t, os.WriteFile(path, encodeSnapshot(s), 0o644))
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	if st := m2.Stats(); st.SnapshotError != nil || st.SnapshotSegments == 0 {
+		t.Fatalf("the snapshot was not loaded: %+v", st)
+	}
+	assign(t, m2, tps...)
+	// A mutation of the broken partition right away: it waits for the
+	// replay and is then applied.
+	extra := segment(broken, 9_999, 10_000, 10_099)
+	if err := m2.AddSegment(testCtx(t), extra); err != nil {
+		t.Fatalf("AddSegment on the partition being replayed: %v", err)
+	}
+	// The reference: a manager that replays the whole log.
+	m3 := startManager(t, Config{Log: l})
+	assign(t, m3, tps...)
+	want := viewOf(t, m3, tps)
+	waitForNil(t, "the replayed state", func() error {
+		for _, tp := range tps {
+			if _, err := m2.ListSegments(tp); err != nil {
+				if !errors.Is(err, rlmm.ErrNotReady) {
+					t.Fatalf("read of %s during the replay: %v; want ErrNotReady or an answer", tp, err)
+				}
+				return err
+			}
+		}
+		return sameViews(viewOf(t, m2, tps), want)
+	})
+	if got := m2.Stats().SnapshotBuildFailures; got != 1 {
+		t.Errorf("SnapshotBuildFailures = %d, want 1", got)
+	}
+	waitFor(t, "the background build", func() bool { return m2.Stats().SnapshotPending == 0 })
+	// The next snapshot holds the replayed state.
+	must(t, m2.ShutdownAndFlush(testCtx(t)))
+	m4 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m4, tps...)
+	if got := m4.Stats().Consumed(); got != 0 {
+		t.Errorf("replayed %d events after a clean final snapshot; want 0", got)
+	}
+	must(t, sameViews(viewOf(t, m4, tps), want))
+}
+
+// After a restart from a snapshot the state is built in the background:
+// Stats says when it is done, and reads meanwhile build what they need.
+func TestSnapshotStateBuiltInBackground(t *testing.T) {
+	l := newLog(t, 10)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 10, 6)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 5)
+	want := viewOf(t, m1, tps)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m2, tps...)
+	must(t, sameViews(viewOf(t, m2, tps), want))
+	waitFor(t, "the background build", func() bool {
+		st := m2.Stats()
+		return st.SnapshotPending == 0 && st.SnapshotBuildDuration > 0
+	})
+	if st := m2.Stats(); st.SnapshotBuildFailures != 0 {
+		t.Errorf("SnapshotBuildFailures = %d", st.SnapshotBuildFailures)
 	}
 }

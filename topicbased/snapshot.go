@@ -9,6 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/memory"
@@ -40,7 +43,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //	header: "RLMMSNAP" | u16 version | u32 CRC-32C of the head | u64 head length
 //	head:   u32 metadata partition count
 //	        count × i64 committed offset (-1 = nothing of it is held)
-//	        u32 user partition count, then for each: u64 block length | u32 CRC-32C of the block
+//	        u32 user partition count, then for each:
+//	          u64 block length | u32 CRC-32C of the block | u32 segments
+//	          uuid(16) topic id | u32 topic length | topic | i32 partition
 //	blocks: one per user partition, in the head's order, up to the end of the file
 //	block:  uuid(16) topic id | u32 topic length | topic | i32 partition
 //	        u32 segments | u32 extras | u32 extra epochs | u64 custom bytes
@@ -51,7 +56,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // Each block has its own checksum so that the loader reads and checks the
 // blocks on several goroutines, each into a buffer it reuses, instead of
 // reading the whole file into fresh memory first (the page faults of that
-// buffer cost as much as decoding it). The second line of a block counts
+// buffer cost as much as decoding it). The head names each block's
+// partition and segment count, so that the loader can install every
+// partition before decoding any block (memory.ImportLazy). The second line of a block counts
 // what follows (extras: segments with an epoch list or custom metadata;
 // extra epochs: the lengths of those lists summed; custom bytes: the custom
 // metadata summed), so that the loader sizes the partition once; the
@@ -77,23 +84,35 @@ const (
 
 // encodeSnapshot returns the whole file content of s.
 func encodeSnapshot(s *snapshot) []byte {
-	headLen := 4 + 8*len(s.committed) + 4 + 12*len(s.states)
-	size := snapshotHeaderSize + headLen
+	headLen := 4 + 8*len(s.committed) + 4
+	size := snapshotHeaderSize
 	for i := range s.states {
+		headLen += indexEntrySize(s.states[i].TopicIDPartition)
 		size += blockSize(&s.states[i])
 	}
+	size += headLen
 	b := make([]byte, snapshotHeaderSize, size)
 	b = binary.LittleEndian.AppendUint32(b, uint32(s.partitions))
 	for _, c := range s.committed {
 		b = binary.LittleEndian.AppendUint64(b, uint64(c))
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.states)))
-	index := len(b)
-	b = b[:index+12*len(s.states)] // the block index, filled below
+	// The index entries, whose lengths and checksums are filled in below.
+	entries := make([]int, len(s.states))
+	for i := range s.states {
+		entries[i] = len(b)
+		tp := s.states[i].TopicIDPartition
+		b = append(b, make([]byte, 12)...) // length and checksum
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(s.states[i].Segments)))
+		b = append(b, tp.TopicID[:]...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(tp.Topic)))
+		b = append(b, tp.Topic...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(tp.Partition))
+	}
 	for i := range s.states {
 		start := len(b)
 		b = appendBlock(b, &s.states[i])
-		e := b[index+12*i:]
+		e := b[entries[i]:]
 		binary.LittleEndian.PutUint64(e, uint64(len(b)-start))
 		binary.LittleEndian.PutUint32(e[8:], crc32.Checksum(b[start:], crcTable))
 	}
@@ -103,6 +122,9 @@ func encodeSnapshot(s *snapshot) []byte {
 	binary.LittleEndian.PutUint64(b[14:22], uint64(headLen))
 	return b
 }
+
+// indexEntrySize is the length of tp's entry in the head's block index.
+func indexEntrySize(tp rlmm.TopicIDPartition) int { return 8 + 4 + 4 + 16 + 4 + len(tp.Topic) + 4 }
 
 // blockSize returns the length of ps's block.
 func blockSize(ps *memory.PartitionState) int {
@@ -278,17 +300,91 @@ func (r *snapshotReader) count(what string, minBytes int) int {
 
 // snapshotBlock locates one user partition's block in the file.
 type snapshotBlock struct {
-	off  int64
-	size int
-	crc  uint32
+	off      int64
+	size     int
+	crc      uint32
+	segments int
+	tp       rlmm.TopicIDPartition
 }
 
 // snapshotFile is an open snapshot: its head decoded and its blocks
 // located, not yet read.
 type snapshotFile struct {
 	r      io.ReaderAt
+	closer io.Closer // nil for a file held in memory
 	s      *snapshot
 	blocks []snapshotBlock
+}
+
+// close closes the file.
+func (f *snapshotFile) close() error {
+	if f.closer == nil {
+		return nil
+	}
+	return f.closer.Close()
+}
+
+// verify reads every block and checks its checksum, on up to GOMAXPROCS
+// goroutines each reusing one buffer; the error is that of the first bad
+// block in file order.
+func (f *snapshotFile) verify() error {
+	errs := make([]error, len(f.blocks))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range max(min(runtime.GOMAXPROCS(0), len(f.blocks)), 1) {
+		wg.Go(func() {
+			var buf []byte
+			for !failed.Load() {
+				k := int(next.Add(1) - 1)
+				if k >= len(f.blocks) {
+					return
+				}
+				if buf, errs[k] = f.readBlock(k, buf, true); errs[k] != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Blocks are taken in order and none after a failure: every block
+	// before the first failure was checked.
+	return firstError(errs)
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockBuffers recycles the buffers blocks are read into while partitions
+// are built on first use.
+var blockBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// builder reads block k (checking its checksum again: the file was only
+// checked whole when loaded) and decodes it into a builder of its
+// partition.
+func (f *snapshotFile) builder(k int) (*memory.PartitionBuilder, error) {
+	bp := blockBuffers.Get().(*[]byte)
+	defer blockBuffers.Put(bp)
+	buf, err := f.readBlock(k, *bp, true)
+	*bp = buf[:0]
+	if err != nil {
+		return nil, err
+	}
+	var b *memory.PartitionBuilder
+	err = decodeBlock(buf, f.blocks[k].off, f.blocks[k].expect(func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
+		b = memory.NewPartitionBuilder(tp, z)
+		return b, nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // decodeSnapshot checks and decodes a whole file held in memory into a
@@ -312,7 +408,7 @@ func decodeSnapshotFrom(file []byte, verify bool) (*snapshot, error) {
 			return nil, err
 		}
 		c := &stateCollector{ps: &f.s.states[i]}
-		if err := decodeBlock(buf, f.blocks[i].off, c.start); err != nil {
+		if err := decodeBlock(buf, f.blocks[i].off, f.blocks[i].expect(c.start)); err != nil {
 			return nil, err
 		}
 	}
@@ -365,19 +461,27 @@ func openSnapshot(r io.ReaderAt, size int64, verify bool) (*snapshotFile, error)
 			rd.fail("committed offset %d of metadata partition %d is below -1", s.committed[i], i)
 		}
 	}
-	n := rd.count("user partition", 12)
+	n := rd.count("user partition", indexEntrySize(rlmm.TopicIDPartition{}))
 	blocks := make([]snapshotBlock, n)
 	off := snapshotHeaderSize + int64(headLen)
 	for i := range blocks {
 		length, crc := rd.u64("block length"), rd.u32("block checksum")
+		segments := int(rd.u32("block segments"))
+		var tp rlmm.TopicIDPartition
+		tp.TopicID = rd.uuid("topic id")
+		tp.Topic = string(rd.take("topic name", int(rd.u32("topic name length"))))
+		tp.Partition = rd.i32("partition")
 		if rd.err != nil {
 			return nil, rd.err
+		}
+		if uint64(segments) > length/segmentFixedBytes {
+			return nil, fmt.Errorf("%w: snapshot block %d of %d bytes cannot hold the %d segments the head says", rlmm.ErrCorrupt, i, length, segments)
 		}
 		if length > uint64(size-off) {
 			return nil, fmt.Errorf("%w: snapshot block %d of %d bytes at file byte %d ends past the file's %d bytes",
 				rlmm.ErrCorrupt, i, length, off, size)
 		}
-		blocks[i] = snapshotBlock{off: off, size: int(length), crc: crc}
+		blocks[i] = snapshotBlock{off: off, size: int(length), crc: crc, segments: segments, tp: tp}
 		off += int64(length)
 	}
 	if rd.err == nil && rd.pos != len(rd.b) {
@@ -408,6 +512,18 @@ func (f *snapshotFile) readBlock(i int, buf []byte, verify bool) ([]byte, error)
 			rlmm.ErrCorrupt, i, blk.off, blk.off+int64(blk.size), blk.crc, got)
 	}
 	return buf, nil
+}
+
+// expect wraps a decodeBlock start function with the check that the block
+// is of the partition and segment count the head gave for it.
+func (blk *snapshotBlock) expect(start func(rlmm.TopicIDPartition, memory.BuildSizes) (stateSink, error)) func(rlmm.TopicIDPartition, memory.BuildSizes) (stateSink, error) {
+	return func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
+		if tp != blk.tp || z.Segments != blk.segments {
+			return nil, fmt.Errorf("%w: snapshot block at file byte %d holds %d segments of %s, the head says %d of %s",
+				rlmm.ErrCorrupt, blk.off, z.Segments, tp, blk.segments, blk.tp)
+		}
+		return start(tp, z)
+	}
 }
 
 // stateSink receives a decoded user partition: memory.PartitionBuilder
