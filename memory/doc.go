@@ -4,7 +4,9 @@
 // as assigned and ready; a mutation applies at once and returns the state
 // machine's verdict), and the topic-based manager wraps it as its cache,
 // using CheckAddSegment / CheckUpdateSegment / CheckPartitionDelete to
-// validate before publishing, Export / Import for snapshots, DropPartition
+// validate before publishing, Export / Import for snapshots (with
+// PartitionBuilder, which a decoder feeds segment by segment, and
+// ImportLazy, which installs partitions built on first use), DropPartition
 // when a metadata partition is unassigned, and View for the CLI.
 //
 // It uses only the standard library: the state is plain Go data behind

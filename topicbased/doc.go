@@ -30,6 +30,11 @@
 //     advanced, and ShutdownAndFlush writes a final one. A snapshot file is
 //     versioned and CRC-32C checked and written atomically; an unusable one
 //     is logged and ignored (full replay), never fatal.
+//   - Start checks the snapshot whole but does not decode it: each user
+//     partition is built from its block when first needed, and all of them
+//     in the background (memory.ImportLazy), so a restart is ready after
+//     one read of the file. A block that cannot be built makes its metadata
+//     partition replay from offset 0.
 //
 // Metrics go through the small Metrics interface (NopMetrics to embed);
 // logs through an injected *slog.Logger.
