@@ -535,3 +535,28 @@ func processCPUTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// flushedRun runs the workload (perPartition events per partition) on a
+// manager with a snapshot directory, writes the final snapshot, and returns
+// the view it ended with.
+func flushedRun(t testing.TB, l eventlog.Log, dir string, tps []rlmm.TopicIDPartition, perPartition int) map[rlmm.TopicIDPartition]partitionView {
+	t.Helper()
+	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m, tps...)
+	workload(t, m, tps, 0, perPartition)
+	want := viewOf(t, m, tps)
+	must(t, m.ShutdownAndFlush(testCtx(t)))
+	return want
+}
+
+// restartReplaysNothing starts a manager on the snapshot a final flush left
+// in dir and checks that it replays no event and shows want.
+func restartReplaysNothing(t testing.TB, l eventlog.Log, dir string, tps []rlmm.TopicIDPartition, want map[rlmm.TopicIDPartition]partitionView) {
+	t.Helper()
+	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m, tps...)
+	if got := m.Stats().Consumed(); got != 0 {
+		t.Errorf("replayed %d events after a final snapshot; want 0", got)
+	}
+	must(t, sameViews(viewOf(t, m, tps), want))
+}

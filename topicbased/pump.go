@@ -318,16 +318,7 @@ func (m *Manager) replayFromStart(mp int32) error {
 	}
 	if err := m.sub.Add(mp, 0); err != nil {
 		// Not consumed any more: waiters and readers learn it as for a removal.
-		p.assigned = false
-		m.mu.Lock()
-		m.setStatus(p, statusUnassigned)
-		for off, w := range p.waiters {
-			w.done <- fmt.Errorf("%w: metadata partition %d could not be consumed again after offset %d was published; the event is in the log",
-				rlmm.ErrNotAssigned, mp, off)
-			delete(p.waiters, off)
-		}
-		p.applied = -1
-		m.mu.Unlock()
+		m.markUnassigned(mp, "could not be consumed again after offset %d was published; the event is in the log")
 		return fmt.Errorf("topicbased: consume metadata partition %d again from offset 0: %w", mp, err)
 	}
 	p.held = true
@@ -401,19 +392,8 @@ func (m *Manager) removePartition(mp int32) error {
 		return nil
 	}
 	err := m.sub.Remove(mp)
-	p.assigned = false
-	m.mu.Lock()
 	// Readers see "unassigned" before the state goes away.
-	m.setStatus(p, statusUnassigned)
-	for off, w := range p.waiters {
-		w.done <- fmt.Errorf("%w: metadata partition %d was unassigned before offset %d was applied; the event is in the log and will be applied wherever the partition is consumed",
-			rlmm.ErrNotAssigned, mp, off)
-		delete(p.waiters, off)
-	}
-	clear(p.verdicts)
-	p.syncs = answerSyncs(p.syncs, 1<<63-1, fmt.Errorf("%w: metadata partition %d was unassigned during Sync", rlmm.ErrNotAssigned, mp))
-	p.applied = -1
-	m.mu.Unlock()
+	m.markUnassigned(mp, "was unassigned before offset %d was applied; the event is in the log and will be applied wherever the partition is consumed")
 	m.dropHeld(mp)
 	m.logger.Info("topicbased: metadata partition unassigned", "partition", mp)
 	m.met.PartitionReadiness(mp, false, false, 0)
@@ -421,6 +401,24 @@ func (m *Manager) removePartition(mp int32) error {
 		return fmt.Errorf("topicbased: stop consuming metadata partition %d: %w", mp, err)
 	}
 	return nil
+}
+
+// markUnassigned makes mp unassigned for readers and answers the mutations
+// and Syncs waiting on it with rlmm.ErrNotAssigned; waitFmt says, with the
+// waited offset, why. Caller holds applyMu.
+func (m *Manager) markUnassigned(mp int32, waitFmt string) {
+	p := &m.parts[mp]
+	p.assigned = false
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setStatus(p, statusUnassigned)
+	for off, w := range p.waiters {
+		w.done <- fmt.Errorf("%w: metadata partition %d "+waitFmt, rlmm.ErrNotAssigned, mp, off)
+		delete(p.waiters, off)
+	}
+	clear(p.verdicts)
+	p.syncs = answerSyncs(p.syncs, 1<<63-1, fmt.Errorf("%w: metadata partition %d stopped being consumed during Sync", rlmm.ErrNotAssigned, mp))
+	p.applied = -1
 }
 
 // dropHeld removes every user partition of mp from the cache and resets its

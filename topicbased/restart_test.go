@@ -51,12 +51,7 @@ func TestShutdownAndFlushThenRestartReplaysNothing(t *testing.T) {
 		t.Errorf("read after ShutdownAndFlush: %v; want ErrClosed", err)
 	}
 
-	m2 := startManager(t, Config{Log: l, SnapshotDir: dir})
-	assign(t, m2, tps...)
-	if got := m2.Stats().Consumed(); got != 0 {
-		t.Errorf("replayed %d events after a final snapshot; want 0", got)
-	}
-	must(t, sameViews(viewOf(t, m2, tps), want))
+	restartReplaysNothing(t, l, dir, tps, want)
 }
 
 // Without a snapshot, or with an unusable one, a restart replays everything
@@ -195,13 +190,7 @@ func TestSnapshotKeepsHeldUnassignedPartitions(t *testing.T) {
 		t.Errorf("unassigned partition held from the snapshot served a read: %v, %v", ok, err)
 	}
 	must(t, m2.ShutdownAndFlush(testCtx(t)))
-
-	m3 := startManager(t, Config{Log: l, SnapshotDir: dir})
-	assign(t, m3, tps...)
-	if got := m3.Stats().Consumed(); got != 0 {
-		t.Errorf("replayed %d events; want 0", got)
-	}
-	must(t, sameViews(viewOf(t, m3, tps), want))
+	restartReplaysNothing(t, l, dir, tps, want)
 }
 
 // Removing a metadata partition and adding it back replays it from 0: it is
@@ -290,10 +279,7 @@ func TestSnapshotStateThatCannotBeBuiltIsReplayed(t *testing.T) {
 	l := newLog(t, 3)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 3, 3)
-	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
-	assign(t, m1, tps...)
-	workload(t, m1, tps, 0, 3)
-	must(t, m1.ShutdownAndFlush(testCtx(t)))
+	flushedRun(t, l, dir, tps, 3)
 
 	// Break one segment of one partition, keeping every checksum valid.
 	path := filepath.Join(dir, SnapshotFileName)
@@ -342,12 +328,7 @@ func TestSnapshotStateThatCannotBeBuiltIsReplayed(t *testing.T) {
 	waitFor(t, "the background build", func() bool { return m2.Stats().SnapshotPending == 0 })
 	// The next snapshot holds the replayed state.
 	must(t, m2.ShutdownAndFlush(testCtx(t)))
-	m4 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
-	assign(t, m4, tps...)
-	if got := m4.Stats().Consumed(); got != 0 {
-		t.Errorf("replayed %d events after a clean final snapshot; want 0", got)
-	}
-	must(t, sameViews(viewOf(t, m4, tps), want))
+	restartReplaysNothing(t, l, dir, tps, want)
 }
 
 // After a restart from a snapshot the state is built in the background:
@@ -356,11 +337,7 @@ func TestSnapshotStateBuiltInBackground(t *testing.T) {
 	l := newLog(t, 10)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 10, 6)
-	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
-	assign(t, m1, tps...)
-	workload(t, m1, tps, 0, 5)
-	want := viewOf(t, m1, tps)
-	must(t, m1.ShutdownAndFlush(testCtx(t)))
+	want := flushedRun(t, l, dir, tps, 5)
 
 	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
 	assign(t, m2, tps...)
