@@ -165,11 +165,18 @@ func (m *Manager) readyAndChecked(ctx context.Context, tp rlmm.TopicIDPartition,
 		if err := m.waitReady(ctx, tp, mp, p); err != nil {
 			return err
 		}
-		m.mu.Lock()
-		changed := p.changed
-		m.mu.Unlock()
+		// The status word (with its generation) read without a lock: the
+		// wait below needs it only in the rare ErrCorrupt case.
+		status := p.status.Load()
 		err := check()
 		if errors.Is(err, rlmm.ErrCorrupt) {
+			m.mu.Lock()
+			changed := p.changed
+			moved := p.status.Load() != status
+			m.mu.Unlock()
+			if moved {
+				continue
+			}
 			select {
 			case <-changed:
 				continue
