@@ -145,9 +145,10 @@ func (m *Manager) BuildPending(ctx context.Context, workers int) error {
 }
 
 // settle publishes the built state of placeholder p if the directory still
-// holds p, and returns what now stands for p's partition (nil: nothing).
-// A failed build returns its error (telling the failure function once).
-// Caller holds wmu and has run p.pending.
+// holds p, and returns what now stands for p's partition (nil: nothing; it
+// may be another placeholder if p was replaced meanwhile). A failed build
+// returns its error (telling the failure function once). Caller holds wmu
+// and has run p.pending.
 func (m *Manager) settle(p *partition) (*partition, error) {
 	if m.parts.get(&p.tp) != p {
 		return m.parts.get(&p.tp), nil // dropped or replaced meanwhile
@@ -174,12 +175,18 @@ func (m *Manager) settle(p *partition) (*partition, error) {
 // resolve returns the partition the directory holds for tp, building it
 // first if it is a placeholder. Caller holds wmu.
 func (m *Manager) resolve(tp *rlmm.TopicIDPartition) (*partition, error) {
-	p := m.parts.get(tp)
-	if p == nil || p.pending == nil {
-		return p, nil
+	for {
+		p := m.parts.get(tp)
+		if p == nil || p.pending == nil {
+			return p, nil
+		}
+		p.pending.run(p.tp)
+		// With wmu held the directory still holds p: settle publishes its
+		// state (or fails); look again to return what stands now.
+		if _, err := m.settle(p); err != nil {
+			return nil, err
+		}
 	}
-	p.pending.run(p.tp)
-	return m.settle(p)
 }
 
 // replace publishes p in place of tp's current partition, if any. Caller
