@@ -361,6 +361,7 @@ type countingMetrics struct {
 	applied, rejected, undecodable int
 	mutations                      int
 	snapshots                      int
+	built                          []uint64 // failures of each SnapshotBuilt
 	ready                          map[int32]bool
 	progress                       map[int32][2]int64 // applied offset, high-water mark
 }
@@ -395,6 +396,12 @@ func (c *countingMetrics) MutationDone(Op, time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mutations++
+}
+
+func (c *countingMetrics) SnapshotBuilt(_ time.Duration, failures uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.built = append(c.built, failures)
 }
 
 func (c *countingMetrics) SnapshotWritten(_ time.Duration, _ int64, err error) {

@@ -225,9 +225,12 @@ func (m *Manager) buildSnapshotState(ctx context.Context) {
 		return // stopping: Close or ShutdownAndFlush closes the file
 	}
 	d := time.Since(m.stats.startedAt)
-	m.stats.buildDuration.Store(int64(d))
 	m.closeSnapshotFile()
-	m.logger.Info("topicbased: snapshot state built", "since_start", d, "failures", m.stats.buildFailures.Load())
+	failures := m.stats.buildFailures.Load()
+	m.met.SnapshotBuilt(d, failures)
+	m.logger.Info("topicbased: snapshot state built", "since_start", d, "failures", failures)
+	// Last: Stats shows the duration once everything above is done.
+	m.stats.buildDuration.Store(int64(d))
 }
 
 // closeSnapshotFile closes the snapshot file the cache builds from, if open.

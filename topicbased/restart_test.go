@@ -339,7 +339,8 @@ func TestSnapshotStateBuiltInBackground(t *testing.T) {
 	tps := distinctPartitions(t, 10, 6)
 	want := flushedRun(t, l, dir, tps, 5)
 
-	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	met := &countingMetrics{}
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1, Metrics: met})
 	assign(t, m2, tps...)
 	must(t, sameViews(viewOf(t, m2, tps), want))
 	waitFor(t, "the background build", func() bool {
@@ -348,5 +349,10 @@ func TestSnapshotStateBuiltInBackground(t *testing.T) {
 	})
 	if st := m2.Stats(); st.SnapshotBuildFailures != 0 {
 		t.Errorf("SnapshotBuildFailures = %d", st.SnapshotBuildFailures)
+	}
+	met.mu.Lock()
+	defer met.mu.Unlock()
+	if !slices.Equal(met.built, []uint64{0}) {
+		t.Errorf("SnapshotBuilt reported %v; want once, without failures", met.built)
 	}
 }
