@@ -47,14 +47,15 @@ func hasExtraEpochs(md *rlmm.SegmentMetadata) bool {
 }
 
 // PartitionBuilder builds the state of one user partition piece by piece,
-// for ImportBuilt: the same result and the same checks as Import of a
-// PartitionState holding the same segments, highest offsets and delete
-// state, without the caller materializing the whole state first. A
-// snapshot decoder feeds it straight from the file, one reused
-// rlmm.SegmentMetadata at a time, and builds several partitions on several
-// goroutines (a builder itself is not safe for concurrent use).
+// for ImportLazy (and Import, which feeds one from each PartitionState):
+// the same result and the same checks as Import of a PartitionState
+// holding the same segments, highest offsets and delete state, without the
+// caller materializing the whole state first. A snapshot decoder feeds it
+// straight from the file, one reused rlmm.SegmentMetadata at a time, and
+// builds several partitions on several goroutines (a builder itself is not
+// safe for concurrent use).
 //
-// The first error is kept: every later call returns it, and ImportBuilt
+// The first error is kept: every later call returns it, and the import
 // refuses the builder.
 type PartitionBuilder struct {
 	p        *partition
@@ -159,9 +160,9 @@ func (b *PartitionBuilder) SetDelete(d *rlmm.PartitionDelete) error {
 }
 
 // Finish completes the build: it lays the finished segments into the
-// lookup index (the costly part, so it runs on the caller's goroutine, not
-// under ImportBuilt's lock). Nothing may be added afterwards. It returns the
-// builder's error, if any.
+// lookup index (the costly part, so it runs before the Manager's writer lock
+// is taken). Nothing may be added afterwards. It returns the builder's
+// error, if any.
 func (b *PartitionBuilder) Finish() error {
 	if b.err != nil || b.done {
 		return b.err
@@ -179,30 +180,4 @@ func (b *PartitionBuilder) Finish() error {
 	b.finished = nil
 	p.bulk = nil
 	return nil
-}
-
-// ImportBuilt replaces the state of the partitions of the given builders,
-// like Import of the states they were fed (a builder fed nothing removes
-// its partition). Builders not yet finished are finished here. It changes
-// nothing when a builder holds an error (that error is returned) or two
-// builders are of the same partition (rlmm.ErrInvalidArgument). The
-// builders must not be used afterwards.
-func (m *Manager) ImportBuilt(bs []*PartitionBuilder) error {
-	if m.closed.Load() {
-		return errClosed()
-	}
-	seen := make(map[rlmm.TopicIDPartition]struct{}, len(bs))
-	built := make([]*partition, len(bs))
-	for k, b := range bs {
-		if err := b.Finish(); err != nil {
-			return err
-		}
-		tp := b.p.tp
-		if _, dup := seen[tp]; dup {
-			return fmt.Errorf("%w: import: partition %s given twice", rlmm.ErrInvalidArgument, tp)
-		}
-		seen[tp] = struct{}{}
-		built[k] = b.p
-	}
-	return m.publish(built)
 }
