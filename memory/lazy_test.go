@@ -121,8 +121,12 @@ func TestImportLazyBuildFailure(t *testing.T) {
 	if got := m.Export(nil); len(got) != 2 {
 		t.Errorf("Export holds %d partitions, want the 2 healthy ones", len(got))
 	}
-	// Dropping the failed partition forgets it: a plain miss again.
-	m.DropPartition(tpFoo)
+	// DELETE_PARTITION_FINISHED needs no state: it drops the failed
+	// partition without building it again, a plain miss afterwards.
+	mustOK(t, m.PutPartitionDelete(ctx, rlmm.PartitionDelete{TopicIDPartition: tpFoo, State: rlmm.DeletePartitionFinished}))
+	if calls[tpFoo].Load() != 1 {
+		t.Errorf("built %d times; want once", calls[tpFoo].Load())
+	}
 	if _, ok, err := m.SegmentForOffset(tpFoo, 0, 1); ok || err != nil {
 		t.Errorf("read after drop = %v, %v; want a miss", ok, err)
 	}

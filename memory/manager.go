@@ -220,16 +220,13 @@ func (m *Manager) checkUpdate(u *rlmm.SegmentUpdate) (*partition, int32, error) 
 func (m *Manager) PutPartitionDelete(_ context.Context, d rlmm.PartitionDelete) error {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	if err := m.checkPartitionDelete(&d); err != nil {
+	p, err := m.checkPartitionDelete(&d)
+	if err != nil {
 		return err
 	}
 	if d.State == rlmm.DeletePartitionFinished {
 		m.dropPartition(d.TopicIDPartition)
 		return nil
-	}
-	p, err := m.resolve(&d.TopicIDPartition)
-	if err != nil {
-		return err
 	}
 	if p == nil {
 		p = newPartition(d.TopicIDPartition)
@@ -248,19 +245,25 @@ func (m *Manager) PutPartitionDelete(_ context.Context, d rlmm.PartitionDelete) 
 func (m *Manager) CheckPartitionDelete(d rlmm.PartitionDelete) error {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	return m.checkPartitionDelete(&d)
+	_, err := m.checkPartitionDelete(&d)
+	return err
 }
 
-func (m *Manager) checkPartitionDelete(d *rlmm.PartitionDelete) error {
+// checkPartitionDelete returns d's partition (nil if it has no state, or
+// for DELETE_PARTITION_FINISHED, which only drops it) or the error. A
+// partition whose lazily installed state cannot be built takes no event
+// but DELETE_PARTITION_FINISHED, which needs no state. Writer only.
+func (m *Manager) checkPartitionDelete(d *rlmm.PartitionDelete) (*partition, error) {
 	if m.closed.Load() {
-		return errClosed()
+		return nil, errClosed()
 	}
 	if err := d.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	// A partition whose state cannot be built takes no event.
-	_, err := m.resolve(&d.TopicIDPartition)
-	return err
+	if d.State == rlmm.DeletePartitionFinished {
+		return nil, nil
+	}
+	return m.resolve(&d.TopicIDPartition)
 }
 
 // DropPartition forgets all state of tp (used when its metadata partition is

@@ -543,17 +543,17 @@ func processCPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// flushedRun runs the workload (perPartition events per partition) on a
-// manager with a snapshot directory, writes the final snapshot, and returns
-// the view it ended with.
-func flushedRun(t testing.TB, l eventlog.Log, dir string, tps []rlmm.TopicIDPartition, perPartition int) map[rlmm.TopicIDPartition]partitionView {
+// flushedRun runs the workload (perPartition rounds over tps) on a manager
+// with a snapshot directory, writes the final snapshot, and returns the view
+// it ended with and the number of events the workload published.
+func flushedRun(t testing.TB, l eventlog.Log, dir string, tps []rlmm.TopicIDPartition, perPartition int) (map[rlmm.TopicIDPartition]partitionView, int) {
 	t.Helper()
 	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
 	assign(t, m, tps...)
-	workload(t, m, tps, 0, perPartition)
+	events := workload(t, m, tps, 0, perPartition)
 	want := viewOf(t, m, tps)
 	must(t, m.ShutdownAndFlush(testCtx(t)))
-	return want
+	return want, events
 }
 
 // restartReplaysNothing starts a manager on the snapshot a final flush left

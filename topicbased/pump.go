@@ -300,41 +300,30 @@ func (m *Manager) replayFromStart(mp int32) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
 	p := &m.parts[mp]
-	target := max(p.next, p.highWater, p.target)
 	if !p.assigned {
 		m.dropHeld(mp)
 		return nil
 	}
+	target := max(p.next, p.highWater, p.target)
 	// Readers see "catching up" before the state goes away (a read that
 	// began before finds the status changed and retries).
 	m.mu.Lock()
 	m.setStatus(p, statusCatchingUp)
+	clear(p.verdicts)
 	m.mu.Unlock()
 	m.dropHeld(mp)
-	// Remove then add: the subscription's exact semantics restart the
-	// partition at 0, dropping whatever it had fetched beyond.
+	// Remove then add again from 0 (dropHeld reset the offsets): the
+	// subscription's exact semantics drop whatever it had fetched beyond.
 	if err := m.sub.Remove(mp); err != nil {
 		m.logger.Warn("topicbased: stop consuming metadata partition for its replay", "partition", mp, "error", err)
 	}
-	if err := m.sub.Add(mp, 0); err != nil {
+	p.assigned = false
+	m.logger.Warn("topicbased: replaying metadata partition from offset 0", "partition", mp, "target", target)
+	if err := m.addPartitionLocked(mp, target); err != nil {
 		// Not consumed any more: waiters and readers learn it as for a removal.
 		m.markUnassigned(mp, "could not be consumed again after offset %d was published; the event is in the log")
-		return fmt.Errorf("topicbased: consume metadata partition %d again from offset 0: %w", mp, err)
+		return err
 	}
-	p.held = true
-	p.target, p.highWater = target, target
-	p.addedAt = time.Now()
-	m.mu.Lock()
-	p.applied = -1
-	clear(p.verdicts)
-	if target > 0 {
-		m.setStatus(p, statusCatchingUp)
-	} else {
-		m.setStatus(p, statusReady)
-	}
-	m.mu.Unlock()
-	m.logger.Warn("topicbased: replaying metadata partition from offset 0", "partition", mp, "target", target)
-	m.met.PartitionReadiness(mp, true, target == 0, 0)
 	return nil
 }
 
@@ -343,6 +332,11 @@ func (m *Manager) replayFromStart(mp int32) error {
 func (m *Manager) addPartition(mp int32, target int64) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	return m.addPartitionLocked(mp, target)
+}
+
+// addPartitionLocked is addPartition with applyMu held.
+func (m *Manager) addPartitionLocked(mp int32, target int64) error {
 	p := &m.parts[mp]
 	if p.assigned {
 		return nil

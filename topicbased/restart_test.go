@@ -83,11 +83,7 @@ func TestRestartWithoutUsableSnapshotReplaysAll(t *testing.T) {
 			l := newLog(t, 3)
 			dir := t.TempDir()
 			tps := distinctPartitions(t, 3, 3)
-			m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
-			assign(t, m1, tps...)
-			total := workload(t, m1, tps, 0, 3)
-			want := viewOf(t, m1, tps)
-			must(t, m1.ShutdownAndFlush(testCtx(t)))
+			want, total := flushedRun(t, l, dir, tps, 3)
 
 			cfg := Config{Log: l}
 			if c.damage != nil {
@@ -178,11 +174,7 @@ func TestSnapshotKeepsHeldUnassignedPartitions(t *testing.T) {
 	l := newLog(t, 3)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 3, 3)
-	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
-	assign(t, m1, tps...)
-	workload(t, m1, tps, 0, 2)
-	want := viewOf(t, m1, tps)
-	must(t, m1.ShutdownAndFlush(testCtx(t)))
+	want, _ := flushedRun(t, l, dir, tps, 2)
 
 	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
 	assign(t, m2, tps[0])
@@ -337,7 +329,7 @@ func TestSnapshotStateBuiltInBackground(t *testing.T) {
 	l := newLog(t, 10)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 10, 6)
-	want := flushedRun(t, l, dir, tps, 5)
+	want, _ := flushedRun(t, l, dir, tps, 5)
 
 	met := &countingMetrics{}
 	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1, Metrics: met})
