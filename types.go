@@ -2,6 +2,7 @@ package rlmm
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -114,15 +115,7 @@ func (m *SegmentMetadata) Sanity() error {
 // next epoch's start minus one (or the segment's end offset for the last
 // epoch). ok is false when the segment does not carry the epoch.
 func (m *SegmentMetadata) EpochRange(epoch int32) (start, end int64, ok bool) {
-	i, found := slices.BinarySearchFunc(m.LeaderEpochs, epoch, func(e EpochStart, t int32) int {
-		switch {
-		case e.Epoch < t:
-			return -1
-		case e.Epoch > t:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(m.LeaderEpochs, epoch, func(e EpochStart, t int32) int { return cmp.Compare(e.Epoch, t) })
 	if !found {
 		return 0, 0, false
 	}

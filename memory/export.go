@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -85,7 +86,7 @@ func (m *Manager) export(keep func(rlmm.TopicIDPartition) bool, skipFailed bool)
 func (p *partition) export() PartitionState {
 	st := PartitionState{TopicIDPartition: p.tp}
 	idx := p.liveSlots(make([]int32, 0, p.live), 0, true)
-	slices.SortFunc(idx, func(a, b int32) int { return cmpUint64(p.seqs[a], p.seqs[b]) })
+	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(p.seqs[a], p.seqs[b]) })
 	st.Segments = p.copies(idx)
 	for _, es := range p.epochs {
 		if es.hasHighest {
@@ -97,16 +98,6 @@ func (p *partition) export() PartitionState {
 		st.Delete = &d
 	}
 	return st
-}
-
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Import replaces the state of exactly the partitions it is given (a state

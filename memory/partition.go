@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -81,15 +82,7 @@ func (p *partition) epochRange(i int32, s *seg, e int32) (start, end int64, ok b
 	return eps[k].StartOffset, rlmm.EpochEnd(eps, k, s.end), true
 }
 
-func cmpEpoch(e rlmm.EpochStart, t int32) int {
-	switch {
-	case e.Epoch < t:
-		return -1
-	case e.Epoch > t:
-		return 1
-	}
-	return 0
-}
+func cmpEpoch(e rlmm.EpochStart, t int32) int { return cmp.Compare(e.Epoch, t) }
 
 // customOf returns the custom metadata of slot i (s), nil when absent.
 func (p *partition) customOf(i int32, s *seg) []byte {
@@ -534,15 +527,7 @@ func (p *partition) epochFor(e int32) *epochState {
 	if i := p.epochIndex(e); i >= 0 {
 		return &p.epochs[i]
 	}
-	i, _ := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int {
-		switch {
-		case s.epoch < t:
-			return -1
-		case s.epoch > t:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int { return cmp.Compare(s.epoch, t) })
 	p.epochs = slices.Insert(p.epochs, i, epochState{epoch: e})
 	return &p.epochs[i]
 }
@@ -716,15 +701,7 @@ func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
 			cands = append(cands, cand{idx, p.seqs[idx], cs, ce})
 		}
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.seq, b.seq) })
 	region := make([]piece, 0, j-i+2)
 	for k := i; k < j; k++ {
 		if v.pieces[k].seg != xi {
@@ -844,22 +821,12 @@ func (p *partition) sortForList(idx []int32) {
 		x, y := p.slot(a), p.slot(b)
 		switch {
 		case x.start != y.start:
-			return cmpInt64(x.start, y.start)
+			return cmp.Compare(x.start, y.start)
 		case x.end != y.end:
-			return cmpInt64(x.end, y.end)
+			return cmp.Compare(x.end, y.end)
 		}
 		return bytes.Compare(x.id[:], y.id[:])
 	})
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // copies returns the segments of idx as values the caller owns. The epoch

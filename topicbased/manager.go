@@ -609,16 +609,24 @@ func (m *Manager) Stats() Stats {
 func (m *Manager) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
-		m.closed.Store(true)
-		close(m.closedCh)
-		m.cancel()
-		err = m.sub.Close()
-		m.wg.Wait()
+		err = m.stop()
 		m.closeSnapshotFile()
 		if errors.Is(err, rlmm.ErrClosed) {
 			err = nil
 		}
 	})
+	return err
+}
+
+// stop marks the manager closed, stops its goroutines and closes the
+// subscription, whose Close error it returns. Called once, by Close or
+// ShutdownAndFlush.
+func (m *Manager) stop() error {
+	m.closed.Store(true)
+	close(m.closedCh)
+	m.cancel()
+	err := m.sub.Close()
+	m.wg.Wait()
 	return err
 }
 
@@ -630,13 +638,7 @@ func (m *Manager) ShutdownAndFlush(ctx context.Context) error {
 		return fmt.Errorf("topicbased: shutdown: %w", rlmm.ErrClosed)
 	}
 	// Stop the goroutines first so the snapshot is the final state.
-	m.closeOnce.Do(func() {
-		m.closed.Store(true)
-		close(m.closedCh)
-		m.cancel()
-		_ = m.sub.Close()
-		m.wg.Wait()
-	})
+	m.closeOnce.Do(func() { _ = m.stop() })
 	// The final snapshot builds what is not built yet from the old file.
 	defer m.closeSnapshotFile()
 	if m.cfg.SnapshotDir == "" {
