@@ -1,7 +1,6 @@
 package topicbased
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -387,34 +386,6 @@ func (f *snapshotFile) builder(k int) (*memory.PartitionBuilder, error) {
 	return b, nil
 }
 
-// decodeSnapshot checks and decodes a whole file held in memory into a
-// snapshot (the states own their memory). Every failure wraps
-// rlmm.ErrCorrupt and says what was wrong.
-func decodeSnapshot(file []byte) (*snapshot, error) {
-	return decodeSnapshotFrom(file, true)
-}
-
-// decodeSnapshotFrom is decodeSnapshot, checking the checksums only when
-// verify is set (the fuzz target clears it to reach the decoders).
-func decodeSnapshotFrom(file []byte, verify bool) (*snapshot, error) {
-	f, err := openSnapshot(bytes.NewReader(file), int64(len(file)), verify)
-	if err != nil {
-		return nil, err
-	}
-	f.s.states = make([]memory.PartitionState, len(f.blocks))
-	var buf []byte
-	for i := range f.blocks {
-		if buf, err = f.readBlock(i, buf, verify); err != nil {
-			return nil, err
-		}
-		c := &stateCollector{ps: &f.s.states[i]}
-		if err := decodeBlock(buf, f.blocks[i].off, f.blocks[i].expect(c.start)); err != nil {
-			return nil, err
-		}
-	}
-	return f.s, nil
-}
-
 // openSnapshot reads and checks the header and the head of the size-byte
 // snapshot r, and locates the blocks (they are read by readBlock, one block
 // per goroutine if the caller likes). verify clears only for fuzzing.
@@ -527,7 +498,7 @@ func (blk *snapshotBlock) expect(start func(rlmm.TopicIDPartition, memory.BuildS
 }
 
 // stateSink receives a decoded user partition: memory.PartitionBuilder
-// when loading, stateCollector when decoding into a snapshot value.
+// when loading, a collector of memory.PartitionState in the tests.
 type stateSink interface {
 	AddSegment(md *rlmm.SegmentMetadata) error
 	AddHighestOffset(epoch int32, offset int64) error
@@ -662,43 +633,6 @@ func decodeBlock(blk []byte, base int64, start func(tp rlmm.TopicIDPartition, z 
 		r.fail("partition %s: %d trailing bytes in its block", tp, len(r.b)-r.pos)
 	}
 	return r.err
-}
-
-// stateCollector is a stateSink that fills a memory.PartitionState with
-// copies, checking only what a snapshot can be refused for without the
-// cache's rules (Validate; Import checks the rest).
-type stateCollector struct {
-	ps *memory.PartitionState
-}
-
-func (c *stateCollector) start(tp rlmm.TopicIDPartition, z memory.BuildSizes) (stateSink, error) {
-	c.ps.TopicIDPartition = tp
-	if z.Segments > 0 {
-		c.ps.Segments = make([]rlmm.SegmentMetadata, 0, z.Segments)
-	}
-	return c, nil
-}
-
-func (c *stateCollector) AddSegment(md *rlmm.SegmentMetadata) error {
-	if err := md.Validate(); err != nil {
-		return fmt.Errorf("segment %s: %w", md.ID, err)
-	}
-	c.ps.Segments = append(c.ps.Segments, md.Clone())
-	return nil
-}
-
-func (c *stateCollector) AddHighestOffset(epoch int32, offset int64) error {
-	c.ps.HighestOffsets = append(c.ps.HighestOffsets, memory.EpochOffset{Epoch: epoch, Offset: offset})
-	return nil
-}
-
-func (c *stateCollector) SetDelete(d *rlmm.PartitionDelete) error {
-	if err := d.Validate(); err != nil {
-		return fmt.Errorf("partition %s: %w", d.TopicIDPartition, err)
-	}
-	dd := *d
-	c.ps.Delete = &dd
-	return nil
 }
 
 // writeFileAtomic writes data to dir/name so that a crash leaves either the
