@@ -59,7 +59,9 @@ func startServe(t *testing.T, args ...string) *servingProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &servingProc{cancel: cancel, done: make(chan int, 1)}
-	go func() { p.done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &p.stdout, &p.stderr) }()
+	go func() {
+		p.done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &p.stdout, &p.stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
