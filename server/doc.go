@@ -107,6 +107,8 @@
 //	--ready-file PATH           written atomically once the socket accepts calls, removed at exit:
 //	                            lines pid=N, socket=PATH, tcp=ADDR, metrics=ADDR
 //	--shutdown-timeout D        bound of the graceful RPC stop and of the final snapshot (default 10s)
+//	--exit-with-stdin           also stop as on SIGTERM when stdin reaches EOF (give the child a pipe:
+//	                            the server then stops when its parent dies, even by kill -9)
 //
 // Nothing is printed on stdout. SIGTERM or SIGINT: the endpoints stop
 // (in-flight calls finish within --shutdown-timeout), the manager writes a

@@ -52,6 +52,7 @@ type serveOptions struct {
 	logLevel        string
 	readyFile       string
 	shutdownTimeout time.Duration
+	exitWithStdin   bool
 }
 
 // defaultSocketName is the socket's name in the snapshot directory when
@@ -108,6 +109,7 @@ final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level)
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
+	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -321,6 +323,16 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if o.exitWithStdin {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() {
+			// Ends with the process if stdin never closes; it holds nothing.
+			_, _ = io.Copy(io.Discard, cmd.InOrStdin())
+			cancel(errors.New("standard input closed"))
+		}()
+	}
 
 	lock, err := server.LockDir(snapshotDir)
 	if err != nil {

@@ -340,55 +340,74 @@ func TestServeBadFlags(t *testing.T) {
 	}
 }
 
-// TestServeSIGTERM runs the built binary and stops it with SIGTERM: exit
-// 0 and a final snapshot.
-func TestServeSIGTERM(t *testing.T) {
+// TestServeStopsAsABinary runs the built binary and stops it with SIGTERM,
+// and with the end of its stdin (--exit-with-stdin, the parent's death):
+// exit 0 and a final snapshot either way.
+func TestServeStopsAsABinary(t *testing.T) {
 	bin := rlmmBinary(t)
-	dir := shortTemp(t)
-	snap, socket, ready := filepath.Join(dir, "snap"), filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
-	cmd := exec.Command(bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", snap, "--socket", socket, "--ready-file", ready)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan int, 1)
-	go func() {
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			done <- 0
-		case errors.As(err, &ee):
-			done <- ee.ExitCode()
-		default:
-			done <- -1
-		}
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	info := waitFile(t, ready, done, &stderr)
-	if info["pid"] != fmt.Sprint(cmd.Process.Pid) {
-		t.Fatalf("ready file names pid %s, the child is %d", info["pid"], cmd.Process.Pid)
-	}
-	c := rpcClient(t, socket)
-	tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t", Partition: 0}
-	brokerWork(t, c, tp, rlmm.RandomUuid(), 100)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM:\n%s", code, stderr.String())
-		}
-	case <-time.After(serveTestTimeout):
-		t.Fatal("no exit after SIGTERM")
-	}
-	if _, err := os.Stat(filepath.Join(snap, topicbased.SnapshotFileName)); err != nil {
-		t.Fatalf("no final snapshot after SIGTERM: %v\n%s", err, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "final snapshot written") {
-		t.Fatalf("the log does not say the final snapshot was written:\n%s", stderr.String())
+	for _, how := range []string{"SIGTERM", "stdin closed"} {
+		t.Run(how, func(t *testing.T) {
+			dir := shortTemp(t)
+			snap, socket, ready := filepath.Join(dir, "snap"), filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
+			cmd := exec.Command(bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", snap, "--socket", socket,
+				"--ready-file", ready, "--exit-with-stdin="+fmt.Sprint(how == "stdin closed"))
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan int, 1)
+			go func() {
+				err := cmd.Wait()
+				var ee *exec.ExitError
+				switch {
+				case err == nil:
+					done <- 0
+				case errors.As(err, &ee):
+					done <- ee.ExitCode()
+				default:
+					done <- -1
+				}
+			}()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+			})
+			info := waitFile(t, ready, done, &stderr)
+			if info["pid"] != fmt.Sprint(cmd.Process.Pid) {
+				t.Fatalf("ready file names pid %s, the child is %d", info["pid"], cmd.Process.Pid)
+			}
+			c := rpcClient(t, socket)
+			tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t", Partition: 0}
+			brokerWork(t, c, tp, rlmm.RandomUuid(), 100)
+			if how == "SIGTERM" {
+				err = cmd.Process.Signal(syscall.SIGTERM)
+			} else {
+				err = stdin.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-done:
+				done <- code
+				if code != 0 {
+					t.Fatalf("exit %d after %s:\n%s", code, how, stderr.String())
+				}
+			case <-time.After(serveTestTimeout):
+				t.Fatalf("no exit after %s", how)
+			}
+			if _, err := os.Stat(filepath.Join(snap, topicbased.SnapshotFileName)); err != nil {
+				t.Fatalf("no final snapshot after %s: %v\n%s", how, err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "final snapshot written") {
+				t.Fatalf("the log does not say the final snapshot was written:\n%s", stderr.String())
+			}
+		})
 	}
 }
 
