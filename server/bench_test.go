@@ -58,17 +58,18 @@ func BenchmarkLookupRoundTrip(b *testing.B) {
 // plugin's client sees it: AddSegment then UpdateSegment to
 // COPY_SEGMENT_FINISHED over the Unix socket, each returning once applied;
 // over the embedded log (filelog), and over the real broker when
-// RLMM_KAFKA_BOOTSTRAP is set.
+// RLMM_KAFKA_BOOTSTRAP is set. The -direct cases call the manager without
+// the RPC, on the same kind of log: the difference is the RPC's cost.
 func BenchmarkAddFinishRoundTrip(b *testing.B) {
-	b.Run("filelog", func(b *testing.B) {
+	openFilelog := func(b *testing.B) eventlog.Log {
 		l, err := filelog.Open(b.TempDir(), filelog.Options{Partitions: metadataPartitions})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { l.Close() })
-		benchAddFinish(b, l)
-	})
-	b.Run("kafka", func(b *testing.B) {
+		return l
+	}
+	openKafka := func(b *testing.B) eventlog.Log {
 		addr := os.Getenv("RLMM_KAFKA_BOOTSTRAP")
 		if addr == "" {
 			b.Skip("RLMM_KAFKA_BOOTSTRAP is unset: no real Kafka broker; `scripts/kafka.sh start <dir>` starts one and prints the variable")
@@ -81,11 +82,23 @@ func BenchmarkAddFinishRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { l.Close() })
-		benchAddFinish(b, l)
-	})
+		return l
+	}
+	for _, bc := range []struct {
+		name   string
+		open   func(*testing.B) eventlog.Log
+		direct bool
+	}{
+		{"filelog", openFilelog, false},
+		{"filelog-direct", openFilelog, true},
+		{"kafka", openKafka, false},
+		{"kafka-direct", openKafka, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchAddFinish(b, bc.open(b), bc.direct) })
+	}
 }
 
-func benchAddFinish(b *testing.B, l eventlog.Log) {
+func benchAddFinish(b *testing.B, l eventlog.Log, direct bool) {
 	f := newFixture(b, fixtureOpts{log: l})
 	tp := newTP()
 	f.assign(b, tp)
@@ -98,11 +111,21 @@ func benchAddFinish(b *testing.B, l eventlog.Log) {
 		add := &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}
 		fin := finish(md)
 		start := time.Now()
-		if _, err := f.client.AddSegment(ctx, add); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := f.client.UpdateSegment(ctx, fin); err != nil {
-			b.Fatal(err)
+		if direct {
+			if err := f.mgr.AddSegment(ctx, md); err != nil {
+				b.Fatal(err)
+			}
+			u, _ := updateFromProto(fin.Update)
+			if err := f.mgr.UpdateSegment(ctx, u); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			if _, err := f.client.AddSegment(ctx, add); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.client.UpdateSegment(ctx, fin); err != nil {
+				b.Fatal(err)
+			}
 		}
 		lat = append(lat, time.Since(start))
 	}
