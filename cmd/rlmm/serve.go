@@ -80,7 +80,12 @@ the holder's pid.
 The socket accepts calls at once; reads answer NOT_READY and IsReady false
 until the log is open and the assigned metadata partitions are caught up.
 SIGTERM or SIGINT: in-flight calls finish (bounded by --shutdown-timeout), a
-final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level).`,
+final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level).
+
+The metadata partition count is --kafka-partitions, else
+remote.log.metadata.topic.num.partitions of --properties, else 50 (Kafka's
+default), also for --dir: it must match the cluster's, since it decides which
+metadata partition holds each user partition.`,
 		Example: `  rlmm serve --kafka 127.0.0.1:9092 --log-dir /var/lib/kafka/data --broker-id 1 --socket /run/rlmm/broker1.sock
   rlmm serve --properties /etc/kafka/rlmm.properties --snapshot-dir /var/lib/rlmm --metrics-listen 127.0.0.1:9464
   rlmm serve --dir ./rlmm-log --snapshot-dir ./rlmm-snap --ready-file ./ready`,
@@ -102,7 +107,7 @@ final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level)
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen-tcp / --metrics-listen address (TCP then needs TLS)")
 	f.StringVar(&o.tlsCert, "listen-tls-cert", "", "PEM certificate of the TCP endpoint")
 	f.StringVar(&o.tlsKey, "listen-tls-key", "", "PEM key of the TCP endpoint")
-	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required)")
+	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required with TLS unless --token-file)")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token TCP callers must send (authorization: Bearer <token>)")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "HTTP address of /metrics, /healthz and /readyz (default: off; loopback unless --allow-remote)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
