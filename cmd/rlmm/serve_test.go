@@ -18,6 +18,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -464,5 +469,63 @@ func serveOverKafka(t *testing.T, bootstrap string) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rlmm", topicbased.SnapshotFileName)); err != nil {
 		t.Fatalf("no final snapshot in <log-dir>/rlmm: %v\n%s", err, p.stderr.String())
+	}
+}
+
+// TestServeTCPWithToken: --listen-tcp with --token-file serves callers
+// that send the token and refuses the others.
+func TestServeTCPWithToken(t *testing.T) {
+	dir := shortTemp(t)
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("a-long-random-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(dir, "ready")
+	p := startServe(t, "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
+		"--listen-tcp", "127.0.0.1:0", "--token-file", token, "--ready-file", ready)
+	info := waitFile(t, ready, p.done, &p.stderr)
+	if info["tcp"] == "" {
+		t.Fatalf("ready file without tcp=: %v", info)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+info["tcp"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := rlmmpb.NewRemoteLogMetadataClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	if _, err := c.ServerInfo(ctx, &rlmmpb.ServerInfoRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("without the token: %v, want UNAUTHENTICATED", err)
+	}
+	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer a-long-random-token")
+	if _, err := c.ServerInfo(authed, &rlmmpb.ServerInfoRequest{}); err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.stderr.String())
+	}
+}
+
+// TestServeAnswersWhileTheLogOpens: the socket accepts calls before the
+// log is open (here a cluster that never answers): reads say NOT_READY,
+// IsReady false; a stop meanwhile exits 0.
+func TestServeAnswersWhileTheLogOpens(t *testing.T) {
+	dir := shortTemp(t)
+	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
+	p := startServe(t, "--kafka", "127.0.0.1:1", "--snapshot-dir", filepath.Join(dir, "snap"), "--socket", socket, "--ready-file", ready)
+	waitFile(t, ready, p.done, &p.stderr)
+	c := rpcClient(t, socket)
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	tp := protoTP(rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t"})
+	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("read while the log opens: %v, want UNAVAILABLE (NOT_READY)", err)
+	}
+	if r, err := c.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: tp}); err != nil || r.Ready {
+		t.Fatalf("IsReady while the log opens: %v %v", r, err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("stop while the log opens: exit %d:\n%s", code, p.stderr.String())
 	}
 }
