@@ -303,10 +303,15 @@ func (l *Log) Close() error {
 	return l.closeErr
 }
 
-// closeFiles closes every file handle and releases the lock.
+// closeFiles closes every file handle and releases the lock. It also runs
+// after a failed open, when the partitions after the one that failed were
+// never loaded (nil).
 func (l *Log) closeFiles() error {
 	var errs []error
 	for _, p := range l.parts {
+		if p == nil {
+			continue
+		}
 		for _, s := range p.segs {
 			if s.f != nil {
 				if err := s.f.Close(); err != nil {
