@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,12 +59,12 @@ created.`,
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
-	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number (with or without --topic)")
+	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number, 0 or more (with or without --topic; default all)")
 	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
 	f.BoolVar(&o.events, "events", false, "print every raw event in Kafka's formatter text (metadata partition, offset, value)")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
-	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
 	return cmd
 }
 
@@ -126,11 +127,16 @@ type inspectJSON struct {
 }
 
 func runInspect(cmd *cobra.Command, o *inspectOptions) error {
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	if err := checkTimeout(o.timeout); err != nil {
+		return err
 	}
+	if cmd.Flags().Changed("partition") && o.partition < 0 {
+		return usageErrorf("--partition %d: must be 0 or more (leave it out to show every partition)", o.partition)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
 	logger := slog.New(slog.DiscardHandler)
-	src, err := o.log.openReadOnly(cmd.Context(), cmd, logger)
+	src, err := o.log.openReadOnly(ctx, cmd, logger, o.timeout)
 	if err != nil {
 		return couldNotRun(err)
 	}
@@ -168,7 +174,7 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 		_, err := out.Write(line)
 		return err
 	}
-	b, err := materialize(cmd.Context(), src, o.timeout, o.quiet, onRecord)
+	b, err := materialize(ctx, src, o.timeout, o.quiet, onRecord)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,9 @@ type Log struct {
 	producer   *kgo.Client
 	admin      *kadm.Client
 	log        *slog.Logger
+	// openBound is how long Open waited for the cluster at most:
+	// ConnectTimeout or less when the caller's deadline came first.
+	openBound time.Duration
 
 	mu     sync.Mutex
 	closed bool
@@ -83,6 +86,10 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		log:      cfg.Logger.With("topic", cfg.Topic),
 		subs:     make(map[*subscription]struct{}),
 	}
+	l.openBound = cfg.ConnectTimeout
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < l.openBound {
+		l.openBound = max(time.Until(deadline), 0).Round(time.Millisecond)
+	}
 	openCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	if l.partitions, err = l.prepareTopic(ctx, openCtx); err != nil {
@@ -96,12 +103,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 // openError explains a failure of Open's cluster calls: a deadline that ran
 // out is the unreachable-cluster case, which names the addresses tried.
 func (l *Log) openError(parent, openCtx context.Context, what string, err error) error {
-	if parent.Err() != nil {
+	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("kafkalog: %s: %w", what, parent.Err())
 	}
 	if openCtx.Err() != nil {
-		return fmt.Errorf("kafkalog: %s: no answer from the Kafka cluster at %s within %s: %w (last error: %v)",
-			what, strings.Join(l.cfg.BootstrapServers, ","), l.cfg.ConnectTimeout, rlmm.ErrTimeout, err)
+		// The bound ran out: ConnectTimeout or the caller's deadline,
+		// whichever came first (openBound). Both wrap as the caller's
+		// error would, and say which cluster did not answer.
+		return fmt.Errorf("kafkalog: %s: no answer from the Kafka cluster at %s within %s: %w: %w (last error: %v)",
+			what, strings.Join(l.cfg.BootstrapServers, ","), l.openBound, rlmm.ErrTimeout, openCtx.Err(), err)
 	}
 	return fmt.Errorf("kafkalog: %s at %s: %w", what, strings.Join(l.cfg.BootstrapServers, ","), err)
 }
