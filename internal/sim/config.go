@@ -2,8 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
