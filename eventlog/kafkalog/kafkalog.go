@@ -341,13 +341,27 @@ func (l *Log) produceError(partition int32, err error) error {
 // HighWaterMarks lists the end offsets of the given partitions. Partitions
 // whose leader is moving are retried for a bounded time.
 func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
+	return l.listOffsets(ctx, "high-water marks", partitions, l.admin.ListEndOffsets)
+}
+
+// StartOffsets lists the log start offsets of the given partitions (Kafka's
+// ListOffsets for the earliest timestamp), retried like HighWaterMarks.
+func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
+	return l.listOffsets(ctx, "start offsets", partitions, l.admin.ListStartOffsets)
+}
+
+// listOffsets asks list (kadm's ListEndOffsets or ListStartOffsets) for the
+// offsets of partitions, retrying partitions whose answer is a retriable
+// error for up to hwmRetryWait. what names the offsets in errors.
+func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32,
+	list func(context.Context, ...string) (kadm.ListedOffsets, error)) ([]int64, error) {
 	for _, p := range partitions {
 		if err := l.checkPartition(p); err != nil {
 			return nil, err
 		}
 	}
 	if l.isClosed() {
-		return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+		return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, rlmm.ErrClosed)
 	}
 	out := make([]int64, len(partitions))
 	if len(partitions) == 0 {
@@ -357,9 +371,9 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 	backoff := 20 * time.Millisecond
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, err)
+			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, err)
 		}
-		listed, err := l.admin.ListEndOffsets(ctx, l.cfg.Topic)
+		listed, err := list(ctx, l.cfg.Topic)
 		var retry error
 		if err == nil {
 			for i, p := range partitions {
@@ -370,7 +384,7 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 				case lo.Err != nil && kerr.IsRetriable(lo.Err):
 					retry = fmt.Errorf("partition %d: %w", p, lo.Err)
 				case lo.Err != nil:
-					return nil, fmt.Errorf("kafkalog: high-water mark of %s-%d: %w", l.cfg.Topic, p, lo.Err)
+					return nil, fmt.Errorf("kafkalog: %s of %s-%d: %w", what, l.cfg.Topic, p, lo.Err)
 				default:
 					out[i] = lo.Offset
 				}
@@ -381,19 +395,19 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 		} else {
 			switch {
 			case errors.Is(err, kgo.ErrClientClosed) || l.isClosed():
-				return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+				return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, rlmm.ErrClosed)
 			case ctx.Err() != nil:
-				return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, ctx.Err())
+				return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
 			}
 			retry = err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kafkalog: high-water marks of %s: still failing after %s: %w: %w", l.cfg.Topic, hwmRetryWait, rlmm.ErrTimeout, retry)
+			return nil, fmt.Errorf("kafkalog: %s of %s: still failing after %s: %w: %w", what, l.cfg.Topic, hwmRetryWait, rlmm.ErrTimeout, retry)
 		}
-		l.log.Debug("retrying high-water marks", "err", retry)
+		l.log.Debug("retrying "+what, "err", retry)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, ctx.Err())
+			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)

@@ -24,7 +24,7 @@ func TestConformanceKfake(t *testing.T) {
 		t.Run(fmt.Sprintf("brokers=%d", brokers), func(t *testing.T) {
 			addrs := fakeCluster(t, brokers).ListenAddrs()
 			eventlogtest.Run(t, func(t *testing.T, partitions int32) eventlog.Log {
-				return openLog(t, testConfig(t, addrs, partitions))
+				return truncatingLog{openLog(t, testConfig(t, addrs, partitions))}
 			})
 		})
 	}

@@ -21,7 +21,7 @@ import (
 func TestConformanceRealKafka(t *testing.T) {
 	addr := realBootstrap(t)
 	eventlogtest.Run(t, func(t *testing.T, partitions int32) eventlog.Log {
-		return openLog(t, testConfig(t, []string{addr}, partitions))
+		return truncatingLog{openLog(t, testConfig(t, []string{addr}, partitions))}
 	})
 }
 
