@@ -118,12 +118,15 @@ type jsonPartition struct {
 
 // inspectJSON is the document inspect --json prints.
 type inspectJSON struct {
-	Source             string          `json:"source"`
-	MetadataPartitions int32           `json:"metadataPartitions"`
-	Counts             view.Counts     `json:"counts"`
-	NewestEventMs      int64           `json:"newestEventTimestampMs"`
-	Partitions         []jsonPartition `json:"partitions"`
-	Events             []jsonEvent     `json:"events,omitempty"`
+	Source             string      `json:"source"`
+	MetadataPartitions int32       `json:"metadataPartitions"`
+	Counts             view.Counts `json:"counts"`
+	NewestEventMs      int64       `json:"newestEventTimestampMs"`
+	// HistoryStarts lists the metadata partitions whose early records are
+	// gone (retention, DeleteRecords), with where their history starts.
+	HistoryStarts []view.HistoryStart `json:"historyStarts"`
+	Partitions    []jsonPartition     `json:"partitions"`
+	Events        []jsonEvent         `json:"events,omitempty"`
 }
 
 func runInspect(cmd *cobra.Command, o *inspectOptions) error {
@@ -195,7 +198,10 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 	}
 	if o.jsonOut {
 		doc := inspectJSON{Source: src.name, MetadataPartitions: src.log.Partitions(), Counts: b.Counts(),
-			NewestEventMs: b.NewestEventMs(), Partitions: parts, Events: events}
+			NewestEventMs: b.NewestEventMs(), HistoryStarts: b.History(), Partitions: parts, Events: events}
+		if doc.HistoryStarts == nil {
+			doc.HistoryStarts = []view.HistoryStart{}
+		}
 		if doc.Partitions == nil {
 			doc.Partitions = []jsonPartition{}
 		}
@@ -215,6 +221,9 @@ func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonP
 		src.name, c.Records, src.log.Partitions(), c.Undecodable, c.Rejected)
 	if newest := b.NewestEventMs(); newest >= 0 {
 		fmt.Fprintf(out, "newest event: %s\n", time.UnixMilli(newest).UTC().Format(time.RFC3339))
+	}
+	for _, h := range b.History() {
+		fmt.Fprintf(out, "%s\n", h.Meaning())
 	}
 	if len(parts) == 0 {
 		fmt.Fprintln(out, "no user partition matches")

@@ -89,6 +89,10 @@ type verifyJSON struct {
 	Warnings        int            `json:"warningCount"`
 	OK              bool           `json:"ok"`
 	Anomalies       []view.Anomaly `json:"anomalies"`
+	// HistoryStarts lists the metadata partitions whose early records are
+	// gone, with where their history starts (each also a history_lost
+	// warning).
+	HistoryStarts []view.HistoryStart `json:"historyStarts"`
 }
 
 func runVerify(cmd *cobra.Command, o *verifyOptions) error {
@@ -125,7 +129,10 @@ func runVerify(cmd *cobra.Command, o *verifyOptions) error {
 	}
 	doc := verifyJSON{Source: src.name, Counts: b.Counts(), Partitions: len(b.Partitions()), ReferenceTimeMs: ref,
 		Reference: o.reference, StuckAfterMs: o.stuckAfter.Milliseconds(), Failures: failures,
-		Warnings: len(anomalies) - failures, OK: failures == 0, Anomalies: anomalies}
+		Warnings: len(anomalies) - failures, OK: failures == 0, Anomalies: anomalies, HistoryStarts: b.History()}
+	if doc.HistoryStarts == nil {
+		doc.HistoryStarts = []view.HistoryStart{}
+	}
 	if doc.Anomalies == nil {
 		doc.Anomalies = []view.Anomaly{}
 	}

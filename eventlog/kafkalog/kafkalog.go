@@ -88,7 +88,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	l.openBound = cfg.ConnectTimeout
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < l.openBound {
-		l.openBound = max(time.Until(deadline), 0).Round(time.Millisecond)
+		// Rounded for the message: the caller's bound less the moments
+		// spent before Open ("2s", not "1.998s").
+		l.openBound = max(time.Until(deadline), 0).Round(100 * time.Millisecond)
 	}
 	openCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()

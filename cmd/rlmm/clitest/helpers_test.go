@@ -19,6 +19,8 @@ import (
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/wire"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // rlmmBinary is the path of the command under test.
@@ -242,5 +244,53 @@ func mustNotPanic(t *testing.T, r result, args ...string) {
 	t.Helper()
 	if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
 		t.Fatalf("rlmm %v printed a stack trace:\n%s", args, r.stderr)
+	}
+}
+
+// realBootstrap returns the address of the real Kafka broker of `make test`
+// (RLMM_KAFKA_BOOTSTRAP), or skips saying why (fails in CI, where make test
+// starts one).
+func realBootstrap(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv("RLMM_KAFKA_BOOTSTRAP")
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("RLMM_KAFKA_BOOTSTRAP unset in CI: make test starts the broker")
+		}
+		t.Skip("RLMM_KAFKA_BOOTSTRAP unset: no real Kafka broker to test against; start one with " +
+			"`scripts/kafka.sh start <dir>` and export the variable it prints (make test does this)")
+	}
+	return addr
+}
+
+// kafkaAdmin returns a kadm client on addr, closed when the test ends.
+func kafkaAdmin(t *testing.T, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// deleteRecordsBefore moves the log start offset of topic's partition p to
+// offset (Kafka's DeleteRecords).
+func deleteRecordsBefore(t *testing.T, adm *kadm.Client, topic string, p int32, offset int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: p, At: offset})
+	resp, err := adm.DeleteRecords(ctx, os)
+	if err == nil {
+		if r, ok := resp.Lookup(topic, p); !ok {
+			err = fmt.Errorf("no answer for partition %d", p)
+		} else {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		t.Fatalf("DeleteRecords %s-%d before %d: %v", topic, p, offset, err)
 	}
 }
