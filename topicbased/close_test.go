@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/wire"
 )
 
 // stuckPublishLog is a log whose Publish, once blocked is set, never
@@ -157,4 +158,36 @@ func TestCloseEndsMutationsBlockedInPublishRealKafka(t *testing.T) {
 	}
 	t.Logf("broker stopped: Close and %d mutations (%d of them in Publish) ended %s after Close began",
 		len(tps), inPublish, time.Since(closeStart))
+}
+
+// TestCloseEndsMutationsWaitingForReadiness: a mutation waiting for its
+// metadata partition to catch up ends at Close with rlmm.ErrClosed saying
+// nothing was published.
+func TestCloseEndsMutationsWaitingForReadiness(t *testing.T) {
+	inner := newLog(t, 4)
+	tp := distinctPartitions(t, 4, 1)[0]
+	first := startManager(t, Config{Log: inner})
+	assign(t, first, tp)
+	addFinished(t, first, segment(tp, 1, 0, 99))
+	must(t, first.Close())
+
+	log := newPausableLog(inner)
+	log.Pause() // the new manager cannot catch up
+	m := startManager(t, Config{Log: log, ConsumeWait: time.Hour})
+	must(t, m.OnPartitionLeadershipChanges(testCtx(t), []rlmm.TopicIDPartition{tp}, nil))
+	errc := make(chan error, 1)
+	go func() { errc <- m.AddSegment(context.Background(), segment(tp, 2, 100, 199)) }()
+	time.Sleep(100 * time.Millisecond) // let it wait (it must end with ErrClosed either way)
+	must(t, m.Close())
+	select {
+	case err := <-errc:
+		if !errors.Is(err, rlmm.ErrClosed) || !strings.Contains(err.Error(), "nothing was published") {
+			t.Fatalf("mutation ended with %v; want rlmm.ErrClosed saying nothing was published", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatalf("mutation still waiting %s after Close", testTimeout)
+	}
+	if h := hwm(t, inner, wire.MetadataPartition(tp, 4)); h != 2 {
+		t.Fatalf("metadata partition holds %d records, want the first manager's 2 only", h)
+	}
 }
