@@ -395,9 +395,6 @@ type partition struct {
 	// dead is set when the partition was dropped or replaced: a reader that
 	// raced with that looks the partition up again.
 	dead bool
-	// pending is set (for good) on a placeholder of ImportLazy, which holds
-	// nothing else but tp.
-	pending *pendingState
 
 	chunks [][]seg
 	slots  int32 // slots handed out so far
