@@ -15,7 +15,7 @@ const (
 	// DefaultConsumeWait is Kafka's remote.log.metadata.consume.wait.ms
 	// default: how long a mutation waits for its event to be applied.
 	DefaultConsumeWait = 2 * time.Minute
-	// DefaultSnapshotInterval is how often the snapshotter checks whether
+	// DefaultSnapshotInterval is how often the housekeeper checks whether
 	// the cache advanced and writes a new snapshot if it did.
 	DefaultSnapshotInterval = time.Minute
 	// DefaultRejectedLimit is how many rejected events Rejected keeps.
@@ -35,7 +35,7 @@ type Config struct {
 	// SnapshotDir is the directory of the snapshot file; "" disables
 	// snapshots (every restart replays the consumed metadata partitions).
 	SnapshotDir string
-	// SnapshotInterval is the period of the snapshotter; 0 means
+	// SnapshotInterval is the period of the housekeeper's snapshots; 0 means
 	// DefaultSnapshotInterval, a negative value disables periodic snapshots
 	// (ShutdownAndFlush and WriteSnapshot still write one).
 	SnapshotInterval time.Duration

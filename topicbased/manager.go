@@ -484,7 +484,7 @@ func (m *Manager) Stats() Stats {
 	return s
 }
 
-// Close stops the pump and the snapshotter and closes the subscription,
+// Close stops the pump, the housekeeper and the restorer and closes the subscription,
 // without writing a snapshot (see ShutdownAndFlush). Blocked mutations return
 // rlmm.ErrClosed, and so do later calls. The event log is not closed. Close
 // is idempotent.
