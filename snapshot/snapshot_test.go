@@ -98,14 +98,33 @@ func TestWriterRefusesInvalidHeads(t *testing.T) {
 	}
 }
 
-// A head whose committed offsets are below -1 is refused (checksum valid).
-func TestHeadCommittedBelowMinusOne(t *testing.T) {
-	head := binary.LittleEndian.AppendUint32(nil, 1)
-	head = binary.LittleEndian.AppendUint64(head, uint64(1<<64-2)) // -2
-	head = binary.LittleEndian.AppendUint32(head, 0)
-	if _, err := openHead(head); !errors.Is(err, rlmm.ErrCorrupt) {
-		t.Errorf("Open: %v; want ErrCorrupt", err)
+// Heads whose checksum holds but whose content is invalid are refused.
+func TestInvalidHead(t *testing.T) {
+	cases := []struct {
+		name string
+		head []byte
+	}{
+		{"committed below -1", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 1), uint64(1<<64-2)), 0)},
+		{"zero partitions", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 0), 0)},
+		{"trailing bytes", append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 1), 0), 0), 7)},
+		{"a block past the end", append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 1), 0), 1),
+			encodeIndexEntry(1000, 0, topicPartition("t", 1, 0))...)},
 	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := openHead(c.head); !errors.Is(err, rlmm.ErrCorrupt) {
+				t.Errorf("Open: %v; want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// encodeIndexEntry returns one entry of the head's block index.
+func encodeIndexEntry(length uint64, segments uint32, tp rlmm.TopicIDPartition) []byte {
+	b := binary.LittleEndian.AppendUint64(nil, length)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint32(b, segments)
+	return appendTP(b, tp)
 }
 
 // openHead wraps a head's bytes in a valid header (checksum and length
