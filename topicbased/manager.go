@@ -125,7 +125,7 @@ type Manager struct {
 	n      int32                 // Start
 	logger *slog.Logger          // Start
 	met    Metrics               // Start
-	sub    eventlog.Subscription // Start; Add, Remove and Poll by the pump only
+	sub    eventlog.Subscription // Start; Add, Remove and Poll by the pump only, Close by stop
 	// inner is the cache (Start). The pump is its only writer (events,
 	// drops, Install of the restored snapshot); readers read it without any
 	// lock of this package; a snapshot exports it under applyMu.
