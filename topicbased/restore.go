@@ -64,8 +64,9 @@ func (m *Manager) openSnapshot() (*os.File, *snapshot.Reader, error) {
 	}
 	head := r.Head()
 	if head.Partitions != m.n {
-		return nil, nil, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
-			rlmm.ErrCorrupt, path, head.Partitions, m.n)
+		// Not corrupt: a snapshot of another log (rlmm.ErrCorrupt means bad bytes).
+		return nil, nil, fmt.Errorf("snapshot %s was taken with %d metadata partitions, the log has %d",
+			path, head.Partitions, m.n)
 	}
 	for _, blk := range r.Blocks() {
 		if mp := wire.MetadataPartition(blk.TopicIDPartition, m.n); head.Committed[mp] < 0 {
