@@ -30,6 +30,7 @@ type inspectOptions struct {
 	jsonOut   bool
 	quiet     bool
 	timeout   time.Duration
+	snapshot  string // inspect_snapshot.go
 }
 
 func newInspectCmd() *cobra.Command {
@@ -54,13 +55,20 @@ created.`,
   rlmm inspect --dir rlmm-data/run-20260101-120000-seed1 --segments
   rlmm inspect --kafka broker1:9092 --topic orders --partition 3 --segments
   rlmm inspect --kafka broker1:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user ops --json
-  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT`,
+  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT
+  rlmm inspect --snapshot /var/lib/rlmm/snap/rlmm.snapshot --segments --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runInspect(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.snapshot != "" {
+				return runInspectSnapshot(cmd, o)
+			}
+			return runInspect(cmd, o)
+		},
 	}
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
+	addSnapshotFlag(f, o)
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
 	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number, 0 or more (with or without --topic; default all)")
 	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
@@ -261,15 +269,7 @@ func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonP
 		if len(segs) == 0 {
 			continue
 		}
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SEGMENT ID\tSTATE\tOFFSETS\tLEADER EPOCHS\tBYTES\tBROKER\tEVENT TIME")
-		for _, m := range segs {
-			var eb strings.Builder
-			rlmm.WriteEpochs(&eb, m.LeaderEpochs)
-			fmt.Fprintf(tw, "  %s\t%s\t[%d, %d]\t%s\t%d\t%d\t%s\n", m.ID.ID, m.State, m.StartOffset, m.EndOffset,
-				eb.String(), m.SizeInBytes, m.BrokerID, time.UnixMilli(m.EventTimestampMs).UTC().Format(time.RFC3339))
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeSegmentTable(out, segs); err != nil {
 			return err
 		}
 	}
