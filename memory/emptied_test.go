@@ -3,8 +3,10 @@ package memory
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/rlmm-go/rlmm"
 	"pgregory.net/rapid"
@@ -349,4 +351,33 @@ func TestEmptiedEpochsAgainstModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An emptied epoch costs 12 bytes, and its offset survives the packing at
+// both ends of the int64 range.
+func TestEmptiedEpochPacking(t *testing.T) {
+	if n := unsafe.Sizeof(emptiedEpoch{}); n != 12 {
+		t.Errorf("emptiedEpoch is %d bytes, want 12", n)
+	}
+	var r emptiedEpochs
+	offs := []int64{math.MinInt64, -1, 0, 1, 1<<32 - 1, 1 << 32, math.MaxInt64}
+	for k, o := range offs {
+		r.put(int32(len(offs)-k), o) // in decreasing epoch order: inserts
+	}
+	for k, o := range offs {
+		if h, ok := r.get(int32(len(offs) - k)); !ok || h != o {
+			t.Errorf("epoch %d: %d, %t; want %d", len(offs)-k, h, ok, o)
+		}
+	}
+	if _, ok := r.take(99); ok {
+		t.Error("take of an epoch not held")
+	}
+	for k := range offs {
+		if _, ok := r.take(int32(k + 1)); !ok {
+			t.Errorf("take(%d) found nothing", k+1)
+		}
+	}
+	if r.len() != 0 || r.list != nil {
+		t.Errorf("emptied after taking all: %v", r.list)
+	}
 }
