@@ -133,10 +133,17 @@ func (b *PartitionBuilder) AddHighestOffset(epoch int32, offset int64) error {
 			rlmm.ErrInvalidArgument, b.p.tp, epoch, b.lastHigh))
 	}
 	b.lastHigh, b.hasHigh = epoch, true
-	es := b.p.epochFor(epoch)
-	if !es.hasHighest || offset > es.highest {
-		es.highest, es.hasHighest = offset, true
+	p := b.p
+	if i := p.epochIndex(epoch); i >= 0 {
+		if es := &p.epochs[i]; !es.hasHighest || offset > es.highest {
+			es.highest, es.hasHighest = offset, true
+		}
+		return nil
 	}
+	// No segment added so far carries the epoch: it is emptied unless a
+	// later segment does (epochFor then takes it back). Epochs come in
+	// increasing order, so this appends.
+	p.emptied.put(epoch, offset)
 	return nil
 }
 

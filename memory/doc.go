@@ -46,7 +46,11 @@
 //     and find C. When the newest segment is deleted, the older ones it
 //     covered become visible again. Only finished segments are returned.
 //   - HighestOffsetForEpoch is Kafka's: the highest epoch end offset of any
-//     segment that reached COPY_SEGMENT_FINISHED; it never decreases.
+//     segment that reached COPY_SEGMENT_FINISHED; it never decreases, not
+//     even when every segment of the epoch is deleted (the broker resumes
+//     copying after it). Kafka keeps such an emptied epoch's whole state
+//     forever, so its heap grows with every leader change; we keep only
+//     that offset (see Representation).
 //   - ListSegments (unordered in Kafka) and ListSegmentsForEpoch (ties in
 //     hash order in Kafka) return every segment not yet
 //     DELETE_SEGMENT_FINISHED ordered by start offset, then end offset,
@@ -99,6 +103,16 @@
 // lies beneath, which scans the partition only in epochs where finished
 // segments have ever overlapped. About 120-145 bytes of heap per live
 // single-epoch segment (see docs/bench/memory.md).
+//
+// An epoch keeps that state only while a live segment carries it. Once
+// retention has deleted its last one, all that is left of it is its
+// highest finished offset, a 12-byte record in an array sorted by epoch
+// (emptied.go), the only read an emptied epoch still answers; a segment
+// carrying it again makes it whole again from that offset. So the heap
+// follows the live segments, not the leader epochs a partition has been
+// through: retiring 30 times the live count with a leader change every 10
+// segments leaves 1.3-1.4 times the heap of before (9.3 times when the
+// whole state was kept; BenchmarkEpochChurnHeap, docs/BENCHMARKS.md).
 //
 // Lists are built on demand (a scan and a sort, O(n log n)): they are
 // called by retention and tools, not on the fetch path.

@@ -65,11 +65,7 @@ func (p *partition) export() PartitionState {
 	idx := p.liveSlots(make([]int32, 0, p.live), 0, true)
 	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(p.seqs[a], p.seqs[b]) })
 	st.Segments = p.copies(idx)
-	for _, es := range p.epochs {
-		if es.hasHighest {
-			st.HighestOffsets = append(st.HighestOffsets, EpochOffset{Epoch: es.epoch, Offset: es.highest})
-		}
-	}
+	st.HighestOffsets = p.highestOffsets(nil)
 	if p.hasDel {
 		d := p.del
 		st.Delete = &d
@@ -296,14 +292,7 @@ func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
 			}
 		}
 	}
-	v.Epochs = make([]EpochOffset, 0, len(p.epochs))
-	for _, es := range p.epochs {
-		off := int64(-1)
-		if es.hasHighest {
-			off = es.highest
-		}
-		v.Epochs = append(v.Epochs, EpochOffset{Epoch: es.epoch, Offset: off})
-	}
+	v.Epochs = p.emptied.mergeHighest(make([]EpochOffset, 0, len(p.epochs)+p.emptied.len()), p.epochs, true)
 	if p.hasDel {
 		d := p.del
 		v.Delete = &d

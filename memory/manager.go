@@ -321,10 +321,8 @@ func (m *Manager) HighestOffsetForEpoch(tp rlmm.TopicIDPartition, leaderEpoch in
 		return 0, false, nil
 	}
 	defer p.mu.RUnlock()
-	if ei := p.epochIndex(leaderEpoch); ei >= 0 && p.epochs[ei].hasHighest {
-		return p.epochs[ei].highest, true, nil
-	}
-	return 0, false, nil
+	h, ok := p.highestOf(leaderEpoch)
+	return h, ok, nil
 }
 
 // ListSegments returns copies of every segment of tp not yet

@@ -10,7 +10,8 @@ import (
 	"github.com/rlmm-go/rlmm"
 )
 
-// epochState is the per-epoch index of a partition.
+// epochState is the per-epoch index of a partition, kept while a live
+// segment carries the epoch (see emptiedEpochs for what is kept after).
 type epochState struct {
 	epoch int32
 	// refs counts the live segments that carry the epoch.
@@ -54,7 +55,11 @@ type partition struct {
 	// writer reads it, so it grows without holding readers up.
 	seqs []uint64
 
-	epochs []epochState // sorted by epoch
+	// epochs holds the state of exactly the epochs that live segments
+	// carry, sorted by epoch; emptied, the highest finished offset of each
+	// other epoch that had a finished segment.
+	epochs  []epochState
+	emptied emptiedEpochs
 
 	del    rlmm.PartitionDelete
 	hasDel bool
@@ -84,7 +89,9 @@ func (p *partition) reserveEnvelopes() {
 }
 
 // empty reports whether the partition holds nothing worth keeping.
-func (p *partition) empty() bool { return p.live == 0 && len(p.epochs) == 0 && !p.hasDel }
+func (p *partition) empty() bool {
+	return p.live == 0 && len(p.epochs) == 0 && p.emptied.len() == 0 && !p.hasDel
+}
 
 // epochIndex returns the index of epoch e in p.epochs, or -1.
 func (p *partition) epochIndex(e int32) int {
@@ -103,24 +110,48 @@ func (p *partition) epochIndex(e int32) int {
 	return -1
 }
 
-// epochFor returns the state of epoch e, creating it. Writer only, under mu.
+// epochFor returns the state of epoch e, creating it (with its highest
+// finished offset when e was emptied). Writer only, under mu.
 func (p *partition) epochFor(e int32) *epochState {
 	if i := p.epochIndex(e); i >= 0 {
 		return &p.epochs[i]
 	}
 	i, _ := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int { return cmp.Compare(s.epoch, t) })
-	p.epochs = slices.Insert(p.epochs, i, epochState{epoch: e})
+	es := epochState{epoch: e}
+	es.highest, es.hasHighest = p.emptied.take(e)
+	p.epochs = slices.Insert(p.epochs, i, es)
 	return &p.epochs[i]
 }
 
-// dropEpochIfUnused removes epoch e's state once nothing refers to it and it
-// never had a finished segment. Writer only, under mu.
-func (p *partition) dropEpochIfUnused(e int32) {
+// retireEpochIfEmpty removes epoch e's state once no live segment carries
+// it, keeping only its highest finished offset, if it has one. Its
+// envelope is empty by then: it holds only finished segments, which are
+// live. Writer only, under mu.
+func (p *partition) retireEpochIfEmpty(e int32) {
 	if i := p.epochIndex(e); i >= 0 {
-		if es := &p.epochs[i]; es.refs == 0 && !es.hasHighest {
+		if es := &p.epochs[i]; es.refs == 0 {
+			if es.hasHighest {
+				p.emptied.put(e, es.highest)
+			}
 			p.epochs = slices.Delete(p.epochs, i, i+1)
 		}
 	}
+}
+
+// highestOf returns epoch e's highest finished offset (Kafka's
+// highestLogOffset), live or emptied. Under mu (read or write).
+func (p *partition) highestOf(e int32) (int64, bool) {
+	if i := p.epochIndex(e); i >= 0 {
+		es := &p.epochs[i]
+		return es.highest, es.hasHighest
+	}
+	return p.emptied.get(e)
+}
+
+// highestOffsets appends the highest finished offset of every epoch that
+// has one, sorted by epoch.
+func (p *partition) highestOffsets(dst []EpochOffset) []EpochOffset {
+	return p.emptied.mergeHighest(dst, p.epochs, false)
 }
 
 // epochEnd returns the end of slot i's range for epoch ep (what the
@@ -321,7 +352,7 @@ func (p *partition) remove(i int32) {
 	for _, ep := range p.epochList(i, s, &scratch) {
 		if ei := p.epochIndex(ep.Epoch); ei >= 0 {
 			p.epochs[ei].refs--
-			p.dropEpochIfUnused(ep.Epoch)
+			p.retireEpochIfEmpty(ep.Epoch)
 		}
 	}
 	p.byID.remove(&s.id, i)

@@ -213,3 +213,65 @@ func encodeBlock(st *memory.PartitionState) []byte {
 	}
 	return appendBlockTail(b, st)
 }
+
+// A restart from a snapshot answers HighestOffsetForEpoch the same for the
+// epochs whose segments were all deleted (the broker resumes copying after
+// that offset): the file carries them as highest offsets, and a cache
+// restored through memory.PartitionBuilder keeps them, for a partition that
+// still has segments and one that has none left.
+func TestEmptiedEpochsSurviveASnapshot(t *testing.T) {
+	live, gone := topicPartition("live", 5, 0), topicPartition("gone", 6, 1)
+	src := memory.New()
+	ctx := context.Background()
+	const segs, perEpoch, keep = 400, 10, 25
+	for k := range segs {
+		for _, tp := range []rlmm.TopicIDPartition{live, gone} {
+			start := int64(k) * 10
+			md := segment(tp, uint64(k), start, start+9, int64(k/perEpoch), start)
+			must(t, src.AddSegment(ctx, md))
+			must(t, src.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished}))
+			old := k - keep
+			if tp == gone {
+				old = k // every segment deleted
+			}
+			if old >= 0 {
+				id := segment(tp, uint64(old), 0, 0).ID
+				for _, s := range []rlmm.SegmentState{rlmm.DeleteSegmentStarted, rlmm.DeleteSegmentFinished} {
+					must(t, src.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: id, State: s}))
+				}
+			}
+		}
+	}
+	states := src.Export(nil)
+	data := encode(t, &file{head: Head{Partitions: 1, Committed: []int64{7}}, states: states})
+	r, err := Open(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	must(t, r.Verify(ctx, 1))
+	var builders []*memory.PartitionBuilder
+	for k, blk := range r.Blocks() {
+		block, err := r.ReadBlock(k, nil)
+		must(t, err)
+		must(t, DecodeBlock(block, blk, func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (Sink, error) {
+			b := memory.NewPartitionBuilder(tp, z)
+			builders = append(builders, b)
+			return b, nil
+		}))
+	}
+	restored := memory.New()
+	must(t, restored.Install(builders))
+	for _, tp := range []rlmm.TopicIDPartition{live, gone} {
+		for e := int32(0); e <= segs/perEpoch; e++ {
+			wh, wok, _ := src.HighestOffsetForEpoch(tp, e)
+			h, ok, err := restored.HighestOffsetForEpoch(tp, e)
+			if err != nil || ok != wok || h != wh {
+				t.Fatalf("restored HighestOffsetForEpoch(%s, %d) = %d, %t, %v; before the restart %d, %t", tp, e, h, ok, err, wh, wok)
+			}
+			if e < segs/perEpoch && (!ok || h != int64(e+1)*perEpoch*10-1) {
+				t.Fatalf("HighestOffsetForEpoch(%s, %d) = %d, %t; want %d", tp, e, h, ok, int64(e+1)*perEpoch*10-1)
+			}
+		}
+	}
+	if !reflect.DeepEqual(restored.Export(nil), states) {
+		t.Error("the restored cache exports differently")
+	}
+}
