@@ -638,5 +638,5 @@ func decodeSnapshot(file []byte) (*snapshotContent, error) {
 
 // writeFileAtomic writes data to dir/name atomically.
 func writeFileAtomic(dir, name string, data []byte) error {
-	return atomicfile.WriteFile(filepath.Join(dir, name), data)
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }

@@ -80,7 +80,7 @@ func writeSnapshotFile(path string, head snapshot.Head, states []memory.Partitio
 	for i := range states {
 		tps[i] = states[i].TopicIDPartition
 	}
-	f, err := atomicfile.Create(path)
+	f, err := atomicfile.Create(path, 0o600)
 	if err != nil {
 		return 0, err
 	}

@@ -687,7 +687,7 @@ func (l *Log) checkpoint() error {
 	}
 	hdr := appendJournalHeader(nil, h)
 	path := filepath.Join(l.dir, journalName(seq))
-	f, err := atomicfile.Create(path)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("filelog: creating journal: %w", err)
 	}

@@ -157,7 +157,7 @@ func (l *Log) readOrCreateManifest(creating bool) (manifest, error) {
 	if !creating {
 		return manifest{}, fmt.Errorf("filelog: no log at %s (the directory is empty; give a partition count to create one): %w", l.dir, fs.ErrNotExist)
 	}
-	if err := atomicfile.WriteFile(path, encodeManifest(l.opts.Partitions)); err != nil {
+	if err := atomicfile.WriteFile(path, encodeManifest(l.opts.Partitions), 0o644); err != nil {
 		return manifest{}, fmt.Errorf("filelog: installing manifest: %w", err)
 	}
 	l.logger.Info("filelog: created log", "dir", l.dir, "partitions", l.opts.Partitions)

@@ -14,9 +14,9 @@ type File struct {
 	committed bool
 }
 
-// Create creates the temporary file that will replace path (path's
-// directory is created if missing).
-func Create(path string) (*File, error) {
+// Create creates the temporary file that will replace path, with
+// permissions perm (path's directory is created if missing).
+func Create(path string, perm os.FileMode) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -28,9 +28,9 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
-	// CreateTemp's 0600 would make the target private; the files replaced
-	// here are ordinary data files.
-	if err := f.Chmod(0o644); err != nil {
+	// CreateTemp always makes the file 0600; the target gets the mode its
+	// owner chose (a snapshot stays private, the log's files do not).
+	if err := f.Chmod(perm); err != nil {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
 		return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
@@ -68,9 +68,9 @@ func (f *File) Abort() {
 }
 
 // WriteFile replaces path's content with data atomically (Create, Write,
-// Commit, Close).
-func WriteFile(path string, data []byte) error {
-	f, err := Create(path)
+// Commit, Close), the file's permissions perm.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	f, err := Create(path, perm)
 	if err != nil {
 		return err
 	}

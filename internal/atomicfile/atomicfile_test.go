@@ -10,7 +10,7 @@ func TestWriteFileReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "target")
 	for _, content := range []string{"first", "second, longer"} {
-		if err := WriteFile(path, []byte(content)); err != nil {
+		if err := WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)
@@ -31,10 +31,10 @@ func TestWriteFileReplaces(t *testing.T) {
 func TestAbortKeepsTheTarget(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "target")
-	if err := WriteFile(path, []byte("old")); err != nil {
+	if err := WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Create(path)
+	f, err := Create(path, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestAbortKeepsTheTarget(t *testing.T) {
 // A committed file stays open under the target's name.
 func TestCommitKeepsTheFileOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal")
-	f, err := Create(path)
+	f, err := Create(path, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,5 +70,23 @@ func TestCommitKeepsTheFileOpen(t *testing.T) {
 	}
 	if got, err := os.ReadFile(path); err != nil || string(got) != "head+tail" {
 		t.Fatalf("content %q, %v; want head+tail", got, err)
+	}
+}
+
+// The target gets the permissions its owner asked for, not CreateTemp's 0600.
+func TestCreateSetsThePermissions(t *testing.T) {
+	dir := t.TempDir()
+	for _, perm := range []os.FileMode{0o600, 0o644} {
+		path := filepath.Join(dir, perm.String())
+		if err := WriteFile(path, []byte("x"), perm); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != perm {
+			t.Errorf("%s: mode %s, want %s", path, got, perm)
+		}
 	}
 }
