@@ -4,13 +4,16 @@
 // as assigned and ready; a mutation applies at once and returns the state
 // machine's verdict), and the topic-based manager wraps it as its cache,
 // using CheckAddSegment / CheckUpdateSegment / CheckPartitionDelete to
-// validate before publishing, Export / Import for snapshots (with
-// PartitionBuilder, which a decoder feeds segment by segment, and
-// ImportLazy, which installs partitions built on first use), DropPartition
-// when a metadata partition is unassigned, and View for the CLI.
+// validate before publishing, Export for snapshots, PartitionBuilder and
+// Install to restore one (a decoder feeds a builder segment by segment, on
+// its own goroutine, and the owner of the Manager installs the finished
+// builders), DropPartition when a metadata partition is unassigned, and
+// View for the CLI.
 //
-// It uses only the standard library: the state is plain Go data behind
-// sync locks.
+// It is a pure state machine: no method does I/O, reads files or starts a
+// goroutine (Import alone builds large inputs on several goroutines and
+// waits for them). It uses only the standard library: the state is plain
+// Go data behind sync locks.
 //
 // # Semantics
 //
@@ -72,9 +75,10 @@
 // without locking (a directory of immutable hash tables behind atomic
 // pointers, replaced by copies on change), then take that partition's read
 // lock, which a mutation holds only while it writes that one event: a
-// reader waits at most for one event's apply. Export holds only the writer lock, so it delays mutations
-// but never reads; Import publishes each new partition state before it
-// retires the old one, so a reader sees one or the other.
+// reader waits at most for one event's apply, and never takes the writer
+// lock. Export holds only the writer lock and builds nothing, so it delays
+// mutations but never reads; Import and Install publish each new partition
+// state before they retire the old one, so a reader sees one or the other.
 //
 // # Representation
 //

@@ -500,7 +500,7 @@ func BenchmarkLoadSnapshot(b *testing.B) {
 			const perPartition = 1000
 			const parts = 50
 			dir := b.TempDir()
-			s := &snapshot{partitions: parts, committed: make([]int64, parts)}
+			s := &snapshotContent{partitions: parts, committed: make([]int64, parts)}
 			for p := range int32(segments / perPartition) {
 				tp := topicPartition("load", 5, p)
 				st := memory.PartitionState{TopicIDPartition: tp}

@@ -26,20 +26,30 @@
 //     records in log order and skips (logs, counts, keeps in a bounded list)
 //     records it cannot decode or the state machine rejects, instead of
 //     stopping as Kafka's consumer thread does.
-//   - The snapshotter writes the snapshot periodically when the cache
-//     advanced, and ShutdownAndFlush writes a final one. A snapshot file is
-//     versioned and CRC-32C checked and written atomically; an unusable one
-//     is logged and ignored (full replay), never fatal.
-//   - Start checks the snapshot whole but does not decode it: each user
-//     partition is built from its block when first needed, and all of them
-//     in the background (memory.ImportLazy), so a restart is ready after
-//     one read of the file. A block that cannot be built makes its metadata
-//     partition replay from offset 0.
+//   - The housekeeper writes the snapshot periodically when the cache
+//     advanced (and samples the log's high-water marks for the lag metric,
+//     handing them to the pump), and ShutdownAndFlush writes a final
+//     snapshot. The file's format is the snapshot package's (versioned,
+//     CRC-32C checked, streamed block by block into a temporary file that
+//     replaces the old one atomically); an unusable one is logged and
+//     ignored (full replay), never fatal.
+//   - Start checks the snapshot whole (head and every block's checksum)
+//     and returns; the restorer then decodes its blocks on every core
+//     straight into memory.PartitionBuilders and hands each metadata
+//     partition's finished builders to the pump, which installs them
+//     (memory.Install) and only then consumes that metadata partition from
+//     the snapshot's committed offset + 1. Until then an assigned metadata
+//     partition the snapshot holds answers rlmm.ErrNotReady and mutations
+//     wait, as for any partition catching up. A block that cannot be built
+//     takes the ordinary path: its metadata partition is replayed from
+//     offset 0.
 //
 // Metrics go through the small Metrics interface (NopMetrics to embed);
-// logs through an injected *slog.Logger.
+// logs through an injected *slog.Logger. Skipped events carry a Reason.
+// The lock order and the one writer of every field are written at the top
+// of manager.go.
 //
-// It uses only the standard library and the rlmm, memory, wire and eventlog
-// packages; docs/ARCHITECTURE.md explains the design and where it differs
-// from Kafka.
+// It uses only the standard library and the rlmm, memory, wire, eventlog
+// and snapshot packages (and internal/atomicfile);
+// docs/ARCHITECTURE.md explains the design and where it differs from Kafka.
 package topicbased

@@ -1,12 +1,14 @@
 package topicbased
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,6 +19,9 @@ import (
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
+	"github.com/rlmm-go/rlmm/internal/atomicfile"
+	"github.com/rlmm-go/rlmm/memory"
+	"github.com/rlmm-go/rlmm/snapshot"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -566,4 +571,72 @@ func restartReplaysNothing(t testing.TB, l eventlog.Log, dir string, tps []rlmm.
 		t.Errorf("replayed %d events after a final snapshot; want 0", got)
 	}
 	must(t, sameViews(viewOf(t, m, tps), want))
+}
+
+// snapshotContent is a whole snapshot held in memory: what the tests write
+// into a snapshot file (to damage it, or to start from it) and read back.
+type snapshotContent struct {
+	partitions int32
+	committed  []int64
+	states     []memory.PartitionState
+}
+
+// memFile is an io.WriterAt over a growing byte slice.
+type memFile struct{ b []byte }
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if end := int(off) + len(p); end > len(f.b) {
+		f.b = append(f.b, make([]byte, end-len(f.b))...)
+	}
+	return copy(f.b[off:], p), nil
+}
+
+// encodeSnapshot returns the bytes of a snapshot file holding s (written
+// with snapshot.Writer, as the manager writes it). It panics if s cannot
+// be written (a test's mistake).
+func encodeSnapshot(s *snapshotContent) []byte {
+	tps := make([]rlmm.TopicIDPartition, len(s.states))
+	for i := range s.states {
+		tps[i] = s.states[i].TopicIDPartition
+	}
+	var out memFile
+	w, err := snapshot.NewWriter(&out, snapshot.Head{Partitions: s.partitions, Committed: s.committed}, tps)
+	if err != nil {
+		panic(err)
+	}
+	for i := range s.states {
+		if err := w.WriteBlock(&s.states[i]); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		panic(err)
+	}
+	return out.b
+}
+
+// decodeSnapshot checks and decodes a whole snapshot file held in memory
+// (the states own their memory). Every failure wraps rlmm.ErrCorrupt.
+func decodeSnapshot(file []byte) (*snapshotContent, error) {
+	r, err := snapshot.Open(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		return nil, err
+	}
+	head := r.Head()
+	s := &snapshotContent{partitions: head.Partitions, committed: head.Committed, states: make([]memory.PartitionState, len(r.Blocks()))}
+	var buf []byte
+	for k, blk := range r.Blocks() {
+		if buf, err = r.ReadBlock(k, buf); err != nil {
+			return nil, err
+		}
+		if s.states[k], err = snapshot.DecodeState(buf, blk); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// writeFileAtomic writes data to dir/name atomically.
+func writeFileAtomic(dir, name string, data []byte) error {
+	return atomicfile.WriteFile(filepath.Join(dir, name), data)
 }

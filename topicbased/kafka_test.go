@@ -460,7 +460,7 @@ func TestKafkaBadRecordsDoNotStopThePump(t *testing.T) {
 	if len(rej) != 2 {
 		t.Fatalf("Rejected() kept %d events; the limit is 2", len(rej))
 	}
-	reasons := rej[0].Reason + "," + rej[1].Reason
+	reasons := rej[0].Reason.String() + "," + rej[1].Reason.String()
 	if !strings.Contains(reasons, "rejected") || !strings.Contains(reasons, "misrouted") {
 		t.Errorf("Rejected() reasons = %s (offset %d was the garbage)", reasons, garbageOffset)
 	}

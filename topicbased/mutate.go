@@ -157,43 +157,19 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 }
 
 // readyAndChecked waits for mp's readiness, then runs check (confirmed
-// against the log on failure). A partition whose snapshot state cannot be
-// built fails check with rlmm.ErrCorrupt until the replay of mp that its
-// failure queued starts: that is waited for, like readiness.
+// against the log on failure).
 func (m *Manager) readyAndChecked(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition, check func() error) error {
-	for {
-		if err := m.waitReady(ctx, tp, mp, p); err != nil {
-			return err
-		}
-		// The status word (with its generation) read without a lock: the
-		// wait below needs it only in the rare ErrCorrupt case.
-		status := p.status.Load()
-		err := check()
-		if errors.Is(err, rlmm.ErrCorrupt) {
-			m.mu.Lock()
-			changed := p.changed
-			moved := p.status.Load() != status
-			m.mu.Unlock()
-			if moved {
-				continue
-			}
-			select {
-			case <-changed:
-				continue
-			case <-m.closedCh:
-				return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
-			case <-ctx.Done():
-				return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d of %s to be replayed (the snapshot's state of the partition cannot be built; nothing was published)", mp, tp))
-			}
-		}
-		if err == nil {
-			return nil
-		}
-		if serr := m.syncTo(ctx, tp, mp, p); serr != nil {
-			return err
-		}
-		return check()
+	if err := m.waitReady(ctx, tp, mp, p); err != nil {
+		return err
 	}
+	err := check()
+	if err == nil {
+		return nil
+	}
+	if serr := m.syncTo(ctx, tp, mp, p); serr != nil {
+		return err
+	}
+	return check()
 }
 
 func wrapVerdict(verdict error, mp int32, offset int64) error {

@@ -22,10 +22,14 @@ type controlRequest struct {
 	add    []int32
 	target []int64 // high-water mark of each add, observed before the request
 	remove []int32
-	// reset lists metadata partitions to drop and replay from offset 0
-	// (a user partition's snapshot state could not be built).
-	reset []int32
-	done  chan error // buffered 1
+	// restored is a metadata partition's snapshot state to install (from
+	// the restorer).
+	restored *restored
+	// sampled are high-water marks of the metadata partitions sampledOf
+	// (from the housekeeper).
+	sampledOf []int32
+	sampled   []int64
+	done      chan error // buffered 1
 }
 
 // submit queues a request for the pump and interrupts a blocked Poll.
@@ -105,10 +109,6 @@ func (m *Manager) pump(ctx context.Context) {
 func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) []batchResult {
 	type counts struct{ applied, rejected, undecodable int }
 	perPartition := map[int32]*counts{}
-	// unbuilt holds the metadata partitions where a user partition's
-	// snapshot state could not be built: their records wait for the replay
-	// from 0 that the cache's failure report queued.
-	var unbuilt map[int32]bool
 	m.applyMu.Lock()
 	for i := range records {
 		rec := &records[i]
@@ -117,7 +117,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			continue
 		}
 		p := &m.parts[rec.Partition]
-		if unbuilt[rec.Partition] || !p.assigned || rec.Offset < p.next {
+		if !p.assigned || p.loading || rec.Offset < p.next {
 			// Not ours (any more) or already applied: the subscription's
 			// exact Remove/Add makes this rare, the offset check makes it safe.
 			continue
@@ -132,27 +132,18 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			perPartition[rec.Partition] = c
 		}
 		reason, verdict := m.applyRecord(rec)
-		if reason == "unbuilt" {
-			// Neither applied nor skipped: p.next stays, so the waiter of
-			// this offset is answered by the replay.
-			if unbuilt == nil {
-				unbuilt = map[int32]bool{}
-			}
-			unbuilt[rec.Partition] = true
-			continue
-		}
 		switch reason {
-		case "":
+		case 0:
 			c.applied++
 			m.stats.applied.Add(1)
-		case "undecodable":
+		case ReasonUndecodable:
 			c.undecodable++
 			m.stats.undecodable.Add(1)
 		default:
 			c.rejected++
 			m.stats.rejected.Add(1)
 		}
-		if reason != "" {
+		if reason != 0 {
 			m.recordRejected(rec, reason, verdict, p.status.Load()&statusMask == statusReady)
 		}
 		p.next = rec.Offset + 1
@@ -201,20 +192,20 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 	return results
 }
 
-// applyRecord decodes and applies one record; reason is "" when the state
-// machine accepted it, else the classification of RejectedEvent.Reason.
-func (m *Manager) applyRecord(rec *eventlog.Record) (reason string, verdict error) {
+// applyRecord decodes and applies one record; reason is 0 when the state
+// machine accepted it, else why it was skipped.
+func (m *Manager) applyRecord(rec *eventlog.Record) (reason Reason, verdict error) {
 	ev, err := wire.DecodeEvent(rec.Value)
 	if err != nil {
-		return "undecodable", fmt.Errorf("metadata partition %d offset %d: %w", rec.Partition, rec.Offset, err)
+		return ReasonUndecodable, fmt.Errorf("metadata partition %d offset %d: %w", rec.Partition, rec.Offset, err)
 	}
 	tp, ok := ev.TopicIDPartition()
 	if !ok {
-		return "unexpected", fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
+		return ReasonUnexpected, fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
 			rlmm.ErrCorrupt, rec.Partition, rec.Offset, ev.Key)
 	}
 	if mp := wire.MetadataPartition(tp, m.n); mp != rec.Partition {
-		return "misrouted", fmt.Errorf("%w: metadata partition %d offset %d: event of %s belongs in metadata partition %d",
+		return ReasonMisrouted, fmt.Errorf("%w: metadata partition %d offset %d: event of %s belongs in metadata partition %d",
 			rlmm.ErrInvalidArgument, rec.Partition, rec.Offset, tp, mp)
 	}
 	ctx := context.Background()
@@ -226,25 +217,21 @@ func (m *Manager) applyRecord(rec *eventlog.Record) (reason string, verdict erro
 	case wire.KeyPartitionDelete:
 		err = m.inner.PutPartitionDelete(ctx, ev.PartitionDelete)
 	}
-	switch {
-	case errors.Is(err, rlmm.ErrCorrupt):
-		// Only a partition whose snapshot state cannot be built answers so.
-		return "unbuilt", err
-	case err != nil:
-		return "rejected", err
+	if err != nil {
+		return ReasonRejected, err
 	}
-	return "", nil
+	return 0, nil
 }
 
 // recordRejected logs a skipped event and keeps it in the bounded list.
 // During catch-up a rejection is expected (an update whose segment expired
 // with retention), so it is logged at debug level only.
-func (m *Manager) recordRejected(rec *eventlog.Record, reason string, err error, ready bool) {
+func (m *Manager) recordRejected(rec *eventlog.Record, reason Reason, err error, ready bool) {
 	level := m.logger.Warn
-	if !ready && reason == "rejected" {
+	if !ready && reason == ReasonRejected {
 		level = m.logger.Debug
 	}
-	level("topicbased: event skipped", "partition", rec.Partition, "offset", rec.Offset, "reason", reason, "error", err)
+	level("topicbased: event skipped", "partition", rec.Partition, "offset", rec.Offset, "reason", reason.String(), "error", err)
 	limit := m.cfg.RejectedLimit
 	if limit <= 0 {
 		return
@@ -269,7 +256,7 @@ func (m *Manager) setStatus(p *metaPartition, st uint64) {
 	p.changed = make(chan struct{})
 }
 
-// executeControl performs one assignment request on the pump goroutine.
+// executeControl performs one request on the pump goroutine.
 func (m *Manager) executeControl(r *controlRequest) error {
 	var errs []error
 	for _, mp := range r.remove {
@@ -282,83 +269,68 @@ func (m *Manager) executeControl(r *controlRequest) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, mp := range r.reset {
-		if err := m.replayFromStart(mp); err != nil {
+	if r.restored != nil {
+		if err := m.installRestored(r.restored); err != nil {
+			m.logger.Error("topicbased: consume a restored metadata partition", "partition", r.restored.mp, "error", err)
 			errs = append(errs, err)
 		}
+	}
+	if len(r.sampledOf) > 0 {
+		m.applySamples(r.sampledOf, r.sampled)
 	}
 	return errors.Join(errs...)
 }
 
-// replayFromStart drops mp's user partitions from the cache and, if mp is
-// consumed, consumes it again from offset 0, ready once it is back where it
-// was: the recovery when the snapshot's state of one of its partitions
-// cannot be built. Mutations waiting for an offset keep waiting: the replay
-// applies that offset again and answers them. An unassigned mp is only
-// dropped, so that its next assignment replays it from 0.
-func (m *Manager) replayFromStart(mp int32) error {
-	m.applyMu.Lock()
-	defer m.applyMu.Unlock()
-	p := &m.parts[mp]
-	if !p.assigned {
-		m.dropHeld(mp)
-		return nil
-	}
-	target := max(p.next, p.highWater, p.target)
-	// Readers see "catching up" before the state goes away (a read that
-	// began before finds the status changed and retries).
-	m.mu.Lock()
-	m.setStatus(p, statusCatchingUp)
-	clear(p.verdicts)
-	m.mu.Unlock()
-	m.dropHeld(mp)
-	// Remove then add again from 0 (dropHeld reset the offsets): the
-	// subscription's exact semantics drop whatever it had fetched beyond.
-	if err := m.sub.Remove(mp); err != nil {
-		m.logger.Warn("topicbased: stop consuming metadata partition for its replay", "partition", mp, "error", err)
-	}
-	p.assigned = false
-	m.logger.Warn("topicbased: replaying metadata partition from offset 0", "partition", mp, "target", target)
-	if err := m.addPartitionLocked(mp, target); err != nil {
-		// Not consumed any more: waiters and readers learn it as for a removal.
-		m.markUnassigned(mp, "could not be consumed again after offset %d was published; the event is in the log")
-		return err
-	}
-	return nil
-}
-
 // addPartition starts consuming mp at the held state's next offset (the
-// snapshot's committed + 1) or at 0, ready once target is reached.
+// snapshot's committed + 1) or at 0, ready once target is reached; while
+// the snapshot's state of mp is still being restored, it is marked
+// assigned and catching up, and consumed once installRestored installs it.
 func (m *Manager) addPartition(mp int32, target int64) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
-	return m.addPartitionLocked(mp, target)
-}
-
-// addPartitionLocked is addPartition with applyMu held.
-func (m *Manager) addPartitionLocked(mp int32, target int64) error {
 	p := &m.parts[mp]
 	if p.assigned {
 		return nil
 	}
-	if p.held && p.next > target {
+	p.assigned = true
+	p.target = target
+	p.highWater = max(p.highWater, target)
+	p.addedAt = time.Now()
+	if p.loading {
+		m.mu.Lock()
+		m.setStatus(p, statusCatchingUp)
+		m.mu.Unlock()
+		m.logger.Info("topicbased: metadata partition assigned; its snapshot state is being restored", "partition", mp, "target", target)
+		m.met.PartitionReadiness(mp, true, false, 0)
+		return nil
+	}
+	return m.consume(mp)
+}
+
+// consume subscribes to assigned mp from its held state's next offset, or
+// from 0, and publishes its status. Caller holds applyMu.
+func (m *Manager) consume(mp int32) error {
+	p := &m.parts[mp]
+	if p.held && p.next > p.target {
 		// The snapshot claims events the log does not have: the log was
 		// recreated or truncated. Its state cannot be trusted.
 		m.logger.Warn("topicbased: snapshot is ahead of the event log; replaying the metadata partition from 0",
-			"partition", mp, "snapshot_next", p.next, "high_water_mark", target)
+			"partition", mp, "snapshot_next", p.next, "high_water_mark", p.target)
+		target := p.target
 		m.dropHeld(mp)
+		p.target = target
 	}
 	if !p.held {
 		p.next = 0
 	}
 	if err := m.sub.Add(mp, p.next); err != nil {
+		// Not consumed: waiters and readers learn it as for a removal.
+		m.markUnassigned(mp, "could not be consumed (offset %d)")
 		return fmt.Errorf("topicbased: consume metadata partition %d from offset %d: %w", mp, p.next, err)
 	}
-	p.assigned, p.held = true, true
-	p.target = target
-	p.highWater = max(target, p.next)
-	p.addedAt = time.Now()
-	ready := p.next >= target
+	p.held = true
+	p.highWater = max(p.highWater, p.target, p.next)
+	ready := p.next >= p.target
 	m.mu.Lock()
 	p.applied = p.next - 1
 	if ready {
@@ -367,11 +339,26 @@ func (m *Manager) addPartitionLocked(mp int32, target int64) error {
 		m.setStatus(p, statusCatchingUp)
 	}
 	m.mu.Unlock()
-	m.logger.Info("topicbased: metadata partition assigned", "partition", mp, "from_offset", p.next,
-		"target", target, "ready", ready)
+	m.logger.Info("topicbased: metadata partition consumed", "partition", mp, "from_offset", p.next,
+		"target", p.target, "ready", ready)
 	m.met.PartitionReadiness(mp, true, ready, 0)
 	m.met.PartitionProgress(mp, p.next-1, p.highWater)
 	return nil
+}
+
+// applySamples merges the housekeeper's high-water marks into the assigned
+// partitions' and reports their progress.
+func (m *Manager) applySamples(mps []int32, hw []int64) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	for i, mp := range mps {
+		p := &m.parts[mp]
+		if !p.assigned {
+			continue
+		}
+		p.highWater = max(p.highWater, hw[i])
+		m.met.PartitionProgress(mp, p.next-1, p.highWater)
+	}
 }
 
 // removePartition stops consuming mp, drops its user partitions from the
@@ -385,7 +372,13 @@ func (m *Manager) removePartition(mp int32) error {
 	if !p.assigned {
 		return nil
 	}
-	err := m.sub.Remove(mp)
+	var err error
+	if p.loading {
+		// Never consumed; the restored state will not be wanted.
+		p.loading = false
+	} else {
+		err = m.sub.Remove(mp)
+	}
 	// Readers see "unassigned" before the state goes away.
 	m.markUnassigned(mp, "was unassigned before offset %d was applied; the event is in the log and will be applied wherever the partition is consumed")
 	m.dropHeld(mp)

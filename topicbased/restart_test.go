@@ -237,7 +237,7 @@ func TestReassignAfterRemovalReplaysFromZero(t *testing.T) {
 	must(t, sameViews(viewOf(t, m2, []rlmm.TopicIDPartition{tp}), want))
 }
 
-// The periodic snapshotter writes when the cache advanced.
+// The housekeeper's periodic snapshot writes when the cache advanced.
 func TestPeriodicSnapshot(t *testing.T) {
 	l := newLog(t, 3)
 	dir := t.TempDir()

@@ -29,6 +29,7 @@ type inspectOptions struct {
 	jsonOut   bool
 	quiet     bool
 	timeout   time.Duration
+	snapshot  string // inspect_snapshot.go
 }
 
 func newInspectCmd() *cobra.Command {
@@ -50,7 +51,8 @@ created.`,
   rlmm inspect --dir rlmm-data/run-20260101-120000-seed1 --segments
   rlmm inspect --kafka broker1:9092 --topic orders --partition 3 --segments
   rlmm inspect --kafka broker1:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user ops --json
-  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT`,
+  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT
+  rlmm inspect --snapshot /var/lib/rlmm/snap/rlmm.snapshot --segments --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInspect(cmd, o) },
 	}
@@ -64,6 +66,7 @@ created.`,
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	f.StringVar(&o.snapshot, "snapshot", "", "show a snapshot file instead of a log: head, committed offsets, blocks with checksums (see inspect_snapshot.go)")
 	return cmd
 }
 
@@ -126,6 +129,9 @@ type inspectJSON struct {
 }
 
 func runInspect(cmd *cobra.Command, o *inspectOptions) error {
+	if o.snapshot != "" {
+		return runInspectSnapshot(cmd, o)
+	}
 	if o.timeout <= 0 {
 		return usageErrorf("--timeout %s: must be positive", o.timeout)
 	}
@@ -243,15 +249,7 @@ func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonP
 		if len(segs) == 0 {
 			continue
 		}
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SEGMENT ID\tSTATE\tOFFSETS\tLEADER EPOCHS\tBYTES\tBROKER\tEVENT TIME")
-		for _, m := range segs {
-			var eb strings.Builder
-			rlmm.WriteEpochs(&eb, m.LeaderEpochs)
-			fmt.Fprintf(tw, "  %s\t%s\t[%d, %d]\t%s\t%d\t%d\t%s\n", m.ID.ID, m.State, m.StartOffset, m.EndOffset,
-				eb.String(), m.SizeInBytes, m.BrokerID, time.UnixMilli(m.EventTimestampMs).UTC().Format(time.RFC3339))
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeSegmentTable(out, segs); err != nil {
 			return err
 		}
 	}

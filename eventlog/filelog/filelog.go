@@ -15,6 +15,7 @@ import (
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/internal/cursor"
+	"github.com/rlmm-go/rlmm/internal/atomicfile"
 )
 
 // Defaults of Options.
@@ -661,29 +662,20 @@ func (l *Log) checkpoint() error {
 	}
 	hdr := appendJournalHeader(nil, h)
 	path := filepath.Join(l.dir, journalName(seq))
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return fmt.Errorf("filelog: creating journal: %w", err)
 	}
 	if _, err := f.Write(hdr); err != nil {
-		f.Close()
-		return fmt.Errorf("filelog: writing journal %s: %w", tmp, err)
+		f.Abort()
+		return fmt.Errorf("filelog: writing journal %s: %w", f.Name(), err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("filelog: syncing journal %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		f.Close()
+	if err := f.Commit(); err != nil {
+		f.Abort()
 		return fmt.Errorf("filelog: installing journal: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
-		f.Close()
-		return err
-	}
 	old, oldPath := l.journal, l.journalPath
-	l.journal, l.journalPath, l.journalSeq, l.journalSize = f, path, seq, int64(len(hdr))
+	l.journal, l.journalPath, l.journalSeq, l.journalSize = f.File, path, seq, int64(len(hdr))
 	if old != nil {
 		old.Close()
 		if err := os.Remove(oldPath); err != nil {
@@ -696,13 +688,8 @@ func (l *Log) checkpoint() error {
 // syncDir fsyncs a directory, making the names created or renamed in it
 // durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("filelog: syncing directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("filelog: syncing directory %s: %w", dir, err)
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return fmt.Errorf("filelog: %w", err)
 	}
 	return nil
 }
