@@ -105,8 +105,11 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	p.tickets[t] = struct{}{}
 	m.mu.Unlock()
 	defer m.releaseTicket(p, t)
-	offset, err := m.log.Publish(ctx, mp, value)
+	offset, err := m.publish(ctx, mp, value)
 	if err != nil {
+		if m.closed.Load() {
+			return fmt.Errorf("topicbased: publish event of %s to metadata partition %d: %w while publishing (the event may still be recorded)", tp, mp, rlmm.ErrClosed)
+		}
 		if ctx.Err() != nil {
 			return m.timeoutError(ctx, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp))
 		}
@@ -422,4 +425,19 @@ func (m *Manager) forgetFailedAdds(adds []int32) {
 			delete(m.planned, mp)
 		}
 	}
+}
+
+// publish is Log.Publish with a context that Close also cancels, so a call
+// blocked on a log that does not answer ends with the manager.
+func (m *Manager) publish(ctx context.Context, mp int32, value []byte) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.closedCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return m.log.Publish(ctx, mp, value)
 }

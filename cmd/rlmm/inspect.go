@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,12 +61,12 @@ created.`,
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
-	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number (with or without --topic)")
+	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number, 0 or more (with or without --topic; default all)")
 	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
 	f.BoolVar(&o.events, "events", false, "print every raw event in Kafka's formatter text (metadata partition, offset, value)")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
-	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
 	f.StringVar(&o.snapshot, "snapshot", "", "show a snapshot file instead of a log: head, committed offsets, blocks with checksums (see inspect_snapshot.go)")
 	return cmd
 }
@@ -120,23 +121,31 @@ type jsonPartition struct {
 
 // inspectJSON is the document inspect --json prints.
 type inspectJSON struct {
-	Source             string          `json:"source"`
-	MetadataPartitions int32           `json:"metadataPartitions"`
-	Counts             view.Counts     `json:"counts"`
-	NewestEventMs      int64           `json:"newestEventTimestampMs"`
-	Partitions         []jsonPartition `json:"partitions"`
-	Events             []jsonEvent     `json:"events,omitempty"`
+	Source             string      `json:"source"`
+	MetadataPartitions int32       `json:"metadataPartitions"`
+	Counts             view.Counts `json:"counts"`
+	NewestEventMs      int64       `json:"newestEventTimestampMs"`
+	// HistoryStarts lists the metadata partitions whose early records are
+	// gone (retention, DeleteRecords), with where their history starts.
+	HistoryStarts []view.HistoryStart `json:"historyStarts"`
+	Partitions    []jsonPartition     `json:"partitions"`
+	Events        []jsonEvent         `json:"events,omitempty"`
 }
 
 func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 	if o.snapshot != "" {
 		return runInspectSnapshot(cmd, o)
 	}
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	if err := checkTimeout(o.timeout); err != nil {
+		return err
 	}
+	if cmd.Flags().Changed("partition") && o.partition < 0 {
+		return usageErrorf("--partition %d: must be 0 or more (leave it out to show every partition)", o.partition)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
 	logger := slog.New(slog.DiscardHandler)
-	src, err := o.log.openReadOnly(cmd.Context(), cmd, logger)
+	src, err := o.log.openReadOnly(ctx, cmd, logger, o.timeout)
 	if err != nil {
 		return couldNotRun(err)
 	}
@@ -174,7 +183,7 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 		_, err := out.Write(line)
 		return err
 	}
-	b, err := materialize(cmd.Context(), src, o.timeout, o.quiet, onRecord)
+	b, err := materialize(ctx, src, o.timeout, o.quiet, onRecord)
 	if err != nil {
 		return err
 	}
@@ -195,7 +204,10 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 	}
 	if o.jsonOut {
 		doc := inspectJSON{Source: src.name, MetadataPartitions: src.log.Partitions(), Counts: b.Counts(),
-			NewestEventMs: b.NewestEventMs(), Partitions: parts, Events: events}
+			NewestEventMs: b.NewestEventMs(), HistoryStarts: b.History(), Partitions: parts, Events: events}
+		if doc.HistoryStarts == nil {
+			doc.HistoryStarts = []view.HistoryStart{}
+		}
 		if doc.Partitions == nil {
 			doc.Partitions = []jsonPartition{}
 		}
@@ -215,6 +227,9 @@ func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonP
 		src.name, c.Records, src.log.Partitions(), c.Undecodable, c.Rejected)
 	if newest := b.NewestEventMs(); newest >= 0 {
 		fmt.Fprintf(out, "newest event: %s\n", time.UnixMilli(newest).UTC().Format(time.RFC3339))
+	}
+	for _, h := range b.History() {
+		fmt.Fprintf(out, "%s\n", h.Meaning())
 	}
 	if len(parts) == 0 {
 		fmt.Fprintln(out, "no user partition matches")

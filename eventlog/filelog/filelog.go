@@ -237,6 +237,26 @@ func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64
 	}
 }
 
+// StartOffsets returns 0 for each given partition: the embedded log never
+// deletes records.
+func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("filelog: start offsets: %w", rlmm.ErrClosed)
+	}
+	for _, p := range partitions {
+		if err := l.checkPartition(p); err != nil {
+			return nil, err
+		}
+	}
+	return make([]int64, len(partitions)), nil
+}
+
 // HighWaterMarks returns the next offset of each given partition.
 func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
@@ -304,10 +324,15 @@ func (l *Log) Close() error {
 	return l.closeErr
 }
 
-// closeFiles closes every file handle and releases the lock.
+// closeFiles closes every file handle and releases the lock. It also runs
+// after a failed open, when the partitions after the one that failed were
+// never loaded (nil).
 func (l *Log) closeFiles() error {
 	var errs []error
 	for _, p := range l.parts {
+		if p == nil {
+			continue
+		}
 		for _, s := range p.segs {
 			if s.f != nil {
 				if err := s.f.Close(); err != nil {
