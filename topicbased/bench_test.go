@@ -351,11 +351,14 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 	}{{"fromSnapshot", f.dir}, {"fullReplay", ""}} {
 		b.Run(fmt.Sprintf("%s/segments=%d/events=%d", c.name, f.segments, f.events), func(b *testing.B) {
 			ctx := context.Background()
-			// Where the time to ready goes: Start's snapshot load (read,
-			// decode, import), the rest of Start (subscribe, goroutines),
-			// and the wait until every metadata partition is ready.
-			// And, after ready (untimed), when the background build of the
-			// snapshot's partitions ended: built-ms/op, from Start.
+			// Where the time to ready goes: Start's snapshot check (head
+			// and every block's checksum: load-ms), the rest of Start
+			// (subscribe, goroutines), and the wait until every metadata
+			// partition is ready, which from a snapshot is the restore
+			// (blocks decoded into builders on every core, installed by the
+			// pump) plus the empty tail. built-ms/op is when the restore
+			// ended, from Start (a partition is ready only once its state is
+			// built, so it is at most ns/op).
 			var load, start, ready, built time.Duration
 			for b.Loop() {
 				t0 := time.Now()
@@ -489,7 +492,7 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 // single-epoch segments without custom metadata (the bench-compare
 // workload), 1,000 per user partition over 50 metadata partitions, until
 // every partition of it is built in the cache (Start returns before: it
-// only checks the file and installs the partitions, reported as
+// only checks the file, and the restorer builds the partitions, reported as
 // start-ns/segment). ns/segment is the figure docs/bench/topicbased.md
 // compares; cpu-ns/segment is the process's CPU time (all goroutines, GC
 // included), which leaves out the time spent waiting for a CPU on a loaded

@@ -75,7 +75,7 @@ func (m *Manager) putPartitionDelete(ctx context.Context, d rlmm.PartitionDelete
 // cache, encode, publish, wait for the pump's verdict on that offset.
 func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire.Event, check func() error) error {
 	if m.closed.Load() {
-		return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+		return fmt.Errorf("topicbased: mutation of %s: %w (nothing was published)", tp, rlmm.ErrClosed)
 	}
 	mp := wire.MetadataPartition(tp, m.n)
 	p := &m.parts[mp]
@@ -296,7 +296,7 @@ func (m *Manager) waitReady(ctx context.Context, tp rlmm.TopicIDPartition, mp in
 		select {
 		case <-changed:
 		case <-m.closedCh:
-			return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+			return fmt.Errorf("topicbased: %s: %w while waiting for metadata partition %d to catch up (nothing was published)", tp, rlmm.ErrClosed, mp)
 		case <-ctx.Done():
 			return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d of %s to catch up (a mutation publishes nothing before)", mp, tp))
 		}

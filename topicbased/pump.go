@@ -294,7 +294,7 @@ func (m *Manager) addPartition(mp int32, target int64) error {
 	}
 	p.assigned = true
 	p.target = target
-	p.highWater = max(p.highWater, target)
+	p.highWater = target
 	p.addedAt = time.Now()
 	if p.loading {
 		m.mu.Lock()
@@ -341,7 +341,11 @@ func (m *Manager) consume(mp int32) error {
 	m.mu.Unlock()
 	m.logger.Info("topicbased: metadata partition consumed", "partition", mp, "from_offset", p.next,
 		"target", p.target, "ready", ready)
-	m.met.PartitionReadiness(mp, true, ready, 0)
+	var catchUp time.Duration
+	if ready {
+		catchUp = time.Since(p.addedAt) // the restore of its snapshot state, if it waited for it
+	}
+	m.met.PartitionReadiness(mp, true, ready, catchUp)
 	m.met.PartitionProgress(mp, p.next-1, p.highWater)
 	return nil
 }

@@ -38,10 +38,13 @@ func newInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "Show the remote log metadata of every user partition, read from an rlmm log or a Kafka cluster",
-		Long: `inspect reads a remote log metadata log from the start up to its end (sampled
-when it starts), read-only, and shows per user partition: segments by state,
-remote bytes, the offset range of the finished segments, the leader epochs with
-their highest remote offsets, and the partition delete state.
+		Long: `inspect reads a remote log metadata log from its log start up to its end
+(both sampled when it starts), read-only, and shows per user partition:
+segments by state, remote bytes, the offset range of the finished segments, the
+leader epochs with their highest remote offsets, and the partition delete
+state. Where retention or DeleteRecords removed the first records of a
+metadata partition, it says where that partition's history starts: segments
+added before it are unknown.
 
 The log is the embedded log of --dir (default ./rlmm-data: the newest
 ` + "`rlmm simulate`" + ` run in it), or the __remote_log_metadata topic of the Kafka

@@ -123,16 +123,28 @@ func runSimulate(cmd *cobra.Command, o *simulateOptions) error {
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	runDir, err := newRunDir(o.log.dir, o.cfg.Seed)
-	if err != nil {
-		return couldNotRun(err)
+	// The embedded log lives in the run directory; a Kafka topic is
+	// opened first, so an unreachable cluster leaves no directory behind.
+	var runDir string
+	var err error
+	if !o.log.kafka.Enabled() {
+		if runDir, err = newRunDir(o.log.dir, o.cfg.Seed); err != nil {
+			return couldNotRun(err)
+		}
 	}
 	log, logName, inspectHint, err := o.openLog(ctx, cmd, runDir, logger)
 	if err != nil {
-		_ = os.RemoveAll(runDir)
+		if runDir != "" {
+			_ = os.RemoveAll(runDir)
+		}
 		return couldNotRun(err)
 	}
 	defer log.Close()
+	if runDir == "" {
+		if runDir, err = newRunDir(o.log.dir, o.cfg.Seed); err != nil {
+			return couldNotRun(err)
+		}
+	}
 
 	cfg := o.cfg
 	cfg.Log = log

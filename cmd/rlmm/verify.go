@@ -30,8 +30,8 @@ func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Find stuck, orphaned, rejected and inconsistent remote log metadata; exit 1 when there is any",
-		Long: `verify reads a remote log metadata log like inspect (read-only, from the start
-up to its end sampled when it starts) and reports every anomaly with the
+		Long: `verify reads a remote log metadata log like inspect (read-only, from its log
+start up to its end, both sampled when it starts) and reports every anomaly with the
 segment or record it concerns:
 
   stuck_copy            a segment in COPY_SEGMENT_STARTED older than --stuck-after:
@@ -51,7 +51,10 @@ segment or record it concerns:
 and, as warnings that do not change the exit status: segment metadata Kafka
 accepts but rlmm's stricter sanity checks fail (sanity_warning), partition
 delete states out of order (partition_delete_order), snapshot records inside
-the topic (snapshot_record) and torn tails of the embedded log (torn_tail).
+the topic (snapshot_record), torn tails of the embedded log (torn_tail), a
+metadata partition whose first records were deleted by retention or
+DeleteRecords (history_lost: reading starts at its log start offset), and
+updates there of segments added before that start (unknown_segment).
 
 Ages are measured against the newest event timestamp in the log by default
 (--stuck-reference log), so verifying a copy of a log gives the same answer

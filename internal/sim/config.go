@@ -134,12 +134,14 @@ const (
 	MaxLookupsPerRound   = 10_000
 	MaxConcurrency       = 10_000
 	// MaxLiveSegments bounds Partitions × Retain × ReplicationFactor: the
-	// finished segments the brokers' caches hold at once (about 1 KiB of
-	// heap each, so about 2 GiB at the limit).
+	// finished segments the brokers' caches hold at once. Measured: 200,000
+	// (2,000 partitions, retain 50) ran in 266 MB of resident memory, so
+	// the limit needs about 2.7 GB.
 	MaxLiveSegments = 2_000_000
-	// MaxSegmentCopies bounds Partitions × Rounds: every copy writes about
-	// four events (copy started and finished, delete started and finished),
-	// so about 8 GiB of metadata log at the limit.
+	// MaxSegmentCopies bounds Partitions × Rounds: every copy writes its
+	// events (copy started and finished, later delete started and
+	// finished). Measured: 91,352 copies wrote 248,373 events in 22 MB of
+	// embedded log in 55 s, so the limit is about 2.4 GB and 100 minutes.
 	MaxSegmentCopies = 10_000_000
 )
 

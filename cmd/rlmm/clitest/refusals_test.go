@@ -92,6 +92,7 @@ func TestOutOfRangeFlagsAreRefused(t *testing.T) {
 		// --timeout bounds the connection too.
 		{[]string{"verify", "--quiet", "--kafka", "127.0.0.1:1", "--timeout", "2s"}, []string{"127.0.0.1:1", "within 2s"}},
 		{[]string{"inspect", "--quiet", "--kafka", "127.0.0.1:1", "--timeout", "1500ms"}, []string{"127.0.0.1:1", "within 1.5s"}},
+		{sim("--kafka", "127.0.0.1:1", "--timeout", "1s"), []string{"127.0.0.1:1", "within 1s"}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -11,6 +11,10 @@ import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.utils.internals.Exit;
 import org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager;
 import org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManagerConfig;
+import org.apache.kafka.server.log.remote.storage.RemoteLogMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
+import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -20,6 +24,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -199,5 +204,18 @@ abstract class Command {
             }
             TimeUnit.MILLISECONDS.sleep(100);
         }
+    }
+
+    /** Publishes one event through Kafka's manager and waits for its future (bounded by --timeout-ms). */
+    void apply(TopicBasedRemoteLogMetadataManager m, RemoteLogMetadata e) throws Exception {
+        CompletableFuture<Void> f;
+        if (e instanceof RemoteLogSegmentMetadata s) {
+            f = m.addRemoteLogSegmentMetadata(s);
+        } else if (e instanceof RemoteLogSegmentMetadataUpdate u) {
+            f = m.updateRemoteLogSegmentMetadata(u);
+        } else {
+            f = m.putRemotePartitionDeleteMetadata((RemotePartitionDeleteMetadata) e);
+        }
+        f.get(timeoutMs(), TimeUnit.MILLISECONDS);
     }
 }

@@ -7,14 +7,11 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager;
 import org.apache.kafka.server.log.remote.storage.RemoteLogMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
-import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
-import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
 
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** serve: a long-lived Kafka manager driven by JSON-line requests on stdin, one JSON response line each. */
@@ -77,15 +74,7 @@ final class ServeCommand extends Command {
                         }
                         case "apply" -> {
                             RemoteLogMetadata e = EventJson.fromJson(req.path("event"));
-                            CompletableFuture<Void> f;
-                            if (e instanceof RemoteLogSegmentMetadata sm) {
-                                f = m.addRemoteLogSegmentMetadata(sm);
-                            } else if (e instanceof RemoteLogSegmentMetadataUpdate u) {
-                                f = m.updateRemoteLogSegmentMetadata(u);
-                            } else {
-                                f = m.putRemotePartitionDeleteMetadata((RemotePartitionDeleteMetadata) e);
-                            }
-                            f.get(timeoutMs(), TimeUnit.MILLISECONDS);
+                            apply(m, e);
                         }
                         case "dump" -> resp.set("partitions", DumpCommand.dumpPartitions(m, tpsOf(req, "partitions")));
                         case "lookup" -> {

@@ -7,9 +7,6 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager;
 import org.apache.kafka.server.log.remote.storage.RemoteLogMetadata;
-import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
-import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
-import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,7 +14,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** workload: applies a JSON spec of events through Kafka's manager and reports each verdict. */
@@ -60,15 +56,7 @@ final class WorkloadCommand extends Command {
             for (int i = 0; i < events.size(); i++) {
                 RemoteLogMetadata e = events.get(i);
                 try {
-                    CompletableFuture<Void> f;
-                    if (e instanceof RemoteLogSegmentMetadata s) {
-                        f = m.addRemoteLogSegmentMetadata(s);
-                    } else if (e instanceof RemoteLogSegmentMetadataUpdate u) {
-                        f = m.updateRemoteLogSegmentMetadata(u);
-                    } else {
-                        f = m.putRemotePartitionDeleteMetadata((RemotePartitionDeleteMetadata) e);
-                    }
-                    f.get(timeoutMs(), TimeUnit.MILLISECONDS);
+                    apply(m, e);
                     applied++;
                 } catch (Exception ex) {
                     ObjectNode err = errors.addObject();
