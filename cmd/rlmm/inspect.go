@@ -58,11 +58,17 @@ created.`,
   rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT
   rlmm inspect --snapshot /var/lib/rlmm/snap/rlmm.snapshot --segments --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runInspect(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.snapshot != "" {
+				return runInspectSnapshot(cmd, o)
+			}
+			return runInspect(cmd, o)
+		},
 	}
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
+	addSnapshotFlag(f, o)
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
 	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number, 0 or more (with or without --topic; default all)")
 	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
@@ -70,7 +76,6 @@ created.`,
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
-	f.StringVar(&o.snapshot, "snapshot", "", "show a snapshot file instead of a log: head, committed offsets, blocks with checksums (see inspect_snapshot.go)")
 	return cmd
 }
 
@@ -136,9 +141,6 @@ type inspectJSON struct {
 }
 
 func runInspect(cmd *cobra.Command, o *inspectOptions) error {
-	if o.snapshot != "" {
-		return runInspectSnapshot(cmd, o)
-	}
 	if err := checkTimeout(o.timeout); err != nil {
 		return err
 	}

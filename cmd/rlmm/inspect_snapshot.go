@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/memory"
@@ -52,6 +53,11 @@ type snapshotJSON struct {
 	TotalSegments      int                 `json:"totalSegments"`
 	BadBlocks          int                 `json:"badBlocks"`
 	Blocks             []snapshotBlockJSON `json:"blocks"`
+}
+
+// addSnapshotFlag registers --snapshot on rlmm inspect.
+func addSnapshotFlag(f *pflag.FlagSet, o *inspectOptions) {
+	f.StringVar(&o.snapshot, "snapshot", "", "show a snapshot file (rlmm.snapshot) instead of a log: head, committed offsets, every block with its checksum checked")
 }
 
 func runInspectSnapshot(cmd *cobra.Command, o *inspectOptions) error {
