@@ -69,10 +69,12 @@ func (m *Manager) skipToStart(mp int32, start int64, why string) bool {
 func (m *Manager) sampleStartOffsets(ctx context.Context) {
 	m.applyMu.Lock()
 	var mps []int32
+	var next []int64
 	for i := range m.parts {
 		p := &m.parts[i]
 		if p.assigned && !p.loading && p.status.Load()&statusMask == statusCatchingUp {
 			mps = append(mps, int32(i))
+			next = append(next, p.next)
 		}
 	}
 	m.applyMu.Unlock()
@@ -84,8 +86,22 @@ func (m *Manager) sampleStartOffsets(ctx context.Context) {
 		m.logger.Debug("topicbased: reading log start offsets failed", "error", err)
 		return
 	}
-	// Not waited for: the pump applies it between two polls.
-	_ = m.submit(&controlRequest{startsOf: mps, starts: starts, done: make(chan error, 1)})
+	// Only a start past what the pump needs next is news; anything else
+	// would interrupt its Poll for nothing.
+	var passed []int32
+	var at []int64
+	for i, mp := range mps {
+		if starts[i] > next[i] {
+			passed = append(passed, mp)
+			at = append(at, starts[i])
+		}
+	}
+	if len(passed) == 0 {
+		return
+	}
+	// Not waited for: the pump applies it between two polls (and checks
+	// again that the partition still needs it).
+	_ = m.submit(&controlRequest{startsOf: passed, starts: at, done: make(chan error, 1)})
 }
 
 // applyStarts handles sampled log start offsets on the pump: a catching-up

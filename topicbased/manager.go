@@ -107,9 +107,12 @@ type ticket struct {
 	startApplied int64
 }
 
-// RejectedEvent is an event of the log that the pump skipped.
+// RejectedEvent is an event of the log that the pump skipped, or a range
+// of events deleted from the log before the pump applied them
+// (ReasonHistoryLost).
 type RejectedEvent struct {
-	// Partition and Offset locate the record in the log.
+	// Partition and Offset locate the record in the log (for
+	// ReasonHistoryLost: the first offset of the lost range).
 	Partition int32
 	Offset    int64
 	// Reason classifies why it was skipped.
