@@ -149,6 +149,11 @@ type Metrics interface {
 	// user partitions could not be built (each made its metadata partition
 	// replay from offset 0). Not reported if the manager closes first.
 	SnapshotBuilt(sinceStart time.Duration, failures uint64)
+	// HistoryLost reports events of a metadata partition deleted from the
+	// log (retention, DeleteRecords) before this manager applied them:
+	// offsets [from, to) are gone, to being the log start offset. The same
+	// gap is logged and kept in Rejected (ReasonHistoryLost).
+	HistoryLost(partition int32, from, to int64)
 }
 
 // NopMetrics implements Metrics by doing nothing. Embed it in a partial
@@ -175,3 +180,6 @@ func (NopMetrics) SnapshotWritten(time.Duration, int64, error) {}
 
 // SnapshotLoaded does nothing.
 func (NopMetrics) SnapshotLoaded(time.Duration, int, error) {}
+
+// HistoryLost does nothing.
+func (NopMetrics) HistoryLost(int32, int64, int64) {}

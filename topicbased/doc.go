@@ -10,8 +10,10 @@
 //     consumes exactly the metadata partitions that cover them (Kafka's
 //     partitioner, wire.MetadataPartition), plus those given to
 //     ReconcileAssignment. A newly added metadata partition is consumed from
-//     the snapshot's committed offset + 1 (or 0) and is ready once it has
-//     applied up to the high-water mark observed when it was added. A removed
+//     the snapshot's committed offset + 1 (or 0), never below its log start
+//     offset, and is ready once it has applied up to the high-water mark
+//     observed when it was added (at once when every record was deleted:
+//     start = high-water mark). A removed
 //     one stops being consumed and its user partitions are dropped from the
 //     cache and its offsets forgotten: adding it back replays it from 0.
 //   - Reads are local lookups in the cache, gated per metadata partition: an
@@ -22,6 +24,17 @@
 //     nothing); then they encode the event (wire), publish it, and wait until
 //     the pump has applied that offset, returning the state machine's verdict
 //     for it. Every wait is bounded by the context and Config.ConsumeWait.
+//   - Records deleted before they were applied (retention, DeleteRecords:
+//     the log start offset above where the snapshot's state or a replay
+//     from 0 needs to start, or records deleted while a partition catches
+//     up) are history lost: the state is the snapshot's up to where it
+//     holds plus the log from its start, and each gap [A, B) is logged,
+//     counted (Metrics.HistoryLost, Stats.HistoryLost) and kept in Rejected
+//     (ReasonHistoryLost, a *HistoryLostError: "history lost between
+//     offsets A and B of metadata partition P"). A snapshot that claims
+//     more events than the log holds (a topic recreated under the same
+//     name, its offsets back at 0) is dropped for that metadata partition,
+//     with the reason logged (Stats.SnapshotDropped).
 //   - One goroutine, the pump, is the only writer of the cache. It applies
 //     records in log order and skips (logs, counts, keeps in a bounded list)
 //     records it cannot decode or the state machine rejects, instead of

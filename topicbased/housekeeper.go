@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// housekeeper writes periodic snapshots when the cache advanced and samples
+// housekeeper writes periodic snapshots when the cache advanced, samples
 // the high-water marks for the lag metric (handing them to the pump, which
-// owns the partitions' marks).
+// owns the partitions' marks) and the log start offsets of the partitions
+// catching up (see sampleStartOffsets).
 func (m *Manager) housekeeper(ctx context.Context) {
 	defer m.wg.Done()
 	var snapTick, lagTick <-chan time.Time
@@ -21,10 +22,8 @@ func (m *Manager) housekeeper(ctx context.Context) {
 		defer t.Stop()
 		lagTick = t.C
 	}
-	if snapTick == nil && lagTick == nil {
-		<-ctx.Done()
-		return
-	}
+	startTick := time.NewTicker(startCheckInterval)
+	defer startTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -33,6 +32,8 @@ func (m *Manager) housekeeper(ctx context.Context) {
 			m.periodicSnapshot(ctx)
 		case <-lagTick:
 			m.sampleHighWaterMarks(ctx)
+		case <-startTick.C:
+			m.sampleStartOffsets(ctx)
 		}
 	}
 }

@@ -68,6 +68,11 @@ type metaPartition struct {
 	// target is the high-water mark observed when the partition was added:
 	// ready once next >= target. Pump.
 	target int64
+	// start is the highest log start offset observed since it was added
+	// (at the add, before a restored state is consumed, by the
+	// housekeeper while it catches up, and from a gap in what the log
+	// delivered): next is never below it once consumed. Pump.
+	start int64
 	// addedAt is when it was added, for the catch-up time. Pump.
 	addedAt time.Time
 	// highWater is the highest high-water mark known: the target, what the
@@ -102,9 +107,12 @@ type ticket struct {
 	startApplied int64
 }
 
-// RejectedEvent is an event of the log that the pump skipped.
+// RejectedEvent is an event of the log that the pump skipped, or a range
+// of events deleted from the log before the pump applied them
+// (ReasonHistoryLost).
 type RejectedEvent struct {
-	// Partition and Offset locate the record in the log.
+	// Partition and Offset locate the record in the log (for
+	// ReasonHistoryLost: the first offset of the lost range).
 	Partition int32
 	Offset    int64
 	// Reason classifies why it was skipped.
@@ -166,6 +174,10 @@ type Manager struct {
 	stats struct {
 		// The pump.
 		applied, rejected, undecodable atomic.Uint64
+		// historyLost counts the events known deleted before they were
+		// applied; snapshotDropped the metadata partitions whose snapshot
+		// state was dropped because it claimed more than the log holds.
+		historyLost, snapshotDropped atomic.Uint64
 		// Start.
 		loadDuration   time.Duration
 		loadedSegments int
@@ -423,8 +435,9 @@ type PartitionStats struct {
 	Assigned, Ready bool
 	// Applied is the last applied offset (-1 for none); Target the
 	// high-water mark observed at assignment; HighWaterMark the highest one
-	// known since.
-	Applied, Target, HighWaterMark int64
+	// known since; LogStart the highest log start offset observed since
+	// (0 until records are deleted).
+	Applied, Target, HighWaterMark, LogStart int64
 }
 
 // Stats is a point-in-time summary of the manager for operators and tests.
@@ -447,6 +460,12 @@ type Stats struct {
 	SnapshotPending       int
 	SnapshotBuildDuration time.Duration
 	SnapshotBuildFailures uint64
+	// HistoryLost counts the events found deleted from the log (retention,
+	// DeleteRecords) before this manager applied them; each gap is also
+	// in Rejected (ReasonHistoryLost). SnapshotDropped counts the
+	// metadata partitions whose snapshot state was dropped because it
+	// claimed more events than the log holds (a recreated topic).
+	HistoryLost, SnapshotDropped uint64
 	// Partitions lists the assigned metadata partitions.
 	Partitions []PartitionStats
 }
@@ -468,6 +487,8 @@ func (m *Manager) Stats() Stats {
 		SnapshotPending:       int(m.stats.restorePending.Load()),
 		SnapshotBuildDuration: time.Duration(m.stats.buildDuration.Load()),
 		SnapshotBuildFailures: m.stats.buildFailures.Load(),
+		HistoryLost:           m.stats.historyLost.Load(),
+		SnapshotDropped:       m.stats.snapshotDropped.Load(),
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
@@ -478,7 +499,7 @@ func (m *Manager) Stats() Stats {
 		}
 		s.Partitions = append(s.Partitions, PartitionStats{
 			Partition: int32(i), Assigned: true, Ready: p.status.Load()&statusMask == statusReady,
-			Applied: p.next - 1, Target: p.target, HighWaterMark: p.highWater,
+			Applied: p.next - 1, Target: p.target, HighWaterMark: p.highWater, LogStart: p.start,
 		})
 	}
 	return s
@@ -536,12 +557,13 @@ func (m *Manager) ShutdownAndFlush(ctx context.Context) error {
 // waitRestored waits until the snapshot's state is installed, bounded by
 // ctx.
 func (m *Manager) waitRestored(ctx context.Context) error {
+	started := time.Now()
 	select {
 	case <-m.restoreDone:
 		return nil
 	case <-m.closedCh:
 		return fmt.Errorf("waiting for the snapshot's state to be restored: %w", rlmm.ErrClosed)
 	case <-ctx.Done():
-		return m.timeoutError(ctx, "waiting for the snapshot's state to be restored")
+		return m.timeoutError(ctx, started, "waiting for the snapshot's state to be restored")
 	}
 }

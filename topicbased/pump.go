@@ -21,6 +21,7 @@ const pollRetryDelay = 200 * time.Millisecond
 type controlRequest struct {
 	add    []int32
 	target []int64 // high-water mark of each add, observed before the request
+	start  []int64 // log start offset of each add, observed after target
 	remove []int32
 	// restored is a metadata partition's snapshot state to install (from
 	// the restorer).
@@ -29,7 +30,11 @@ type controlRequest struct {
 	// (from the housekeeper).
 	sampledOf []int32
 	sampled   []int64
-	done      chan error // buffered 1
+	// starts are log start offsets of the catching-up metadata partitions
+	// startsOf (from the housekeeper).
+	startsOf []int32
+	starts   []int64
+	done     chan error // buffered 1
 }
 
 // submit queues a request for the pump and interrupts a blocked Poll.
@@ -123,8 +128,9 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			continue
 		}
 		if rec.Offset > p.next {
-			m.logger.Warn("topicbased: gap in metadata partition (records expired by retention?)",
-				"partition", rec.Partition, "expected", p.next, "got", rec.Offset)
+			// The subscription delivers from the log start when the
+			// records at p.next were deleted (eventlog's contract).
+			m.skipToStart(rec.Partition, rec.Offset, "the log delivered a later offset than the next one expected")
 		}
 		c := perPartition[rec.Partition]
 		if c == nil {
@@ -164,23 +170,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 		}
 	}
 	for mp := range perPartition {
-		p := &m.parts[mp]
-		p.applied = p.next - 1
-		// Waiters below the applied offset can only be left by a gap.
-		for off, w := range p.waiters {
-			if off <= p.applied {
-				w.done <- nil
-				delete(p.waiters, off)
-			}
-		}
-		p.syncs = answerSyncs(p.syncs, p.applied, nil)
-		if p.status.Load()&statusMask == statusCatchingUp && p.next >= p.target {
-			m.setStatus(p, statusReady)
-			catchUp := now.Sub(p.addedAt)
-			m.logger.Info("topicbased: metadata partition ready", "partition", mp,
-				"applied", p.applied, "catch_up", catchUp)
-			m.met.PartitionReadiness(mp, true, true, catchUp)
-		}
+		m.publishProgress(mp, now)
 	}
 	m.mu.Unlock()
 	m.applyMu.Unlock()
@@ -190,6 +180,29 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 		m.met.PartitionProgress(mp, p.applied, p.highWater)
 	}
 	return results
+}
+
+// publishProgress publishes mp's applied offset to the mutations and Syncs
+// waiting for it and makes it ready once it reached its target. Caller
+// holds applyMu and mu.
+func (m *Manager) publishProgress(mp int32, now time.Time) {
+	p := &m.parts[mp]
+	p.applied = p.next - 1
+	// Waiters below the applied offset can only be left by a gap.
+	for off, w := range p.waiters {
+		if off <= p.applied {
+			w.done <- nil
+			delete(p.waiters, off)
+		}
+	}
+	p.syncs = answerSyncs(p.syncs, p.applied, nil)
+	if p.status.Load()&statusMask == statusCatchingUp && p.next >= p.target {
+		m.setStatus(p, statusReady)
+		catchUp := now.Sub(p.addedAt)
+		m.logger.Info("topicbased: metadata partition ready", "partition", mp,
+			"applied", p.applied, "catch_up", catchUp)
+		m.met.PartitionReadiness(mp, true, true, catchUp)
+	}
 }
 
 // applyRecord decodes and applies one record; reason is 0 when the state
@@ -232,11 +245,16 @@ func (m *Manager) recordRejected(rec *eventlog.Record, reason Reason, err error,
 		level = m.logger.Debug
 	}
 	level("topicbased: event skipped", "partition", rec.Partition, "offset", rec.Offset, "reason", reason.String(), "error", err)
+	m.keepRejected(RejectedEvent{Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: err})
+}
+
+// keepRejected adds ev to the bounded list Rejected returns. Caller does
+// not hold mu.
+func (m *Manager) keepRejected(ev RejectedEvent) {
 	limit := m.cfg.RejectedLimit
 	if limit <= 0 {
 		return
 	}
-	ev := RejectedEvent{Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: err}
 	m.mu.Lock()
 	if len(m.rejected) < limit {
 		m.rejected = append(m.rejected, ev)
@@ -265,7 +283,7 @@ func (m *Manager) executeControl(r *controlRequest) error {
 		}
 	}
 	for i, mp := range r.add {
-		if err := m.addPartition(mp, r.target[i]); err != nil {
+		if err := m.addPartition(mp, r.target[i], r.start[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -278,14 +296,18 @@ func (m *Manager) executeControl(r *controlRequest) error {
 	if len(r.sampledOf) > 0 {
 		m.applySamples(r.sampledOf, r.sampled)
 	}
+	if len(r.startsOf) > 0 {
+		m.applyStarts(r.startsOf, r.starts)
+	}
 	return errors.Join(errs...)
 }
 
 // addPartition starts consuming mp at the held state's next offset (the
-// snapshot's committed + 1) or at 0, ready once target is reached; while
+// snapshot's committed + 1) or at 0, but not below the log start offset
+// start, ready once target is reached; while
 // the snapshot's state of mp is still being restored, it is marked
 // assigned and catching up, and consumed once installRestored installs it.
-func (m *Manager) addPartition(mp int32, target int64) error {
+func (m *Manager) addPartition(mp int32, target, start int64) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
 	p := &m.parts[mp]
@@ -294,6 +316,7 @@ func (m *Manager) addPartition(mp int32, target int64) error {
 	}
 	p.assigned = true
 	p.target = target
+	p.start = start
 	p.highWater = target
 	p.addedAt = time.Now()
 	if p.loading {
@@ -308,21 +331,33 @@ func (m *Manager) addPartition(mp int32, target int64) error {
 }
 
 // consume subscribes to assigned mp from its held state's next offset, or
-// from 0, and publishes its status. Caller holds applyMu.
+// from 0, but not below the log start offset (the gap is reported: the
+// snapshot's state is used up to where it holds), and publishes its status:
+// ready at once when that reaches the target (also a partition whose
+// records were all deleted). Caller holds applyMu.
 func (m *Manager) consume(mp int32) error {
 	p := &m.parts[mp]
 	if p.held && p.next > p.target {
 		// The snapshot claims events the log does not have: the log was
-		// recreated or truncated. Its state cannot be trusted.
-		m.logger.Warn("topicbased: snapshot is ahead of the event log; replaying the metadata partition from 0",
-			"partition", mp, "snapshot_next", p.next, "high_water_mark", p.target)
-		target := p.target
+		// recreated (a topic deleted and created again under the same
+		// name, its offsets back at 0) or truncated. Its state cannot be
+		// trusted.
+		m.logger.Warn("topicbased: snapshot dropped for a metadata partition: it claims more events than the log holds (topic recreated or truncated?); replaying the metadata partition from its log start",
+			"partition", mp, "snapshot_next", p.next, "high_water_mark", p.target,
+			"reason", fmt.Sprintf("the snapshot's committed offset %d is at or past the log's high-water mark %d", p.next-1, p.target))
+		target, start := p.target, p.start
 		m.dropHeld(mp)
-		p.target = target
+		p.target, p.start = target, start
+		m.stats.snapshotDropped.Add(1)
 	}
 	if !p.held {
 		p.next = 0
 	}
+	why := "a replay from offset 0 (no snapshot state) found the log start offset above it"
+	if p.held {
+		why = "the snapshot's committed offset is below the log start offset"
+	}
+	m.skipToStart(mp, p.start, why)
 	if err := m.sub.Add(mp, p.next); err != nil {
 		// Not consumed: waiters and readers learn it as for a removal.
 		m.markUnassigned(mp, "could not be consumed (offset %d)")
@@ -424,6 +459,7 @@ func (m *Manager) dropHeld(mp int32) {
 	p.held = false
 	p.next = 0
 	p.target = 0
+	p.start = 0
 	m.version.Add(1)
 }
 

@@ -16,10 +16,15 @@ const (
 	// ReasonUnexpected: a record of a kind that does not belong in the
 	// metadata topic.
 	ReasonUnexpected
+	// ReasonHistoryLost: not one event but a range of them is gone from the
+	// log (retention or DeleteRecords moved its start offset past events
+	// this manager had not applied). The RejectedEvent's Offset is the
+	// first lost offset and its Err a *HistoryLostError naming the range.
+	ReasonHistoryLost
 )
 
 // String returns the reason's name as logs and the CLI show it:
-// "undecodable", "rejected", "misrouted" or "unexpected".
+// "undecodable", "rejected", "misrouted", "unexpected" or "history_lost".
 func (r Reason) String() string {
 	switch r {
 	case ReasonUndecodable:
@@ -30,6 +35,8 @@ func (r Reason) String() string {
 		return "misrouted"
 	case ReasonUnexpected:
 		return "unexpected"
+	case ReasonHistoryLost:
+		return "history_lost"
 	}
 	return "unknown"
 }
