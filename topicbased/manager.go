@@ -192,6 +192,12 @@ type Manager struct {
 		buildDuration  atomic.Int64
 	}
 
+	// pollErr is the error of the pump's last Poll when it failed, nil once
+	// one succeeds (the pump writes it, timeoutError reads it): a log that
+	// refuses to be read (no READ permission, a deleted topic) is why
+	// nothing catches up, so a timeout names it.
+	pollErr atomic.Pointer[error]
+
 	// Close and ShutdownAndFlush (cancel: Start).
 	closed    atomic.Bool
 	closedCh  chan struct{}

@@ -208,6 +208,9 @@ func (m *Manager) timeoutError(ctx context.Context, started time.Time, what stri
 	default:
 		bound = "the caller's context ended"
 	}
+	if last := m.pollErr.Load(); last != nil {
+		bound += fmt.Sprintf("; the event log's last read failed: %v", *last)
+	}
 	return fmt.Errorf("%w: %s: gave up after %s (%s): %w", rlmm.ErrTimeout, what, waited, bound, cause)
 }
 

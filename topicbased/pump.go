@@ -85,6 +85,9 @@ func (m *Manager) pump(ctx context.Context) {
 			cancel()
 		}
 		records, err := m.sub.Poll(pollCtx)
+		// Read before cancel, which would make every failure look like an
+		// interruption for a control request.
+		interrupted := pollCtx.Err() != nil
 		m.mu.Lock()
 		m.pollCancel = nil
 		m.mu.Unlock()
@@ -94,11 +97,13 @@ func (m *Manager) pump(ctx context.Context) {
 		}
 		switch {
 		case err == nil:
+			m.pollErr.Store(nil)
 		case ctx.Err() != nil || errors.Is(err, rlmm.ErrClosed):
 			return
-		case pollCtx.Err() != nil:
+		case interrupted:
 			// Interrupted for a control request.
 		default:
+			m.pollErr.Store(&err)
 			m.logger.Warn("topicbased: poll of the event log failed; retrying", "error", err)
 			select {
 			case <-ctx.Done():
