@@ -386,3 +386,44 @@ func sameViews(got, want map[rlmm.TopicIDPartition][]rlmm.SegmentMetadata) error
 	}
 	return nil
 }
+
+// TestLinModel checks the checker on small histories (no cluster needed): it
+// must accept what the rules allow, including either outcome of a call that
+// may be recorded, and reject a stale read, a lost acknowledgement and a
+// verdict the state cannot give.
+func TestLinModel(t *testing.T) {
+	op := func(client int, in linInput, out linOutput, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret}
+	}
+	add := linInput{op: "add", seg: 0}
+	finish := linInput{op: "update", seg: 0, state: rlmm.CopySegmentFinished}
+	read := linInput{op: "read", seg: 0}
+	ok, maybe := linOutput{verdict: "ok"}, linOutput{verdict: "maybe"}
+	sees := func(s linState) linOutput { return linOutput{read: s} }
+	started, finished := linState(rlmm.CopySegmentStarted), linState(rlmm.CopySegmentFinished)
+	tests := []struct {
+		name    string
+		history []porcupine.Operation
+		want    bool
+	}{
+		{"add then read", []porcupine.Operation{op(0, add, ok, 0, 1), op(1, read, sees(started), 2, 3)}, true},
+		{"stale read after an acknowledged add", []porcupine.Operation{op(0, add, ok, 0, 1), op(1, read, sees(-1), 2, 3)}, false},
+		{"concurrent read may see either", []porcupine.Operation{op(0, add, ok, 0, 3), op(1, read, sees(-1), 1, 2)}, true},
+		{"maybe recorded, seen", []porcupine.Operation{op(0, add, maybe, 0, 100), op(1, read, sees(started), 2, 3)}, true},
+		{"maybe recorded, not seen", []porcupine.Operation{op(0, add, maybe, 0, 100), op(1, read, sees(-1), 2, 3)}, true},
+		{"maybe recorded, seen then gone", []porcupine.Operation{
+			op(0, add, maybe, 0, 100), op(1, read, sees(started), 2, 3), op(1, read, sees(-1), 4, 5)}, false},
+		{"finish of an absent segment acknowledged", []porcupine.Operation{op(0, finish, ok, 0, 1)}, false},
+		{"finish refused as unknown after the add", []porcupine.Operation{
+			op(0, add, ok, 0, 1), op(1, finish, linOutput{verdict: "unknown"}, 2, 3)}, false},
+		{"add, finish, read finished", []porcupine.Operation{
+			op(0, add, ok, 0, 1), op(0, finish, ok, 2, 3), op(1, read, sees(finished), 4, 5)}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := porcupine.CheckOperations(linModel.ToModel(), tc.history); got != tc.want {
+				t.Fatalf("linearizable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

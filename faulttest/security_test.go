@@ -314,7 +314,7 @@ func TestSecurityEndToEnd(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			err, took := secFailure(ctx, t, c, s, topic, tc.user, tc.password, tc.ca, tc.op, tps, logger)
+			took, err := secFailure(ctx, t, c, s, topic, tc.user, tc.password, tc.ca, tc.op, tps, logger)
 			if err == nil {
 				t.Fatalf("%s: %s succeeded", tc.name, tc.op)
 			}
@@ -361,34 +361,34 @@ func TestSecurityEndToEnd(t *testing.T) {
 
 // secFailure runs the operation op as user and returns its error and how
 // long it took.
-func secFailure(ctx context.Context, t *testing.T, c *cluster, s *secrets, topic, user, password, ca, op string, tps []rlmm.TopicIDPartition, logger *slog.Logger) (error, time.Duration) {
+func secFailure(ctx context.Context, t *testing.T, c *cluster, s *secrets, topic, user, password, ca, op string, tps []rlmm.TopicIDPartition, logger *slog.Logger) (time.Duration, error) {
 	start := time.Now()
 	l, err := kafkalog.Open(ctx, secConfig(c, s, topic, user, password, ca, logger))
 	if err != nil || op == "open" {
 		if l != nil {
 			_ = l.Close()
 		}
-		return err, time.Since(start)
+		return time.Since(start), err
 	}
 	defer func() { _ = l.Close() }()
 	m, err := topicbased.Start(ctx, topicbased.Config{Log: l, ConsumeWait: secBound, Logger: logger})
 	if err != nil {
-		return err, time.Since(start)
+		return time.Since(start), err
 	}
 	defer func() { _ = m.Close() }()
 	start = time.Now()
 	if err := m.OnPartitionLeadershipChanges(ctx, tps, nil); err != nil {
-		return err, time.Since(start)
+		return time.Since(start), err
 	}
 	if op == "read" {
 		// Every partition has records, so readiness needs a fetch.
 		bounded, cancel := context.WithTimeout(ctx, secBound)
 		defer cancel()
-		return m.WaitReady(bounded, tps[0]), time.Since(start)
+		return time.Since(start), m.WaitReady(bounded, tps[0])
 	}
 	if err := m.WaitReady(ctx, tps[0]); err != nil {
-		return fmt.Errorf("a principal with READ could not get ready: %w", err), time.Since(start)
+		return time.Since(start), fmt.Errorf("a principal with READ could not get ready: %w", err)
 	}
 	md := segment(tps[0], uuidN(uint64(time.Now().UnixNano()%1e12)), 5)
-	return m.AddSegment(ctx, md), time.Since(start)
+	return time.Since(start), m.AddSegment(ctx, md)
 }

@@ -274,6 +274,8 @@ EOF
 		[[ -z "$secure" ]] || configure_security "$nd/server.properties" "$dir/security"
 		echo "$cid" >"$nd/cluster-id"
 		format_node "$nd" "$cid" ${secure:+"$dir/security"}
+		# The keystore password, and the SCRAM users' salted keys.
+		[[ -z "$secure" ]] || chmod 600 "$nd/server.properties" "$nd/format.log"
 	done
 }
 
