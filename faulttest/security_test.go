@@ -384,11 +384,13 @@ func secFailure(ctx context.Context, t *testing.T, c *cluster, s *secrets, topic
 		// Every partition has records, so readiness needs a fetch.
 		bounded, cancel := context.WithTimeout(ctx, secBound)
 		defer cancel()
-		return time.Since(start), m.WaitReady(bounded, tps[0])
+		err := m.WaitReady(bounded, tps[0])
+		return time.Since(start), err
 	}
 	if err := m.WaitReady(ctx, tps[0]); err != nil {
 		return time.Since(start), fmt.Errorf("a principal with READ could not get ready: %w", err)
 	}
 	md := segment(tps[0], uuidN(uint64(time.Now().UnixNano()%1e12)), 5)
-	return time.Since(start), m.AddSegment(ctx, md)
+	err = m.AddSegment(ctx, md)
+	return time.Since(start), err
 }
