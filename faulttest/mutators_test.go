@@ -60,6 +60,7 @@ type workload struct {
 
 	mu           sync.Mutex
 	acked        map[rlmm.SegmentID]rlmm.SegmentState // the highest acknowledged state
+	maybe        map[rlmm.SegmentID]rlmm.SegmentState // the state of a call that may be recorded
 	segs         map[rlmm.SegmentID]rlmm.SegmentMetadata
 	ackTimes     map[int32][]time.Time // acknowledgements by metadata partition
 	results      map[string]int
@@ -78,7 +79,7 @@ type workload struct {
 
 func newWorkload(m *topicbased.Manager, tps []rlmm.TopicIDPartition, consumeWait time.Duration, callTimeout func(int) time.Duration) *workload {
 	return &workload{m: m, tps: tps, consumeWait: consumeWait, callTimeout: callTimeout,
-		acked: map[rlmm.SegmentID]rlmm.SegmentState{}, segs: map[rlmm.SegmentID]rlmm.SegmentMetadata{},
+		acked: map[rlmm.SegmentID]rlmm.SegmentState{}, maybe: map[rlmm.SegmentID]rlmm.SegmentState{}, segs: map[rlmm.SegmentID]rlmm.SegmentMetadata{},
 		ackTimes: map[int32][]time.Time{}, results: map[string]int{}, examples: map[string]string{}}
 }
 
@@ -133,6 +134,9 @@ func (w *workload) call(i int, tp rlmm.TopicIDPartition, id rlmm.SegmentID, stat
 		w.maxPending = max(w.maxPending, took)
 		if _, ok := w.examples[class]; !ok {
 			w.examples[class] = err.Error()
+		}
+		if class == resultMaybe {
+			w.maybe[id] = state
 		}
 		if class == resultUnclassified && len(w.unclassified) < 10 {
 			w.unclassified = append(w.unclassified, err.Error())
@@ -204,7 +208,8 @@ func (w *workload) ackedOn(parts []int32, from, to time.Time) int {
 }
 
 // lost replays the topic with a fresh manager over a fresh log and returns
-// the acknowledged mutations it does not show, with the number checked.
+// the acknowledged mutations it does not show, with the number checked. It
+// also logs how many of the calls that may have been recorded were.
 func (w *workload) lost(t *testing.T, c *cluster, topic string, partitions int32) (lost []string, checked int) {
 	t.Helper()
 	l := openLog(t, c, topic, partitions, nil)
@@ -227,6 +232,13 @@ func (w *workload) lost(t *testing.T, c *cluster, topic string, partitions int32
 			lost = append(lost, fmt.Sprintf("%s acknowledged %s, replayed %v (present %v)", id, st, g, ok))
 		}
 	}
+	recorded := 0
+	for id, st := range w.maybe {
+		if g, ok := got[id]; ok && g >= st {
+			recorded++
+		}
+	}
+	t.Logf("of %d calls that ended with \"may still be recorded\", %d were in the log at the end", len(w.maybe), recorded)
 	slices.Sort(lost)
 	return lost, checked
 }
