@@ -296,6 +296,30 @@ func waitLeadersOff(t testing.TB, adm *kadm.Client, topic string, n int32) time.
 	}
 }
 
+// leadersMovedWithin watches, for at most d, whether every partition of
+// topic gets a leader other than node n, and returns when that happened
+// (false if it did not). Each look is bounded, so a paused node that a
+// metadata request reaches costs a look, not the watch.
+func leadersMovedWithin(adm *kadm.Client, topic string, n int32, d time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	for time.Since(start) < d {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		parts, err := describe(ctx, adm, topic)
+		cancel()
+		moved := err == nil && len(parts) > 0
+		for _, pi := range parts {
+			if pi.leader == n || pi.leader < 0 {
+				moved = false
+			}
+		}
+		if moved {
+			return time.Since(start), true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return d, false
+}
+
 var topicSeq atomic.Int64
 
 // uniqueTopic is a metadata topic name no other test uses.

@@ -207,6 +207,22 @@ func (w *workload) ackedOn(parts []int32, from, to time.Time) int {
 	return n
 }
 
+// firstAck returns the time of the first acknowledgement on the given
+// metadata partitions at or after from (false if none).
+func (w *workload) firstAck(parts []int32, from time.Time) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, p := range parts {
+		for _, at := range w.ackTimes[p] {
+			if !at.Before(from) && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+	}
+	return first, !first.IsZero()
+}
+
 // lost replays the topic with a fresh manager over a fresh log and returns
 // the acknowledged mutations it does not show, with the number checked. It
 // also logs how many of the calls that may have been recorded were.

@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,16 +40,25 @@ func TestPausedLeaderBounded(t *testing.T) {
 	node, led := mostLeader(t, adm, topic)
 	paused := time.Now()
 	c.pause(t, node)
-	time.Sleep(pauseFor)
+	movedAfter, moved := leadersMovedWithin(adm, topic, node, pauseFor)
+	time.Sleep(time.Until(paused.Add(pauseFor)))
 	c.resume(t, node)
 	resumed := time.Now()
 	during := w.ackedOn(led, paused, resumed)
 	catchUp := waitFullISR(t, adm, topic)
-	t.Logf("node %d (leader of metadata partitions %v) stopped with SIGSTOP for %s, then continued; %d mutations on its partitions acknowledged meanwhile; all replicas in sync %s after SIGCONT",
-		node, led, pauseFor, during, catchUp.Round(time.Millisecond))
+	leaders := "its partitions kept it as leader during the pause"
+	if moved {
+		leaders = fmt.Sprintf("its partitions had new leaders %s after SIGSTOP", movedAfter.Round(time.Millisecond))
+	}
+	first := "none while paused"
+	if at, ok := w.firstAck(led, paused); ok {
+		first = fmt.Sprintf("the first %s after SIGSTOP", at.Sub(paused).Round(time.Millisecond))
+	}
+	t.Logf("node %d (leader of metadata partitions %v) stopped with SIGSTOP for %s, then continued; %s; %d mutations on those partitions acknowledged during the pause (%s); all replicas in sync %s after SIGCONT",
+		node, led, pauseFor, leaders, during, first, catchUp.Round(time.Millisecond))
 	time.Sleep(3 * time.Second)
 	after := w.ackedOn(led, resumed, time.Now())
-	t.Logf("%d mutations on those partitions acknowledged after SIGCONT", after)
+	t.Logf("%d mutations on those partitions acknowledged in the 3 s after SIGCONT", after)
 	if after == 0 {
 		t.Error("no mutation on the paused node's former partitions was acknowledged after it continued")
 	}
