@@ -81,7 +81,7 @@ func requireCluster(t *testing.T) *cluster {
 	case clusterErr != nil:
 		t.Fatalf("the three-node Kafka cluster did not start: %v", clusterErr)
 	case theCluster == nil:
-		reason = envFault + " is not 1: these tests start a three-node Kafka cluster (scripts/kafka.sh cluster-start) and kill its nodes; `make fault-test` runs them"
+		reason = envFault + " is not 1: these tests start a three-node Kafka cluster (KAFKA_NODES=3 scripts/kafka.sh start) and kill its nodes; `make fault-test` runs them"
 	}
 	if reason != "" {
 		if os.Getenv("CI") == "true" {
@@ -92,7 +92,7 @@ func requireCluster(t *testing.T) *cluster {
 	return theCluster
 }
 
-// cluster is the three-node cluster of scripts/kafka.sh cluster-start.
+// cluster is the three-node cluster of KAFKA_NODES=3 scripts/kafka.sh start.
 type cluster struct {
 	dir       string
 	bootstrap []string // PLAINTEXT addresses, node i at index i-1
@@ -105,7 +105,7 @@ type cluster struct {
 func script(args ...string) *exec.Cmd {
 	cmd := exec.Command("bash", append([]string{filepath.Join(repoRoot, "scripts/kafka.sh")}, args...)...)
 	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "KAFKA_SECURITY=sasl_ssl")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("KAFKA_NODES=%d", nodes), "KAFKA_SECURITY=sasl_ssl")
 	return cmd
 }
 
@@ -119,13 +119,13 @@ func startCluster() (*cluster, error) {
 		}
 	}
 	c := &cluster{dir: dir, keep: keep, reuse: reuse}
-	cmd := script("cluster-start", dir, fmt.Sprint(nodes))
+	cmd := script("start", dir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		c.stop()
-		return nil, fmt.Errorf("scripts/kafka.sh cluster-start: %w\n%s", err, stderr.String())
+		return nil, fmt.Errorf("scripts/kafka.sh start: %w\n%s", err, stderr.String())
 	}
 	sc := bufio.NewScanner(&stdout)
 	for sc.Scan() {
@@ -141,7 +141,7 @@ func startCluster() (*cluster, error) {
 	}
 	if len(c.bootstrap) != nodes || len(c.sasl) != nodes || c.security == "" {
 		c.stop()
-		return nil, fmt.Errorf("scripts/kafka.sh cluster-start printed %q; want %d PLAINTEXT and SASL_SSL addresses and the security directory", stdout.String(), nodes)
+		return nil, fmt.Errorf("scripts/kafka.sh start printed %q; want %d PLAINTEXT and SASL_SSL addresses and the security directory", stdout.String(), nodes)
 	}
 	fmt.Fprintf(os.Stderr, "faulttest: %d-node cluster up in %s at %s (directory %s)\n", nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.bootstrap, ","), dir)
 	return c, nil
@@ -152,9 +152,13 @@ func (c *cluster) stop() {
 		fmt.Fprintf(os.Stderr, "faulttest: left the cluster in %s running (%s)\n", c.dir, envDir)
 		return
 	}
-	out, err := script("cluster-stop", c.dir).CombinedOutput()
+	// A node a failed test left paused could not act on SIGTERM.
+	for n := 1; n <= nodes; n++ {
+		_ = script("resume", c.dir, fmt.Sprint(n)).Run()
+	}
+	out, err := script("stop", c.dir).CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "faulttest: cluster-stop: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "faulttest: scripts/kafka.sh stop: %v\n%s", err, out)
 	}
 	if c.keep {
 		fmt.Fprintf(os.Stderr, "faulttest: kept %s\n", c.dir)
@@ -163,7 +167,7 @@ func (c *cluster) stop() {
 	_ = os.RemoveAll(c.dir)
 }
 
-// node runs a node-* command of the script on node n.
+// node runs a command of the script on node n.
 func (c *cluster) node(t testing.TB, cmd string, n int32) {
 	t.Helper()
 	out, err := script(cmd, c.dir, fmt.Sprint(n)).CombinedOutput()
@@ -172,10 +176,10 @@ func (c *cluster) node(t testing.TB, cmd string, n int32) {
 	}
 }
 
-func (c *cluster) kill(t testing.TB, n int32)    { c.node(t, "node-kill", n) }
-func (c *cluster) pause(t testing.TB, n int32)   { c.node(t, "node-pause", n) }
-func (c *cluster) resume(t testing.TB, n int32)  { c.node(t, "node-resume", n) }
-func (c *cluster) restart(t testing.TB, n int32) { c.node(t, "node-start", n) }
+func (c *cluster) kill(t testing.TB, n int32)    { c.node(t, "kill", n) }
+func (c *cluster) pause(t testing.TB, n int32)   { c.node(t, "pause", n) }
+func (c *cluster) resume(t testing.TB, n int32)  { c.node(t, "resume", n) }
+func (c *cluster) restart(t testing.TB, n int32) { c.node(t, "start", n) }
 
 // admin returns a kadm client over the PLAINTEXT listeners, closed at the
 // end of the test.

@@ -25,7 +25,7 @@ lint() {
 }
 
 # faults runs the fault tests of faulttest/: they start their own
-# three-node Kafka cluster (scripts/kafka.sh cluster-start), kill, pause and
+# three-node Kafka cluster (KAFKA_NODES=3 scripts/kafka.sh start), kill, pause and
 # restart its nodes, and use its SASL_SSL listener; about 6 to 10 minutes.
 faults() {
 	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (faulttest/)"
