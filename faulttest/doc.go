@@ -12,7 +12,9 @@
 // cluster in a temporary directory, with KAFKA_SECURITY=sasl_ssl, and stops
 // it at the end. Without the variable every test says why it skips, and
 // fails when CI=true. RLMM_FAULT_KEEP=1 keeps the cluster's directory (its
-// broker logs) after the run.
+// broker logs) after the run; RLMM_FAULT_DIR=<dir> uses (or starts) the
+// cluster in <dir> and leaves it running, for the caller to stop
+// (scripts/test.sh does, so no broker outlives a crashed test binary).
 //
 // What each test promises, and the figures of the last runs, are in
 // docs/reliability-faults.md. Every test reports what it tried and what held

@@ -32,9 +32,10 @@ const (
 	envFault = "RLMM_FAULT_TESTS"
 	// envKeep keeps the cluster's directory after the run.
 	envKeep = "RLMM_FAULT_KEEP"
-	// envDir names the cluster's directory instead of a temporary one; a
-	// cluster already running there is used as it is and left running
-	// (to run the tests again quickly while working on them).
+	// envDir names the cluster's directory instead of a temporary one: a
+	// cluster already running there is used as it is, an empty directory
+	// gets a new one; either is left running for the caller to stop
+	// (scripts/test.sh does; it also lets a run be repeated quickly).
 	envDir = "RLMM_FAULT_DIR"
 	// nodes is the size of the cluster.
 	nodes = 3

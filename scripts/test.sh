@@ -27,10 +27,18 @@ lint() {
 # faults runs the fault tests of faulttest/: they start their own
 # three-node Kafka cluster (KAFKA_NODES=3 scripts/kafka.sh start), kill, pause and
 # restart its nodes, and use its SASL_SSL listener; about 6 to 10 minutes.
+# The cluster lives in a directory of this script's (RLMM_FAULT_DIR), which
+# it stops and removes itself, so no broker outlives a test binary that
+# crashed or timed out.
 faults() {
 	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (faulttest/)"
 	bash scripts/kafka.sh fetch
-	RLMM_FAULT_TESTS=1 go test -race -count=1 -timeout 25m -v ./faulttest/
+	local dir status=0
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-faults.XXXXXX")
+	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v ./faulttest/ || status=$?
+	bash scripts/kafka.sh stop "$dir" >/dev/null 2>&1 || true
+	rm -rf "$dir"
+	return "$status"
 }
 
 case "${1:-}" in
