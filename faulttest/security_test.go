@@ -143,6 +143,29 @@ func grant(t *testing.T, adm *kadm.Client, topic, user string, ops ...kadm.ACLOp
 	}
 }
 
+// grantIdempotentWrite gives user IDEMPOTENT_WRITE on the cluster until
+// the end of the test (a cluster ACL outlives the test's topic).
+func grantIdempotentWrite(t *testing.T, adm *kadm.Client, user string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := kadm.NewACLs().Allow("User:" + user).AllowHosts().Clusters().ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpIdempotentWrite)
+	res, err := adm.CreateACLs(ctx, b)
+	must(t, err)
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("granting IDEMPOTENT_WRITE on the cluster to %s: %v", user, r.Err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if _, err := adm.DeleteACLs(ctx, b); err != nil {
+			t.Errorf("removing IDEMPOTENT_WRITE of %s: %v", user, err)
+		}
+	})
+}
+
 // endOffsets returns the topic's end offsets, read as admin.
 func endOffsets(t *testing.T, adm *kadm.Client, topic string) map[int32]int64 {
 	t.Helper()
@@ -306,14 +329,24 @@ func TestSecurityEndToEnd(t *testing.T) {
 		// "read" (readiness of a partition with records).
 		op    string
 		cause string
+		// setup runs first (more ACLs).
+		setup func(t *testing.T)
 	}{
-		{"wrong password", "rlmm", s.users["rlmm"] + "x", s.ca, "open", "SASL_AUTHENTICATION_FAILED"},
-		{"unknown CA", "rlmm", s.users["rlmm"], otherCA, "open", "certificate signed by unknown authority"},
-		{"no WRITE on the metadata topic", "rlmm-nowrite", s.users["rlmm-nowrite"], s.ca, "write", "AUTHORIZATION_FAILED"},
-		{"no READ on the metadata topic", "rlmm-noread", s.users["rlmm-noread"], s.ca, "read", "TOPIC_AUTHORIZATION_FAILED"},
+		{"wrong password", "rlmm", s.users["rlmm"] + "x", s.ca, "open", "SASL_AUTHENTICATION_FAILED", nil},
+		{"unknown CA", "rlmm", s.users["rlmm"], otherCA, "open", "certificate signed by unknown authority", nil},
+		// Without WRITE on any topic the idempotent producer's
+		// InitProducerId is refused (KIP-679) before any produce.
+		{"no WRITE on the metadata topic", "rlmm-nowrite", s.users["rlmm-nowrite"], s.ca, "write", "CLUSTER_AUTHORIZATION_FAILED", nil},
+		// With IDEMPOTENT_WRITE on the cluster, the produce itself is refused.
+		{"no WRITE on the metadata topic but IDEMPOTENT_WRITE", "rlmm-nowrite", s.users["rlmm-nowrite"], s.ca, "write", "TOPIC_AUTHORIZATION_FAILED",
+			func(t *testing.T) { grantIdempotentWrite(t, adm, "rlmm-nowrite") }},
+		{"no READ on the metadata topic", "rlmm-noread", s.users["rlmm-noread"], s.ca, "read", "TOPIC_AUTHORIZATION_FAILED", nil},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup(t)
+			}
 			took, err := secFailure(ctx, t, c, s, topic, tc.user, tc.password, tc.ca, tc.op, tps, logger)
 			if err == nil {
 				t.Fatalf("%s: %s succeeded", tc.name, tc.op)
