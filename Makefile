@@ -3,13 +3,18 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto
+.PHONY: test lint fault-test unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto
 
 test:
 	bash scripts/test.sh
 
 lint:
 	bash scripts/test.sh lint
+
+# The fault tests alone: a three-node Kafka cluster whose nodes are killed,
+# paused and restarted, and its SASL_SSL listener (docs/reliability-faults.md).
+fault-test:
+	bash scripts/test.sh faults
 
 unit:
 	$(GO) test -race ./...

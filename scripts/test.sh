@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command (make test, .ci/run). With no argument it runs
-# everything; `lint` runs only the static checks.
+# everything; `lint` runs only the static checks; `faults` runs only the
+# fault tests (make fault-test).
 #
 # Environment:
 #   RLMM_SKIP_KAFKA=1  do not fetch and start a real Kafka broker (tests that
-#                      need one then say why they skip; in CI they fail).
+#                      need one then say why they skip; in CI they fail); this
+#                      also skips the fault tests' step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,10 +24,33 @@ lint() {
 	go tool staticcheck ./...
 }
 
-if [ "${1:-}" = lint ]; then
+# faults runs the fault tests of faulttest/: they start their own
+# three-node Kafka cluster (KAFKA_NODES=3 scripts/kafka.sh start), kill, pause and
+# restart its nodes, and use its SASL_SSL listener; about 6 to 10 minutes.
+# The cluster lives in a directory of this script's (RLMM_FAULT_DIR), which
+# it stops and removes itself, so no broker outlives a test binary that
+# crashed or timed out.
+faults() {
+	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (faulttest/)"
+	bash scripts/kafka.sh fetch
+	local dir status=0
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-faults.XXXXXX")
+	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v ./faulttest/ || status=$?
+	bash scripts/kafka.sh stop "$dir" >/dev/null 2>&1 || true
+	rm -rf "$dir"
+	return "$status"
+}
+
+case "${1:-}" in
+lint)
 	lint
 	exit 0
-fi
+	;;
+faults)
+	faults
+	exit 0
+	;;
+esac
 
 lint
 
@@ -51,8 +76,15 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	echo "broker at $RLMM_KAFKA_BOOTSTRAP"
 fi
 
-step "go test -race ./..."
-go test -race -timeout 30m ./...
+step "go test -race ./... (but faulttest/, the next step)"
+go test -race -timeout 30m $(go list ./... | grep -v '/faulttest$')
+
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
+	# The single broker is not needed any more: its CPU and memory go to the
+	# fault tests' cluster.
+	bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
+	faults
+fi
 
 step "short fuzzing"
 bash scripts/fuzz-short.sh
