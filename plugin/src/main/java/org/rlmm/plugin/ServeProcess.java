@@ -58,6 +58,12 @@ final class ServeProcess implements AutoCloseable {
     private Process process;
     private Thread supervisor;
     private volatile boolean closing;
+    private volatile int lastExit = -1;
+
+    /** The exit code of the child stopped last (-1: none stopped yet). */
+    int lastExitCode() {
+        return lastExit;
+    }
 
     ServeProcess(PluginConfig cfg, Logger log, Hooks hooks) {
         this.cfg = cfg;
@@ -390,17 +396,22 @@ final class ServeProcess implements AutoCloseable {
         if (p == null || !p.isAlive()) {
             return;
         }
-        p.destroy();
+        // SIGTERM through the process handle: Process.destroy() would also close the pipe of
+        // the child's output, and its last log lines (the final snapshot) would die of SIGPIPE.
+        p.toHandle().destroy();
         try {
             if (!p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 log.warn("rlmm plugin: rlmm serve pid {} did not stop within {} ms of SIGTERM ({}); killing it",
                         p.pid(), cfg.stopTimeout.toMillis(), PluginConfig.STOP_TIMEOUT);
-                p.destroyForcibly();
+                p.toHandle().destroyForcibly();
                 p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
             }
         } catch (InterruptedException e) {
-            p.destroyForcibly();
+            p.toHandle().destroyForcibly();
             Thread.currentThread().interrupt();
+        }
+        if (!p.isAlive()) {
+            lastExit = p.exitValue();
         }
         log.info("rlmm plugin: rlmm serve pid {} stopped{}", p.pid(), p.isAlive() ? " (still alive!)" : " with code " + p.exitValue());
     }
