@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build plugin plugin-test
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test
 
 test:
 	bash scripts/test.sh
@@ -19,6 +19,12 @@ fuzz-short:
 
 build:
 	$(GO) build -o bin/rlmm ./cmd/rlmm
+
+# Regenerates rpc/rlmmpb (committed) from proto/ with buf, run at a pinned
+# version; the protoc-gen-go plugins are go tools of go.mod. No protoc needed.
+BUF_VERSION ?= v1.75.0
+proto:
+	GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION) generate
 
 simulate:
 	$(GO) run ./cmd/rlmm simulate
