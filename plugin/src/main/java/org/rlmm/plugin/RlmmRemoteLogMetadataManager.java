@@ -154,7 +154,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             assigner.close();
             shutdownConnection();
             cfg = null;
-            if (e instanceof ServeProcess.ExitedEarly && ((ServeProcess.ExitedEarly) e).code == ServeProcess.EXIT_COULD_NOT_RUN) {
+            if (e instanceof ServeProcess.ExitedEarly && p.refusedSettings((ServeProcess.ExitedEarly) e)) {
                 // rlmm refused a flag or setting; its message names it.
                 throw new org.apache.kafka.common.config.ConfigException(e.getMessage());
             }

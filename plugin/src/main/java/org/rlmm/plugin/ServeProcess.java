@@ -84,6 +84,8 @@ final class ServeProcess implements AutoCloseable {
         c.add(Integer.toString(cfg.brokerId));
         c.add("--snapshot-dir");
         c.add(cfg.snapshotDir.toString());
+        // The child's stdin is a pipe from this JVM: it stops when the broker dies, even by kill -9.
+        c.add("--exit-with-stdin");
         if (cfg.embeddedDir != null) {
             // The embedded log takes no Kafka client settings (serve refuses a properties file
             // without bootstrap.servers); the two that still apply go as flags.
@@ -120,6 +122,18 @@ final class ServeProcess implements AutoCloseable {
 
     /** rlmm's exit code for bad flags or settings (cmd/rlmm/exitcode.go: exitCouldNotRun). */
     static final int EXIT_COULD_NOT_RUN = 2;
+
+    /**
+     * Whether an early exit was rlmm refusing a flag or setting (exit 2 with a message naming
+     * it), not another could-not-run reason such as an unreachable cluster.
+     */
+    boolean refusedSettings(ExitedEarly e) {
+        if (e.code != EXIT_COULD_NOT_RUN) {
+            return false;
+        }
+        String out = e.getMessage();
+        return out.contains("--properties") || out.contains("invalid argument") || out.contains("flag");
+    }
 
     /**
      * Starts the first child and waits until it answers (at most the start timeout).
