@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
@@ -207,7 +208,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     }
 
     /** Waits for the gate (a restarting child) until the deadline; the wait counts against it. */
-    private void awaitGate(PluginConfig c, Deadline deadline, String what) throws RemoteStorageException {
+    private void awaitGate(PluginConfig c, Deadline deadline, Supplier<String> what) throws RemoteStorageException {
         CompletableFuture<Void> g = gate;
         if (g.isDone()) {
             return;
@@ -215,17 +216,17 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         try {
             g.get(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw new RemoteStorageException(what + " failed: rlmm serve at " + c.target() + " did not come back within "
+            throw new RemoteStorageException(what.get() + " failed: rlmm serve at " + c.target() + " did not come back within "
                     + c.callTimeout.toMillis() + " ms (" + gateReason + ")");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new RemoteStorageException(what + " interrupted while rlmm serve at " + c.target() + " restarts");
+            throw new RemoteStorageException(what.get() + " interrupted while rlmm serve at " + c.target() + " restarts");
         } catch (ExecutionException e) {
-            throw new RemoteStorageException(what + " failed: " + e.getCause().getMessage(), e.getCause());
+            throw new RemoteStorageException(what.get() + " failed: " + e.getCause().getMessage(), e.getCause());
         }
     }
 
-    private RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub read(String what, Deadline deadline)
+    private RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub read(Supplier<String> what, Deadline deadline)
             throws RemoteStorageException {
         PluginConfig c = config();
         awaitGate(c, deadline, what);
@@ -321,7 +322,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Optional<RemoteLogSegmentMetadata> remoteLogSegmentMetadata(TopicIdPartition tp, int epochForOffset, long offset)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
+        Supplier<String> what = () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
         try {
             SegmentReply r = read(what, callDeadline()).segmentForOffset(SegmentForOffsetRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
@@ -330,14 +331,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     .build());
             return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
     @Override
     public Optional<Long> highestOffsetForEpoch(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "highest offset of epoch " + leaderEpoch + " of " + tp;
+        Supplier<String> what = () -> "highest offset of epoch " + leaderEpoch + " of " + tp;
         try {
             HighestOffsetForEpochReply r = read(what, callDeadline()).highestOffsetForEpoch(
                     HighestOffsetForEpochRequest.newBuilder()
@@ -346,14 +347,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                             .build());
             return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
     @Override
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list("list of the segments of " + tp,
+        return list(() -> "list of the segments of " + tp,
                 ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build());
     }
 
@@ -361,7 +362,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp, int leaderEpoch)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list("list of the segments of epoch " + leaderEpoch + " of " + tp,
+        return list(() -> "list of the segments of epoch " + leaderEpoch + " of " + tp,
                 ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build());
     }
 
@@ -370,7 +371,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * gone mid-stream) is thrown from this call as Kafka's exception, and no stream stays open
      * when the caller stops iterating early.
      */
-    private Iterator<RemoteLogSegmentMetadata> list(String what, ListSegmentsRequest req) throws RemoteStorageException {
+    private Iterator<RemoteLogSegmentMetadata> list(Supplier<String> what, ListSegmentsRequest req) throws RemoteStorageException {
         List<RemoteLogSegmentMetadata> out = new ArrayList<>();
         try {
             Iterator<SegmentBatch> batches = read(what, callDeadline()).listSegments(req);
@@ -380,7 +381,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 }
             }
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
         return Collections.unmodifiableList(out).iterator();
     }
@@ -388,14 +389,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     @Override
     public long remoteLogSize(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "remote log size of epoch " + leaderEpoch + " of " + tp;
+        Supplier<String> what = () -> "remote log size of epoch " + leaderEpoch + " of " + tp;
         try {
             return read(what, callDeadline()).remoteLogSize(RemoteLogSizeRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
                     .setLeaderEpoch(leaderEpoch)
                     .build()).getSizeInBytes();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
@@ -403,7 +404,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Optional<RemoteLogSegmentMetadata> nextSegmentWithTxnIndex(TopicIdPartition tp, int epoch, long offset)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp;
+        Supplier<String> what = () -> "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp;
         try {
             SegmentReply r = read(what, callDeadline()).nextSegmentWithTxnIndex(NextSegmentWithTxnIndexRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
@@ -412,7 +413,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     .build());
             return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
@@ -458,7 +459,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         synchronized (assignLock) {
             leaderPartitions.forEach(tp -> assigned.put(tp, true));
             followerPartitions.forEach(tp -> assigned.put(tp, false));
-            assigner.submit(change(what, () -> read(what, callDeadline()).onPartitionLeadershipChanges(req)));
+            assigner.submit(change(what, () -> read(() -> what, callDeadline()).onPartitionLeadershipChanges(req)));
         }
     }
 
@@ -471,7 +472,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         String what = "stopping " + partitions.size() + " partitions";
         synchronized (assignLock) {
             partitions.forEach(assigned::remove);
-            assigner.submit(change(what, () -> read(what, callDeadline()).onStopPartitions(req)));
+            assigner.submit(change(what, () -> read(() -> what, callDeadline()).onStopPartitions(req)));
         }
     }
 
