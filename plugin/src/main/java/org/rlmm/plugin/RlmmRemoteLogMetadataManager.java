@@ -83,6 +83,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private volatile String gateReason = "";
     private volatile boolean closed;
     private volatile int stoppedExit = -1;
+    private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
 
     /** Instantiated by the broker (public no-argument constructor). */
     public RlmmRemoteLogMetadataManager() {}
@@ -134,8 +135,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             }
 
             @Override
-            public void ready(long pid, boolean restart) {
-                reassign(restart);
+            public void ready(long pid, boolean restart) throws RemoteStorageException {
+                reassign(pid, restart);
             }
 
             @Override
@@ -164,25 +165,52 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         child = p;
     }
 
-    /** Hands a restarted server the partitions this broker holds, then lets calls through. */
-    private void reassign(boolean restart) {
-        synchronized (assignLock) {
-            if (restart && !assigned.isEmpty()) {
-                Set<TopicIdPartition> leaders = new HashSet<>();
-                Set<TopicIdPartition> followers = new HashSet<>();
+    /**
+     * Hands a restarted server the partitions this broker holds, then lets calls through. It
+     * tries until the server takes them (it may still be opening its log) or the child dies;
+     * the broker's own assignment calls meanwhile only record and queue (see {@link Assigner}),
+     * so they are never held up, and what they queue reaches the server after this set.
+     */
+    private void reassign(long pid, boolean restart) throws RemoteStorageException {
+        if (restart) {
+            Set<TopicIdPartition> leaders = new HashSet<>();
+            Set<TopicIdPartition> followers = new HashSet<>();
+            synchronized (assignLock) {
                 assigned.forEach((tp, leader) -> (leader ? leaders : followers).add(tp));
-                try {
-                    blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS)
-                            .onPartitionLeadershipChanges(LeadershipChangesRequest.newBuilder()
-                                    .addAllLeaders(Convert.partitions(leaders))
-                                    .addAllFollowers(Convert.partitions(followers))
-                                    .build());
-                } catch (StatusRuntimeException e) {
-                    throw new KafkaException(Errors.map(e, "re-assigning " + assigned.size() + " partitions", cfg.target()));
+            }
+            if (!leaders.isEmpty() || !followers.isEmpty()) {
+                LeadershipChangesRequest req = LeadershipChangesRequest.newBuilder()
+                        .addAllLeaders(Convert.partitions(leaders))
+                        .addAllFollowers(Convert.partitions(followers))
+                        .build();
+                long pause = cfg.restartBackoff.toMillis();
+                while (true) {
+                    try {
+                        blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS).withWaitForReady()
+                                .onPartitionLeadershipChanges(req);
+                        break;
+                    } catch (StatusRuntimeException e) {
+                        if (closed || !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                            throw new RemoteStorageException("rlmm plugin: re-assigning partitions to rlmm serve pid " + pid
+                                    + " failed: it is gone", e);
+                        }
+                        LOG.warn("rlmm plugin: the restarted rlmm serve did not take this broker's {} partitions yet ({});"
+                                + " retrying in {} ms", leaders.size() + followers.size(),
+                                Errors.map(e, "re-assigning", cfg.target()).getMessage(), pause);
+                        try {
+                            Thread.sleep(pause);
+                        } catch (InterruptedException ie) {
+                            Thread.currentThread().interrupt();
+                            throw new RemoteStorageException("rlmm plugin: interrupted while re-assigning partitions");
+                        }
+                        pause = Math.min(pause * 2, cfg.restartBackoffMax.toMillis());
+                    }
                 }
                 LOG.info("rlmm plugin: handed {} leader and {} follower partitions to the restarted rlmm serve",
                         leaders.size(), followers.size());
             }
+        }
+        synchronized (assignLock) {
             gate.complete(null);
         }
     }
@@ -433,7 +461,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     .isReady(IsReadyRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build())
                     .getReady();
         } catch (StatusRuntimeException e) {
-            LOG.warn("rlmm plugin: isReady({}) answered false: {}", tp, Errors.map(e, "isReady", c.target()).getMessage());
+            long now = System.nanoTime();
+            if (now - lastReadyWarning > TimeUnit.SECONDS.toNanos(30)) {
+                lastReadyWarning = now; // at most one line per 30 s: the broker asks for every partition, often
+                LOG.warn("rlmm plugin: isReady({}) answers false: {}", tp, Errors.map(e, "isReady", c.target()).getMessage());
+            }
             return false;
         }
     }
