@@ -251,6 +251,43 @@ class RlmmRemoteLogMetadataManagerTest {
     }
 
     @Test
+    void childKilledWhileCopyingLosesNoAcknowledgedEvent() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        TopicIdPartition tp = newPartition("kill-9-busy");
+        assignAndAwaitReady(m, tp, READY);
+        List<RemoteLogSegmentMetadata> acknowledged = new java.util.ArrayList<>();
+        int failed = 0;
+        long killAfter = 20;
+        long pid = m.childPid();
+        for (int i = 0; i < 60; i++) {
+            if (i == killAfter) {
+                ProcessHandle.of(pid).orElseThrow().destroyForcibly();
+            }
+            RemoteLogSegmentMetadata s = segment(tp, i * 10L, i * 10L + 9, Optional.empty(), true, 0, i * 10L);
+            RemoteLogSegmentMetadataUpdate f = update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+            try {
+                m.addRemoteLogSegmentMetadata(s).get(30, TimeUnit.SECONDS);
+                m.updateRemoteLogSegmentMetadata(f).get(30, TimeUnit.SECONDS);
+                acknowledged.add(s.createWithUpdates(f));
+            } catch (ExecutionException e) {
+                // The broker's copy fails and is retried with a new segment; what it saw
+                // acknowledged must survive, what failed may or may not be there.
+                assertInstanceOf(RemoteStorageException.class, e.getCause());
+                failed++;
+            }
+        }
+        assertNotEquals(pid, m.childPid(), "the child was restarted");
+        TestSupport.await("isReady after restart", READY, () -> m.isReady(tp));
+        List<RemoteLogSegmentMetadata> listed = toList(m.listRemoteLogSegments(tp));
+        for (RemoteLogSegmentMetadata a : acknowledged) {
+            assertTrue(listed.contains(a), "acknowledged " + a.remoteLogSegmentId() + " is missing after the restart");
+            assertEquals(Optional.of(a), m.remoteLogSegmentMetadata(tp, 0, a.startOffset()));
+        }
+        assertTrue(acknowledged.size() > killAfter, "calls went on after the restart (" + acknowledged.size()
+                + " acknowledged, " + failed + " failed)");
+    }
+
+    @Test
     void closeStopsTheChild() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
         long pid = m.childPid();
