@@ -104,7 +104,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         callbacks = Executors.newCachedThreadPool(Channels.daemon("rlmm-plugin-callback"));
         Channels.Conn cn;
         try {
-            cn = Channels.open(c, callbacks);
+            cn = Channels.open(c);
         } catch (RuntimeException e) {
             callbacks.shutdownNow();
             throw e;
@@ -314,12 +314,13 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
             @Override
             public void onError(Throwable t) {
-                result.completeExceptionally(Errors.map(t, what, c.target(), true));
+                Exception e = Errors.map(t, what, c.target(), true);
+                settle(result, () -> result.completeExceptionally(e));
             }
 
             @Override
             public void onCompleted() {
-                result.complete(null);
+                settle(result, () -> result.complete(null));
             }
         });
         CompletableFuture<Void> g = gate;
@@ -338,6 +339,24 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     }
                 });
         return result;
+    }
+
+    /**
+     * Completes a mutation's future. The gRPC callback runs on the channel's I/O thread (the
+     * channel has a direct executor: one thread hand-off less per call); a caller waiting in
+     * get() is woken from there, but stages chained on the future run on the plugin's callback
+     * pool, never on the I/O thread, so they cannot stall the channel.
+     */
+    private void settle(CompletableFuture<Void> f, Runnable completion) {
+        if (f.getNumberOfDependents() == 0) {
+            completion.run();
+        } else {
+            try {
+                callbacks.execute(completion);
+            } catch (java.util.concurrent.RejectedExecutionException closing) {
+                completion.run();
+            }
+        }
     }
 
     // ---- reads -----------------------------------------------------------------------------
