@@ -342,6 +342,56 @@ class RlmmRemoteLogMetadataManagerTest {
     }
 
     @Test
+    void connectModeOverTcpWithABearerToken() throws Exception {
+        Path token = dir.resolve("token");
+        java.nio.file.Files.writeString(token, "s3cret-token-for-the-plugin-test\n");
+        try (TestSupport.Server server = TestSupport.Server.start(dir, "--listen-tcp", "127.0.0.1:0",
+                "--token-file", token.toString())) {
+            assertTrue(server.tcp != null && server.tcp.startsWith("127.0.0.1:"), "ready file names the TCP address: " + server.tcp);
+            RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                    "rlmm.serve.token.file", token.toString()));
+            TopicIdPartition tp = newPartition("tcp");
+            assignAndAwaitReady(m, tp, READY);
+            RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+            m.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+            assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
+            m.close();
+
+            // A wrong token is refused, and the error names the address.
+            Path wrong = dir.resolve("wrong-token");
+            java.nio.file.Files.writeString(wrong, "not-the-token");
+            rlmm = null;
+            RlmmRemoteLogMetadataManager bad = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                    "rlmm.serve.token.file", wrong.toString(), "rlmm.serve.call.timeout.ms", "2000"));
+            RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> bad.remoteLogSegmentMetadata(tp, 0, 0));
+            assertTrue(e.getMessage().contains(server.tcp), e.getMessage());
+            assertTrue(e.getMessage().contains("UNAUTHENTICATED"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aChildLeftRunningByADeadBrokerIsStoppedFirst() throws Exception {
+        // The plugin's own socket and pid file, held by a server nobody stopped.
+        Map<String, Object> c = embeddedConfig(dir);
+        PluginConfig cfg = PluginConfig.parse(c);
+        java.nio.file.Files.createDirectories(cfg.workDir);
+        Process orphan = new ProcessBuilder(TestSupport.rlmmBinary().toString(), "serve", "--dir", dir.resolve("orphan-log").toString(),
+                "--snapshot-dir", dir.resolve("orphan-snap").toString(), "--socket", cfg.socket.toString(), "--broker-id", "7")
+                .redirectErrorStream(true).redirectOutput(dir.resolve("orphan.out").toFile()).start();
+        try {
+            TestSupport.await("the orphan's socket", READY, () -> java.nio.file.Files.exists(cfg.socket));
+            java.nio.file.Files.writeString(cfg.workDir.resolve("serve.pid"), Long.toString(orphan.pid()));
+            RlmmRemoteLogMetadataManager m = started(c);
+            assertTrue(orphan.waitFor(20, TimeUnit.SECONDS), "the orphan was stopped");
+            assertNotEquals(orphan.pid(), m.childPid());
+            TopicIdPartition tp = newPartition("after-orphan");
+            assignAndAwaitReady(m, tp, READY);
+        } finally {
+            orphan.destroyForcibly();
+        }
+    }
+
+    @Test
     void unreachableServerFailsWithinTheBoundNamingTheAddress() {
         Path socket = dir.resolve("nobody.sock");
         RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.socket", socket.toString(),
