@@ -38,7 +38,10 @@
 //     topicbased does not type it: false for what is refused before
 //     publishing (argument, transition, unknown segment, not ready, not
 //     assigned, a malformed request, the server still starting), true for a
-//     timeout, a close, a cancellation or an unexpected error.
+//     timeout, a close, a cancellation or an unexpected error, and for the
+//     one ErrNotAssigned topicbased returns after publishing (a metadata
+//     partition unassigned while the mutation waited: "the event is in the
+//     log").
 //
 //   - Who may call (listen.go, auth.go, lock.go): by default only a Unix
 //     socket, created with mode 0600 (under a umask, so there is no window

@@ -384,6 +384,10 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		ConsumeWait: sl.consumeWait, Logger: logger, Metrics: server.NewMetrics(reg),
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			logger.Info("serve: stopped while starting the manager")
+			return nil
+		}
 		return couldNotRun(fmt.Errorf("starting the manager: %w", err))
 	}
 	srv.SetManager(mgr)

@@ -18,6 +18,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -349,41 +354,16 @@ func TestServeStopsAsABinary(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			dir := shortTemp(t)
 			snap, socket, ready := filepath.Join(dir, "snap"), filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
-			cmd := exec.Command(bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", snap, "--socket", socket,
+			cmd, done, stderr, stdin := startBinary(t, bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", snap, "--socket", socket,
 				"--ready-file", ready, "--exit-with-stdin="+fmt.Sprint(how == "stdin closed"))
-			var stderr syncBuffer
-			cmd.Stderr = &stderr
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan int, 1)
-			go func() {
-				err := cmd.Wait()
-				var ee *exec.ExitError
-				switch {
-				case err == nil:
-					done <- 0
-				case errors.As(err, &ee):
-					done <- ee.ExitCode()
-				default:
-					done <- -1
-				}
-			}()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-done
-			})
-			info := waitFile(t, ready, done, &stderr)
+			info := waitFile(t, ready, done, stderr)
 			if info["pid"] != fmt.Sprint(cmd.Process.Pid) {
 				t.Fatalf("ready file names pid %s, the child is %d", info["pid"], cmd.Process.Pid)
 			}
 			c := rpcClient(t, socket)
 			tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t", Partition: 0}
 			brokerWork(t, c, tp, rlmm.RandomUuid(), 100)
+			var err error
 			if how == "SIGTERM" {
 				err = cmd.Process.Signal(syscall.SIGTERM)
 			} else {
@@ -396,16 +376,16 @@ func TestServeStopsAsABinary(t *testing.T) {
 			case code := <-done:
 				done <- code
 				if code != 0 {
-					t.Fatalf("exit %d after %s:\n%s", code, how, stderr.String())
+					t.Fatalf("exit %d after %s:\n%s", code, how, stderr)
 				}
 			case <-time.After(serveTestTimeout):
 				t.Fatalf("no exit after %s", how)
 			}
 			if _, err := os.Stat(filepath.Join(snap, topicbased.SnapshotFileName)); err != nil {
-				t.Fatalf("no final snapshot after %s: %v\n%s", how, err, stderr.String())
+				t.Fatalf("no final snapshot after %s: %v\n%s", how, err, stderr)
 			}
 			if !strings.Contains(stderr.String(), "final snapshot written") {
-				t.Fatalf("the log does not say the final snapshot was written:\n%s", stderr.String())
+				t.Fatalf("the log does not say the final snapshot was written:\n%s", stderr)
 			}
 		})
 	}
@@ -465,4 +445,134 @@ func serveOverKafka(t *testing.T, bootstrap string) {
 	if _, err := os.Stat(filepath.Join(dir, "rlmm", topicbased.SnapshotFileName)); err != nil {
 		t.Fatalf("no final snapshot in <log-dir>/rlmm: %v\n%s", err, p.stderr.String())
 	}
+}
+
+// TestServeTCPWithToken: --listen-tcp with --token-file serves callers
+// that send the token and refuses the others.
+func TestServeTCPWithToken(t *testing.T) {
+	dir := shortTemp(t)
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("a-long-random-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(dir, "ready")
+	p := startServe(t, "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
+		"--listen-tcp", "127.0.0.1:0", "--token-file", token, "--ready-file", ready)
+	info := waitFile(t, ready, p.done, &p.stderr)
+	if info["tcp"] == "" {
+		t.Fatalf("ready file without tcp=: %v", info)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+info["tcp"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := rlmmpb.NewRemoteLogMetadataClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	if _, err := c.ServerInfo(ctx, &rlmmpb.ServerInfoRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("without the token: %v, want UNAUTHENTICATED", err)
+	}
+	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer a-long-random-token")
+	if _, err := c.ServerInfo(authed, &rlmmpb.ServerInfoRequest{}); err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.stderr.String())
+	}
+}
+
+// TestServeAnswersWhileTheLogOpens: the socket accepts calls before the
+// log is open (here a cluster that never answers): reads say NOT_READY,
+// IsReady false; a stop meanwhile exits 0.
+func TestServeAnswersWhileTheLogOpens(t *testing.T) {
+	dir := shortTemp(t)
+	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
+	p := startServe(t, "--kafka", "127.0.0.1:1", "--snapshot-dir", filepath.Join(dir, "snap"), "--socket", socket, "--ready-file", ready)
+	waitFile(t, ready, p.done, &p.stderr)
+	c := rpcClient(t, socket)
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	tp := protoTP(rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t"})
+	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("read while the log opens: %v, want UNAVAILABLE (NOT_READY)", err)
+	}
+	if r, err := c.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: tp}); err != nil || r.Ready {
+		t.Fatalf("IsReady while the log opens: %v %v", r, err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("stop while the log opens: exit %d:\n%s", code, p.stderr.String())
+	}
+}
+
+// startBinary starts the built rlmm with args, a pipe as its stdin; done
+// receives its exit status. It is killed at cleanup.
+func startBinary(t *testing.T, bin string, args ...string) (*exec.Cmd, chan int, *syncBuffer, io.WriteCloser) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			done <- 0
+		case errors.As(err, &ee):
+			done <- ee.ExitCode()
+		default:
+			done <- -1
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		code := <-done
+		done <- code
+	})
+	return cmd, done, stderr, stdin
+}
+
+// TestServeKilledRestarts: after kill -9 (no final snapshot, the socket
+// file left behind), a new server on the same directories starts (stale
+// socket removed, the lock died with the process) and serves everything
+// acknowledged before the kill.
+func TestServeKilledRestarts(t *testing.T) {
+	bin := rlmmBinary(t)
+	dir := shortTemp(t)
+	args := []string{"serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
+		"--socket", filepath.Join(dir, "s.sock"), "--ready-file", filepath.Join(dir, "ready")}
+	cmd, done, stderr, _ := startBinary(t, bin, args...)
+	waitFile(t, filepath.Join(dir, "ready"), done, stderr)
+	c := rpcClient(t, filepath.Join(dir, "s.sock"))
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t", Partition: 4}
+	seg := rlmm.RandomUuid()
+	brokerWork(t, c, tp, seg, 0)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	done <- -1
+	if st, err := os.Lstat(filepath.Join(dir, "s.sock")); err != nil || st.Mode().Type() != os.ModeSocket {
+		t.Fatalf("the killed server's socket file is not there (%v): the test proves nothing", err)
+	}
+	os.Remove(filepath.Join(dir, "ready"))
+
+	_, done2, stderr2, _ := startBinary(t, bin, args...)
+	waitFile(t, filepath.Join(dir, "ready"), done2, stderr2)
+	c = rpcClient(t, filepath.Join(dir, "s.sock"))
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ctx, c, protoTP(tp))
+	lookup(t, c, tp, 42, seg)
 }
