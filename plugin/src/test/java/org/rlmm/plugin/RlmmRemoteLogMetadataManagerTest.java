@@ -290,7 +290,7 @@ class RlmmRemoteLogMetadataManagerTest {
     @Test
     void closeStopsTheChild() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
-        // Up and serving (a SIGTERM while rlmm serve still opens its log exits 2, not 0).
+        // Up and serving, so the stop below goes through the final snapshot.
         assignAndAwaitReady(m, newPartition("close"), READY);
         long pid = m.childPid();
         assertTrue(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
