@@ -68,6 +68,7 @@ public final class PluginBenchmark {
 
             // Add plus finish per segment, one segment at a time as the broker copies them.
             long[] copy = new long[segments];
+            long[] adds = new long[segments];
             long size = 1000;
             for (int i = 0; i < segments; i++) {
                 long start = i * size;
@@ -78,10 +79,19 @@ public final class PluginBenchmark {
                         System.currentTimeMillis(), Optional.empty(), RemoteLogSegmentState.COPY_SEGMENT_FINISHED, 0);
                 long t0 = System.nanoTime();
                 m.addRemoteLogSegmentMetadata(s).get(60, TimeUnit.SECONDS);
+                adds[i] = System.nanoTime() - t0;
                 m.updateRemoteLogSegmentMetadata(f).get(60, TimeUnit.SECONDS);
                 copy[i] = System.nanoTime() - t0;
             }
             report("add+finish per segment (" + where + ")", copy, segments);
+            report("  of which the add", adds, segments);
+            long[] ready = new long[20_000];
+            for (int i = 0; i < ready.length; i++) {
+                long t0 = System.nanoTime();
+                m.isReady(tp);
+                ready[i] = System.nanoTime() - t0;
+            }
+            report("isReady round trip (the smallest call)", ready, ready.length);
 
             // Lookups of random offsets, each must find its segment.
             long max = segments * size;
