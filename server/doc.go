@@ -88,7 +88,7 @@
 //
 // State and identity:
 //
-//	--snapshot-dir DIR          snapshot directory, locked (default <--log-dir>/rlmm; one of the two is required)
+//	--snapshot-dir DIR          snapshot directory, locked (default <--log-dir>.rlmm/snapshots; one of the two is required)
 //	--log-dir DIR               the broker's log.dir
 //	--snapshot-interval D       periodic snapshot (default 1m; negative: only at shutdown)
 //	--broker-id N               reported by ServerInfo (default -1)

@@ -67,7 +67,7 @@ func newServeCmd() *cobra.Command {
 		Long: `serve runs the topic-based manager for one Kafka broker over the cluster's
 __remote_log_metadata topic (--kafka, or bootstrap.servers in --properties) or
 over the embedded log of --dir, with its snapshot in --snapshot-dir (default
-<--log-dir>/rlmm), and serves every RemoteLogMetadataManager method over gRPC
+<--log-dir>.rlmm/snapshots, beside the broker's log directory, never inside it), and serves every RemoteLogMetadataManager method over gRPC
 (proto/rlmm/v1/rlmm.proto) to the broker's rlmm plugin.
 
 Callers: a Unix socket (--socket, default <snapshot-dir>/rlmm.sock) created
@@ -97,8 +97,8 @@ metadata partition holds each user partition.`,
 	f.StringVar(&o.dir, "dir", "", "directory of the embedded metadata log (created if missing), instead of --kafka")
 	o.kafka = kafkalog.RegisterFlags(f)
 	f.StringVar(&o.properties, "properties", "", "file of Kafka-style remote.log.metadata.* and (remote.log.metadata.common.client.)* client settings")
-	f.StringVar(&o.snapshotDir, "snapshot-dir", "", "snapshot directory, held with a lock file (default: <--log-dir>/rlmm)")
-	f.StringVar(&o.logDir, "log-dir", "", "the broker's log.dir; the default snapshot directory is <log-dir>/rlmm")
+	f.StringVar(&o.snapshotDir, "snapshot-dir", "", "snapshot directory, held with a lock file (default: <--log-dir>.rlmm/snapshots)")
+	f.StringVar(&o.logDir, "log-dir", "", "the broker's log.dir; the default snapshot directory is <log-dir>.rlmm/snapshots, beside it (a broker refuses to start with a directory in log.dir that is not a partition's log)")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", topicbased.DefaultSnapshotInterval, "how often a snapshot is written when the metadata changed (negative: only at shutdown)")
 	f.Int32Var(&o.brokerID, "broker-id", -1, "the broker's broker.id (reported by ServerInfo)")
 	f.DurationVar(&o.consumeWait, "consume-wait", 0, "bound of a mutation's waits (default: remote.log.metadata.consume.wait.ms of --properties, or 2m)")
@@ -291,9 +291,9 @@ func (o *serveOptions) dirs() (snapshotDir, socket string, err error) {
 	snapshotDir = o.snapshotDir
 	if snapshotDir == "" {
 		if o.logDir == "" {
-			return "", "", usageErrorf("give --snapshot-dir DIR, or --log-dir (the broker's log.dir) to use <log-dir>/rlmm")
+			return "", "", usageErrorf("give --snapshot-dir DIR, or --log-dir (the broker's log.dir) to use <log-dir>.rlmm/snapshots")
 		}
-		snapshotDir = filepath.Join(o.logDir, "rlmm")
+		snapshotDir = defaultSnapshotDir(o.logDir)
 	}
 	socket = o.socket
 	if socket == "" {
@@ -509,4 +509,12 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// defaultSnapshotDir is the snapshot directory of a server given the
+// broker's log.dir: beside it, never inside it, since a broker takes every
+// directory in log.dir for a partition's log and will not start on one
+// named otherwise. The plugin's work directory is the same <log.dir>.rlmm.
+func defaultSnapshotDir(logDir string) string {
+	return filepath.Join(filepath.Clean(logDir)+".rlmm", "snapshots")
 }

@@ -434,7 +434,8 @@ func serveOverKafka(t *testing.T, bootstrap string) {
 		t.Fatal(err)
 	}
 	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
-	p := startServe(t, "--properties", props, "--kafka-topic", topic, "--log-dir", dir, "--socket", socket, "--ready-file", ready)
+	logDir := filepath.Join(dir, "kafka-logs") // the broker's log.dir; the snapshots go beside it
+	p := startServe(t, "--properties", props, "--kafka-topic", topic, "--log-dir", logDir, "--socket", socket, "--ready-file", ready)
 	waitFile(t, ready, p.done, &p.stderr)
 	c := rpcClient(t, socket)
 	si, err := c.ServerInfo(context.Background(), &rlmmpb.ServerInfoRequest{})
@@ -446,8 +447,8 @@ func serveOverKafka(t *testing.T, bootstrap string) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "rlmm", topicbased.SnapshotFileName)); err != nil {
-		t.Fatalf("no final snapshot in <log-dir>/rlmm: %v\n%s", err, p.stderr.String())
+	if _, err := os.Stat(filepath.Join(defaultSnapshotDir(logDir), topicbased.SnapshotFileName)); err != nil {
+		t.Fatalf("no final snapshot in <log-dir>.rlmm/snapshots: %v\n%s", err, p.stderr.String())
 	}
 }
 
