@@ -34,14 +34,13 @@
 //     context canceled     CANCELLED            TIMEOUT
 //     anything else        INTERNAL             INTERNAL
 //
-//     may_be_recorded (mutations only) is derived conservatively, since
-//     topicbased does not type it: false for what is refused before
-//     publishing (argument, transition, unknown segment, not ready, not
-//     assigned, a malformed request, the server still starting), true for a
-//     timeout, a close, a cancellation or an unexpected error, and for the
-//     one ErrNotAssigned topicbased returns after publishing (a metadata
-//     partition unassigned while the mutation waited: "the event is in the
-//     log").
+//     may_be_recorded (mutations only) is topicbased.MayBeRecorded: true
+//     for an error after the event was handed to the log (a publish that
+//     failed or timed out, a close, an unassignment or a timeout while the
+//     pump had not applied it), false for everything refused before
+//     publishing and for the state machine's verdicts, and false when the
+//     server refused the call before reaching the manager (still starting,
+//     a malformed request).
 //
 //   - Who may call (listen.go, auth.go, lock.go): by default only a Unix
 //     socket, created with mode 0600 (under a umask, so there is no window

@@ -3,13 +3,13 @@ package server
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+	"github.com/rlmm-go/rlmm/topicbased"
 )
 
 // notPublished marks an error of a mutation that certainly published
@@ -48,27 +48,14 @@ func classify(err error) (codes.Code, rlmmpb.ErrorKind) {
 }
 
 // mayBeRecorded says whether a failed mutation's event may still be (or
-// already is) in the log. topicbased does not type this, so it is derived
-// conservatively (when unsure: true): false for what it refuses before
-// publishing (validation, a forbidden transition, an unknown segment, a
-// metadata partition not consumed here) and for notPublished; true for a
-// timeout, a close, a cancellation and anything unexpected (a publish
-// failure "may or may not be in the log"). ErrNotAssigned is the one
-// sentinel topicbased returns both before and after publishing; after, its
-// message says "the event is in the log".
-func mayBeRecorded(err error, kind rlmmpb.ErrorKind) bool {
+// already is) in the log: topicbased.MayBeRecorded, except for notPublished
+// (the server refused the call before reaching the manager).
+func mayBeRecorded(err error) bool {
 	var np notPublished
 	if errors.As(err, &np) {
 		return false
 	}
-	switch kind {
-	case rlmmpb.ErrorKind_INVALID_ARGUMENT, rlmmpb.ErrorKind_INVALID_TRANSITION,
-		rlmmpb.ErrorKind_UNKNOWN_SEGMENT, rlmmpb.ErrorKind_NOT_READY:
-		return false
-	case rlmmpb.ErrorKind_NOT_ASSIGNED:
-		return strings.Contains(err.Error(), "the event is in the log")
-	}
-	return true
+	return topicbased.MayBeRecorded(err)
 }
 
 // toStatus turns an rlmm error into the RPC's status: the code of its
@@ -79,7 +66,7 @@ func toStatus(err error, mutation bool) error {
 		return nil
 	}
 	code, kind := classify(err)
-	info := &rlmmpb.ErrorInfo{Kind: kind, MayBeRecorded: mutation && mayBeRecorded(err, kind)}
+	info := &rlmmpb.ErrorInfo{Kind: kind, MayBeRecorded: mutation && mayBeRecorded(err)}
 	st, derr := status.New(code, err.Error()).WithDetails(info)
 	if derr != nil {
 		// Only a detail that does not marshal fails here; ErrorInfo always does.

@@ -17,7 +17,9 @@ import (
 // there first), or an error before publishing anything: ErrInvalidArgument,
 // a transition the current state forbids, ErrNotAssigned for a user
 // partition whose metadata partition is not consumed here. Waits are bounded
-// by ctx and Config.ConsumeWait (rlmm.ErrTimeout).
+// by ctx and Config.ConsumeWait (rlmm.ErrTimeout). MayBeRecorded(err) tells
+// an error after publishing (the event may still take effect) from one
+// that recorded nothing.
 func (m *Manager) AddSegment(ctx context.Context, md rlmm.SegmentMetadata) error {
 	start := time.Now()
 	err := m.addSegment(ctx, md)
@@ -108,19 +110,19 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	offset, err := m.publish(ctx, mp, value)
 	if err != nil {
 		if m.closed.Load() {
-			return fmt.Errorf("topicbased: publish event of %s to metadata partition %d: %w while publishing (the event may still be recorded)", tp, mp, rlmm.ErrClosed)
+			return mayBeRecorded(fmt.Errorf("topicbased: publish event of %s to metadata partition %d: %w while publishing (the event may still be recorded)", tp, mp, rlmm.ErrClosed))
 		}
 		if ctx.Err() != nil {
-			return m.timeoutError(ctx, started, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp))
+			return mayBeRecorded(m.timeoutError(ctx, started, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp)))
 		}
-		return fmt.Errorf("topicbased: publish event of %s to metadata partition %d (it may or may not be in the log): %w", tp, mp, err)
+		return mayBeRecorded(fmt.Errorf("topicbased: publish event of %s to metadata partition %d (it may or may not be in the log): %w", tp, mp, err))
 	}
 	// 4. Wait for the pump's verdict on exactly that offset.
 	m.mu.Lock()
 	if st := p.status.Load() & statusMask; st == statusUnassigned {
 		m.mu.Unlock()
-		return fmt.Errorf("%w: metadata partition %d was unassigned after publishing offset %d; the event is in the log",
-			rlmm.ErrNotAssigned, mp, offset)
+		return mayBeRecorded(fmt.Errorf("%w: metadata partition %d was unassigned after publishing offset %d; the event is in the log",
+			rlmm.ErrNotAssigned, mp, offset))
 	}
 	if p.applied >= offset {
 		verdict := p.verdicts[offset]
@@ -141,8 +143,8 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 			return wrapVerdict(verdict, mp, offset)
 		default:
 		}
-		return fmt.Errorf("topicbased: manager closed before metadata partition %d offset %d was applied; the event is in the log: %w",
-			mp, offset, rlmm.ErrClosed)
+		return mayBeRecorded(fmt.Errorf("topicbased: manager closed before metadata partition %d offset %d was applied; the event is in the log: %w",
+			mp, offset, rlmm.ErrClosed))
 	case <-ctx.Done():
 		m.mu.Lock()
 		if p.waiters[offset] == w {
@@ -155,7 +157,7 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 			return wrapVerdict(verdict, mp, offset)
 		default:
 		}
-		return m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d to apply offset %d (the event of %s is in the log and may still be recorded)", mp, offset, tp))
+		return mayBeRecorded(m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d to apply offset %d (the event of %s is in the log and may still be recorded)", mp, offset, tp)))
 	}
 }
 

@@ -444,7 +444,7 @@ func (m *Manager) markUnassigned(mp int32, waitFmt string) {
 	defer m.mu.Unlock()
 	m.setStatus(p, statusUnassigned)
 	for off, w := range p.waiters {
-		w.done <- fmt.Errorf("%w: metadata partition %d "+waitFmt, rlmm.ErrNotAssigned, mp, off)
+		w.done <- mayBeRecorded(fmt.Errorf("%w: metadata partition %d "+waitFmt, rlmm.ErrNotAssigned, mp, off))
 		delete(p.waiters, off)
 	}
 	clear(p.verdicts)
@@ -476,8 +476,8 @@ func (m *Manager) failAllWaiters() {
 	for i := range m.parts {
 		p := &m.parts[i]
 		for off, w := range p.waiters {
-			w.done <- fmt.Errorf("topicbased: manager closed before metadata partition %d offset %d was applied; the event is in the log: %w",
-				i, off, rlmm.ErrClosed)
+			w.done <- mayBeRecorded(fmt.Errorf("topicbased: manager closed before metadata partition %d offset %d was applied; the event is in the log: %w",
+				i, off, rlmm.ErrClosed))
 			delete(p.waiters, off)
 		}
 		p.syncs = answerSyncs(p.syncs, 1<<63-1, fmt.Errorf("topicbased: sync of metadata partition %d: %w", i, rlmm.ErrClosed))
