@@ -28,10 +28,6 @@ type restored struct {
 	// failures how many of them could not be built (err is the first).
 	blocks, failures int
 	err              error
-	// start is mp's log start offset, read just before the hand-over (0
-	// if it could not be read: the pump then relies on the start read at
-	// the assignment and on what the log delivers).
-	start int64
 }
 
 // openSnapshot checks the snapshot of cfg.SnapshotDir whole (head, every
@@ -202,14 +198,11 @@ func (m *Manager) restore(ctx context.Context, file *os.File, r *snapshot.Reader
 		}
 		mu.Unlock()
 		if done {
-			// Read now: the partition may be consumed as soon as it is
-			// installed, long after its assignment read the start.
-			if so, err := m.log.StartOffsets(ctx, []int32{mp}); err == nil {
-				rp.start = so[0]
-			} else {
-				m.logger.Debug("topicbased: reading the log start offset of a restored metadata partition failed",
-					"partition", mp, "error", err)
-			}
+			// No read of the log start here: one round trip per metadata
+			// partition would cost a restart more than the decoding. The
+			// start read at the assignment holds, and records deleted since
+			// show as a gap in what the log delivers (applyBatch) or in the
+			// housekeeper's sample (sampleStartOffsets).
 			_ = m.submit(&controlRequest{restored: rp, done: make(chan error, 1)})
 		}
 	})
@@ -227,7 +220,6 @@ func (m *Manager) installRestored(r *restored) error {
 		return nil // removed while loading: its state is not wanted any more
 	}
 	p.loading = false
-	p.start = max(p.start, r.start)
 	err := r.err
 	if err == nil {
 		if err = m.inner.Install(r.builders); err != nil {
