@@ -17,7 +17,7 @@
 // (scripts/test.sh does, so no broker outlives a crashed test binary).
 //
 // What each test promises, and the figures of the last runs, are in
-// docs/reliability-faults.md. Every test reports what it tried and what held
+// docs/RELIABILITY.md ("A cluster that fails"). Every test reports what it tried and what held
 // with t.Logf (run with -v to see the figures).
 //
 // Tools chosen: franz-go's kadm (already the project's admin client) finds

@@ -340,8 +340,8 @@ func TestSecurityEndToEnd(t *testing.T) {
 		// With IDEMPOTENT_WRITE on the cluster, the produce itself is refused.
 		{"no WRITE on the metadata topic but IDEMPOTENT_WRITE", "rlmm-nowrite", s.users["rlmm-nowrite"], s.ca, "write", "TOPIC_AUTHORIZATION_FAILED",
 			func(t *testing.T) { grantIdempotentWrite(t, adm, "rlmm-nowrite") }},
-		// The manager's readiness timeout does not name this cause yet:
-		// docs/reliability-faults.md, defect 1.
+		// The manager's readiness timeout names this cause since the pump
+		// keeps its last Poll error (docs/RELIABILITY.md, defect 1).
 		{"no READ on the metadata topic", "rlmm-noread", s.users["rlmm-noread"], s.ca, "read", "TOPIC_AUTHORIZATION_FAILED", nil},
 	}
 	for _, tc := range cases {
