@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto broker-test broker-test-kafka
 
 test:
 	bash scripts/test.sh
@@ -13,6 +13,14 @@ lint:
 
 unit:
 	$(GO) test -race ./...
+
+# The broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as
+# the RLMM (broker-test, part of make test) or Kafka's own (the control).
+broker-test:
+	bash scripts/broker-test.sh rlmm
+
+broker-test-kafka:
+	bash scripts/broker-test.sh kafka
 
 fuzz-short:
 	bash scripts/fuzz-short.sh

@@ -14,10 +14,13 @@
 // CI=true, so CI never passes on skipped broker tests). By hand:
 //
 //	RLMM_BROKER_TEST=kafka go test -race -v ./brokertest/
-//	RLMM_BROKER_TEST=rlmm RLMM_PLUGIN_JAR=plugin/target/rlmm-plugin.jar go test -race -v ./brokertest/
+//	RLMM_BROKER_TEST=rlmm RLMM_PLUGIN_JAR=plugin/target/rlmm-plugin-0.1.0.jar go test -race -v ./brokertest/
 //
-// RLMM_PLUGIN_JAR names the plugin jar; when unset, TestMain builds it with
-// scripts/plugin.sh build. TestMain always builds the rlmm binary (the
+// (scripts/broker-test.sh rlmm|kafka, behind the make targets, does the same
+// after fetching the jars.) RLMM_PLUGIN_JAR names the plugin jar; when unset,
+// TestMain builds it with scripts/kafka.sh plugin-jar. make test runs
+// make broker-test as its own step, after the other packages' tests (which
+// leave this package out). TestMain always builds the rlmm binary (the
 // plugin's sidecar and the inspect/verify checks). Every test starts and stops
 // its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1
 // KAFKA_TIERED=1) in a temporary directory of its own; the first run fetches

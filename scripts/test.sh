@@ -52,7 +52,17 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 fi
 
 step "go test -race ./..."
-go test -race -timeout 30m ./...
+# brokertest starts its own brokers: the step after this one.
+go test -race -timeout 30m $(go list ./... | grep -v '/brokertest$')
+
+# --- broker tests (issue 11): Kafka 4.3.1 + tiered storage + rlmm's plugin ---
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
+	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
+	bash scripts/broker-test.sh rlmm
+else
+	echo "broker tests skipped: RLMM_SKIP_KAFKA=1 (they need Kafka 4.3.1 brokers)"
+fi
+# --- end of broker tests ---
 
 step "short fuzzing"
 bash scripts/fuzz-short.sh
