@@ -25,7 +25,9 @@
 // its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1
 // KAFKA_TIERED=1) in a temporary directory of its own; the first run fetches
 // the 4.3.1 jars from Maven Central into ~/.cache/rlmm. A failed test prints
-// the tail of every broker log (and of the sidecar's) it started.
+// the tail of every broker log it started (the plugin logs the sidecar's
+// lines into its broker's log) and keeps its directory;
+// RLMM_BROKER_TEST_KEEP=1 keeps every test's.
 //
 // The package has no library code. The metadata is read with rlmm's own
 // packages (eventlog/kafkalog, internal/view, wire) and with the rlmm binary

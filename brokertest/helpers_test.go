@@ -33,8 +33,11 @@ import (
 const (
 	envMode      = "RLMM_BROKER_TEST"
 	envPluginJar = "RLMM_PLUGIN_JAR"
-	modeKafka    = "kafka"
-	modeRlmm     = "rlmm"
+	// envKeep set keeps every cluster's directory (logs, data) after the
+	// test; a failed test's is always kept.
+	envKeep   = "RLMM_BROKER_TEST_KEEP"
+	modeKafka = "kafka"
+	modeRlmm  = "rlmm"
 
 	// segmentBytes is the topics' segment.bytes: Kafka 4.x's minimum.
 	segmentBytes = 1 << 20
@@ -161,13 +164,21 @@ type cluster struct {
 // stops it when the test ends (printing the logs' tails if it failed).
 func startCluster(t *testing.T, nodes int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), dir: t.TempDir(), nodes: nodes}
+	c := &cluster{t: t, mode: requireMode(t), nodes: nodes}
+	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
+	must(t, err)
+	c.dir = dir
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpLogs()
 		}
 		if _, err := c.script("stop", c.dir); err != nil {
 			t.Errorf("stopping the cluster: %v", err)
+		}
+		if t.Failed() || os.Getenv(envKeep) != "" {
+			t.Logf("kept the cluster's directory %s", c.dir)
+		} else {
+			_ = os.RemoveAll(c.dir)
 		}
 	})
 	out, err := c.script("start", c.dir)
