@@ -38,7 +38,10 @@
 //     topicbased does not type it: false for what is refused before
 //     publishing (argument, transition, unknown segment, not ready, not
 //     assigned, a malformed request, the server still starting), true for a
-//     timeout, a close, a cancellation or an unexpected error.
+//     timeout, a close, a cancellation or an unexpected error, and for the
+//     one ErrNotAssigned topicbased returns after publishing (a metadata
+//     partition unassigned while the mutation waited: "the event is in the
+//     log").
 //
 //   - Who may call (listen.go, auth.go, lock.go): by default only a Unix
 //     socket, created with mode 0600 (under a umask, so there is no window
@@ -107,6 +110,8 @@
 //	--ready-file PATH           written atomically once the socket accepts calls, removed at exit:
 //	                            lines pid=N, socket=PATH, tcp=ADDR, metrics=ADDR
 //	--shutdown-timeout D        bound of the graceful RPC stop and of the final snapshot (default 10s)
+//	--exit-with-stdin           also stop as on SIGTERM when stdin reaches EOF (give the child a pipe:
+//	                            the server then stops when its parent dies, even by kill -9)
 //
 // Nothing is printed on stdout. SIGTERM or SIGINT: the endpoints stop
 // (in-flight calls finish within --shutdown-timeout), the manager writes a
