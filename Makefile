@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto broker-test broker-test-kafka
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka
 
 test:
 	bash scripts/test.sh
@@ -51,3 +51,12 @@ vectors:
 
 kafka-fetch:
 	bash scripts/kafka.sh fetch
+
+# The Kafka broker plugin (plugin/): the rlmm binary and the shaded jar; prints the jar's path.
+plugin:
+	bash scripts/plugin.sh build
+
+# The plugin's tests (mvn verify) against a real rlmm serve, and against the broker of
+# RLMM_KAFKA_BOOTSTRAP when it is set.
+plugin-test:
+	bash scripts/plugin.sh test

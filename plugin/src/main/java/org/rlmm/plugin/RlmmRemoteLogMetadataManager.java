@@ -81,6 +81,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     private volatile String gateReason = "";
     private volatile boolean closed;
+    private volatile int stoppedExit = -1;
 
     /** Instantiated by the broker (public no-argument constructor). */
     public RlmmRemoteLogMetadataManager() {}
@@ -153,7 +154,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             assigner.close();
             shutdownConnection();
             cfg = null;
-            if (e instanceof ServeProcess.ExitedEarly && ((ServeProcess.ExitedEarly) e).code == ServeProcess.EXIT_COULD_NOT_RUN) {
+            if (e instanceof ServeProcess.ExitedEarly && p.refusedSettings((ServeProcess.ExitedEarly) e)) {
                 // rlmm refused a flag or setting; its message names it.
                 throw new org.apache.kafka.common.config.ConfigException(e.getMessage());
             }
@@ -509,6 +510,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return p == null ? -1 : p.pid();
     }
 
+    /** The exit code of the child close() stopped (-1: none), for tests. */
+    int stoppedChildExitCode() {
+        return stoppedExit;
+    }
+
     /** Stops the child (SIGTERM, then SIGKILL after rlmm.serve.stop.timeout.ms) and the channel; idempotent. */
     @Override
     public synchronized void close() {
@@ -522,6 +528,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         }
         if (child != null) {
             child.close();
+            stoppedExit = child.lastExitCode();
             child = null;
         }
         shutdownConnection();

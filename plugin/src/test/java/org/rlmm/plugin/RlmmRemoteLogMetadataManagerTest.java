@@ -258,6 +258,7 @@ class RlmmRemoteLogMetadataManagerTest {
         m.close();
         rlmm = null;
         TestSupport.assertGone(pid, Duration.ofSeconds(15));
+        assertEquals(0, m.stoppedChildExitCode(), "SIGTERM: a graceful stop (final snapshot), exit 0");
         assertEquals(List.of(), TestSupport.processesNaming(dir.toString()));
         assertThrows(IllegalStateException.class, () -> m.remoteLogSegmentMetadata(newPartition("x"), 0, 0));
         m.close(); // idempotent

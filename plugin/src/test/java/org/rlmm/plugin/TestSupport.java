@@ -75,6 +75,24 @@ final class TestSupport {
         return c;
     }
 
+    /** The version of the jar Kafka's clients classes come from (its kafka/kafka-version.properties). */
+    static String kafkaClientsVersion() {
+        java.util.Properties p = new java.util.Properties();
+        try (java.util.jar.JarFile j = new java.util.jar.JarFile(
+                Paths.get(Uuid.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toFile())) {
+            java.util.jar.JarEntry e = j.getJarEntry("kafka/kafka-version.properties");
+            if (e == null) {
+                fail(j.getName() + " has no kafka/kafka-version.properties");
+            }
+            try (java.io.InputStream in = j.getInputStream(e)) {
+                p.load(in);
+            }
+        } catch (IOException | java.net.URISyntaxException e) {
+            throw new RuntimeException(e);
+        }
+        return p.getProperty("version");
+    }
+
     /** The bootstrap of the broker scripts/kafka.sh started; skips (failing in CI) without one. */
     static String kafkaBootstrap() {
         String b = System.getenv("RLMM_KAFKA_BOOTSTRAP");
