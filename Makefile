@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka bench-broker
 
 test:
 	bash scripts/test.sh
@@ -44,6 +44,10 @@ bench:
 # into docs/BENCHMARKS.md between the bench-compare markers.
 bench-compare:
 	bash scripts/bench-compare.sh
+
+# Only the broker workload of bench-compare (Kafka 4.3.1 + tiered storage).
+bench-broker:
+	bash scripts/bench-broker.sh
 
 # Regenerates testdata/kafka-vectors.json with Apache Kafka's own serializer.
 vectors:

@@ -233,16 +233,20 @@ func (c *cluster) nodeDir(i int) string {
 
 func (c *cluster) stopNode(i int) {
 	c.t.Helper()
+	start := time.Now()
 	if _, err := c.script("stop", c.dir, strconv.Itoa(i)); err != nil {
 		c.t.Fatal(err)
 	}
+	c.t.Logf("node %d stopped in %s", i, time.Since(start).Round(time.Millisecond))
 }
 
 func (c *cluster) startNode(i int) {
 	c.t.Helper()
+	start := time.Now()
 	if _, err := c.script("start", c.dir, strconv.Itoa(i)); err != nil {
 		c.t.Fatal(err)
 	}
+	c.t.Logf("node %d started in %s", i, time.Since(start).Round(time.Millisecond))
 }
 
 // dumpLogs prints the tail of every broker log and sidecar log under the
