@@ -524,4 +524,3 @@ func readSegments(ctx context.Context, addr string, id rlmm.Uuid) ([]*segLife, e
 	}
 	return out, err
 }
-
