@@ -186,7 +186,8 @@ func (b *broker) close() {
 
 func (b *broker) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(1 << 20), kgo.RecordRetries(20)}, opts...)...)
+		kgo.ProducerBatchMaxBytes(1 << 20), kgo.RecordRetries(20), kgo.UnknownTopicRetries(50),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 }
 
 // createTopic creates a tiered topic and returns its id.
