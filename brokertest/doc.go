@@ -29,6 +29,21 @@
 // lines into its broker's log) and keeps its directory;
 // RLMM_BROKER_TEST_KEEP=1 keeps every test's.
 //
+// What a 4.3.1 broker does, as these tests found it (with either RLMM):
+//   - deleting a topic deletes every remote segment (DELETE_SEGMENT_STARTED,
+//     FINISHED) but writes no partition delete event: nothing in the broker's
+//     jars calls putRemotePartitionDeleteMetadata; the test accepts none, or
+//     the three in order;
+//   - a new leader copies its own local segment that holds the offset after
+//     the old leader's last remote one whole, so finished segments of two
+//     brokers overlap in one leader epoch (e.g. 1250..2249 by broker 2, then
+//     2000..2999 by broker 1); rlmm verify reports this as a warning, and
+//     the tests accept an overlap only where the copying broker changes;
+//   - a broker stopped during a copy leaves that segment in
+//     COPY_SEGMENT_STARTED (an orphan, which rlmm verify reports once older
+//     than --stuck-after); the tests wait only for copies no finished segment
+//     covers.
+//
 // The package has no library code. The metadata is read with rlmm's own
 // packages (eventlog/kafkalog, internal/view, wire) and with the rlmm binary
 // (inspect --kafka --json, verify --kafka); producing and consuming use
