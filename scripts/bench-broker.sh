@@ -50,7 +50,8 @@ bench() {
 	cat "$out" >&2
 }
 
-log "results in $OUT; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+log "results in $OUT; load average $LOAD_START"
 for n in $EVENTS; do
 	for mode in kafka rlmm; do
 		bench "$OUT/restart-$mode-$n.json" restart --mode "$mode" --events "$n"
@@ -60,7 +61,7 @@ for mode in kafka rlmm; do
 	bench "$OUT/copy-$mode.json" copy --mode "$mode" --mib "$MIB" --partitions "$PARTS"
 done
 
-args=(report --dir "$OUT" --events "$EVENTS")
+args=(report --dir "$OUT" --events "$EVENTS" --load "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end")
 if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
 	args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
 fi
