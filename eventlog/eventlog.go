@@ -9,6 +9,15 @@
 //
 // Contract, beyond the method docs:
 //   - Offsets of a partition start at 0 and grow by one per record.
+//   - The records below a partition's log start offset are gone (Kafka's
+//     retention or DeleteRecords); the log start offset only grows, up to
+//     the high-water mark (every record deleted). StartOffsets reads it.
+//   - Subscription.Add(p, o) with o below the log start offset delivers from
+//     the log start: it never waits for o nor skips records that exist, and
+//     the first record Poll returns for p has an offset above o, which tells
+//     the caller that the records in [o, that offset) are gone. (Kafka
+//     answers such a fetch with OFFSET_OUT_OF_RANGE; kafkalog resets to the
+//     earliest offset, as a Java consumer with auto.offset.reset=earliest.)
 //   - Publish returns only once the record is durable (fsync, acks=all), and
 //     concurrent publishers are batched (group commit).
 //   - Errors are wrapped rlmm sentinels where one applies: rlmm.ErrClosed after
@@ -45,6 +54,11 @@ type Log interface {
 	// offset the next record will get (0 for an empty partition).
 	HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error)
 
+	// StartOffsets returns, for each of the given partitions in order, the
+	// log start offset: the first offset still held (0 until records are
+	// deleted; equal to the high-water mark when every record is deleted).
+	StartOffsets(ctx context.Context, partitions []int32) ([]int64, error)
+
 	// Subscribe returns a new subscription that consumes no partition yet.
 	Subscribe(ctx context.Context) (Subscription, error)
 
@@ -60,7 +74,9 @@ type Log interface {
 // Assignment changes are exact: once Remove(p) has returned, Poll never
 // returns a record of p again (also not one fetched before the call); once
 // Add(p, o) has returned, the next record of p that Poll returns has offset o,
-// then o+1 and so on, replaying what exists and then following new appends.
+// then o+1 and so on, replaying what exists and then following new appends
+// (when o is below the partition's log start offset: the first record held,
+// see the package doc).
 type Subscription interface {
 	// Add starts (or restarts, if p is already consumed) delivery of
 	// partition p at offset. An offset past the high-water mark waits for

@@ -334,3 +334,86 @@ func BenchmarkRetention(b *testing.B) {
 	reportCPU(b, start)
 	b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkEpochChurnHeap measures the heap retained per live segment
+// before and after retention retires 30 times the live count, while the
+// leader epoch advances every 10 segments (every leader change does), with
+// runtime.MemStats after a GC. Each partition keeps its live count: every
+// new segment copied (add, finish) is followed by the deletion of its
+// oldest (delete started, finished). The target: the heap after the churn
+// at most 1.5 times the heap before it (the benchmark fails above that).
+func BenchmarkEpochChurnHeap(b *testing.B) {
+	const churn, perEpoch = 30, 10
+	for _, shape := range []struct{ partitions, live int }{{1000, 100}, {10, 10_000}} {
+		b.Run(fmt.Sprintf("%dx%d", shape.partitions, shape.live), func(b *testing.B) {
+			var before, after float64
+			for b.Loop() {
+				before, after = epochChurnHeap(b, shape.partitions, shape.live, churn, perEpoch)
+			}
+			b.ReportMetric(before, "bytes/live-seg-before")
+			b.ReportMetric(after, "bytes/live-seg-after")
+			b.ReportMetric(after/before, "after/before")
+			if after > 1.5*before {
+				b.Errorf("heap per live segment grew from %.0f to %.0f bytes (%.2fx) after retiring %d times the live count: more than 1.5x",
+					before, after, after/before, churn)
+			}
+		})
+	}
+}
+
+// epochChurnHeap fills partitions with live finished segments each (epoch
+// k/perEpoch for segment k), measures the heap per live segment, retires
+// churn*live segments of each partition as retention does, and measures
+// again.
+func epochChurnHeap(b *testing.B, partitions, live, churn, perEpoch int) (before, after float64) {
+	var base, ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	m := New()
+	md := newBenchMD()
+	tps := make([]rlmm.TopicIDPartition, partitions)
+	for i := range tps {
+		tps[i] = benchTP(i)
+	}
+	id := func(k int) rlmm.Uuid { return rlmm.UuidFromBits(int64(k)+1, 0x5eed) }
+	copySeg := func(tp rlmm.TopicIDPartition, k int) {
+		md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: id(k)}
+		md.StartOffset, md.EndOffset = int64(k)*100, int64(k)*100+99
+		md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: int32(k / perEpoch), StartOffset: md.StartOffset}
+		if err := m.AddSegment(ctx, md); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished, BrokerID: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, tp := range tps {
+		for k := range live {
+			copySeg(tp, k)
+		}
+	}
+	perLive := func() float64 {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapAlloc-base.HeapAlloc) / float64(partitions*live)
+	}
+	before = perLive()
+	for _, tp := range tps {
+		for k := live; k < live+churn*live; k++ {
+			copySeg(tp, k)
+			oldest := rlmm.SegmentID{TopicIDPartition: tp, ID: id(k - live)}
+			for _, s := range []rlmm.SegmentState{rlmm.DeleteSegmentStarted, rlmm.DeleteSegmentFinished} {
+				if err := m.UpdateSegment(ctx, rlmm.SegmentUpdate{ID: oldest, State: s}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	after = perLive()
+	// The answer that must survive: the highest offset of an emptied epoch.
+	if h, ok, err := m.HighestOffsetForEpoch(tps[0], 0); err != nil || !ok || h != int64(perEpoch)*100-1 {
+		b.Fatalf("HighestOffsetForEpoch of emptied epoch 0 = %d, %t, %v; want %d", h, ok, err, int64(perEpoch)*100-1)
+	}
+	runtime.KeepAlive(m)
+	return before, after
+}

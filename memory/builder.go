@@ -47,7 +47,7 @@ func hasExtraEpochs(md *rlmm.SegmentMetadata) bool {
 }
 
 // PartitionBuilder builds the state of one user partition piece by piece,
-// for ImportLazy (and Import, which feeds one from each PartitionState):
+// for Install (and Import, which feeds one from each PartitionState):
 // the same result and the same checks as Import of a PartitionState
 // holding the same segments, highest offsets and delete state, without the
 // caller materializing the whole state first. A snapshot decoder feeds it
@@ -64,6 +64,8 @@ type PartitionBuilder struct {
 	lastHigh int32
 	hasHigh  bool
 	done     bool
+	// installed is set by Install: the partition belongs to a Manager now.
+	installed bool
 }
 
 // NewPartitionBuilder returns a builder of tp's state sized for z.
@@ -131,10 +133,17 @@ func (b *PartitionBuilder) AddHighestOffset(epoch int32, offset int64) error {
 			rlmm.ErrInvalidArgument, b.p.tp, epoch, b.lastHigh))
 	}
 	b.lastHigh, b.hasHigh = epoch, true
-	es := b.p.epochFor(epoch)
-	if !es.hasHighest || offset > es.highest {
-		es.highest, es.hasHighest = offset, true
+	p := b.p
+	if i := p.epochIndex(epoch); i >= 0 {
+		if es := &p.epochs[i]; !es.hasHighest || offset > es.highest {
+			es.highest, es.hasHighest = offset, true
+		}
+		return nil
 	}
+	// No segment added so far carries the epoch: it is emptied unless a
+	// later segment does (epochFor then takes it back). Epochs come in
+	// increasing order, so this appends.
+	p.emptied.put(epoch, offset)
 	return nil
 }
 

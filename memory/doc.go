@@ -4,13 +4,16 @@
 // as assigned and ready; a mutation applies at once and returns the state
 // machine's verdict), and the topic-based manager wraps it as its cache,
 // using CheckAddSegment / CheckUpdateSegment / CheckPartitionDelete to
-// validate before publishing, Export / Import for snapshots (with
-// PartitionBuilder, which a decoder feeds segment by segment, and
-// ImportLazy, which installs partitions built on first use), DropPartition
-// when a metadata partition is unassigned, and View for the CLI.
+// validate before publishing, Export for snapshots, PartitionBuilder and
+// Install to restore one (a decoder feeds a builder segment by segment, on
+// its own goroutine, and the owner of the Manager installs the finished
+// builders), DropPartition when a metadata partition is unassigned, and
+// View for the CLI.
 //
-// It uses only the standard library: the state is plain Go data behind
-// sync locks.
+// It is a pure state machine: no method does I/O, reads files or starts a
+// goroutine (Import alone builds large inputs on several goroutines and
+// waits for them). It uses only the standard library: the state is plain
+// Go data behind sync locks.
 //
 // # Semantics
 //
@@ -43,7 +46,11 @@
 //     and find C. When the newest segment is deleted, the older ones it
 //     covered become visible again. Only finished segments are returned.
 //   - HighestOffsetForEpoch is Kafka's: the highest epoch end offset of any
-//     segment that reached COPY_SEGMENT_FINISHED; it never decreases.
+//     segment that reached COPY_SEGMENT_FINISHED; it never decreases, not
+//     even when every segment of the epoch is deleted (the broker resumes
+//     copying after it). Kafka keeps such an emptied epoch's whole state
+//     forever, so its heap grows with every leader change; we keep only
+//     that offset (see Representation).
 //   - ListSegments (unordered in Kafka) and ListSegmentsForEpoch (ties in
 //     hash order in Kafka) return every segment not yet
 //     DELETE_SEGMENT_FINISHED ordered by start offset, then end offset,
@@ -72,9 +79,10 @@
 // without locking (a directory of immutable hash tables behind atomic
 // pointers, replaced by copies on change), then take that partition's read
 // lock, which a mutation holds only while it writes that one event: a
-// reader waits at most for one event's apply. Export holds only the writer lock, so it delays mutations
-// but never reads; Import publishes each new partition state before it
-// retires the old one, so a reader sees one or the other.
+// reader waits at most for one event's apply, and never takes the writer
+// lock. Export holds only the writer lock and builds nothing, so it delays
+// mutations but never reads; Import and Install publish each new partition
+// state before they retire the old one, so a reader sees one or the other.
 //
 // # Representation
 //
@@ -95,6 +103,16 @@
 // lies beneath, which scans the partition only in epochs where finished
 // segments have ever overlapped. About 120-145 bytes of heap per live
 // single-epoch segment (see docs/bench/memory.md).
+//
+// An epoch keeps that state only while a live segment carries it. Once
+// retention has deleted its last one, all that is left of it is its
+// highest finished offset, a 12-byte record in an array sorted by epoch
+// (emptied.go), the only read an emptied epoch still answers; a segment
+// carrying it again makes it whole again from that offset. So the heap
+// follows the live segments, not the leader epochs a partition has been
+// through: retiring 30 times the live count with a leader change every 10
+// segments leaves 1.3-1.4 times the heap of before (9.3 times when the
+// whole state was kept; BenchmarkEpochChurnHeap, docs/BENCHMARKS.md).
 //
 // Lists are built on demand (a scan and a sort, O(n log n)): they are
 // called by retention and tools, not on the fetch path.

@@ -34,29 +34,16 @@ type EpochOffset struct {
 
 // Export returns a copy of the state of every partition for which keep
 // returns true (keep nil = all), sorted like Partitions. The copy is
-// consistent: no change is applied while it is taken (reads go on). Export
-// then Import into a fresh Manager reproduces every read exactly. keep runs
-// while mutations are held off, so it must not call the Manager's
-// mutating methods, Export or Import (reads are fine). Partitions installed
-// by ImportLazy are built first; one whose state cannot be built is left
-// out (ExportChecked reports it instead). After Close it returns nil.
+// consistent: no change is applied while it is taken (reads go on: Export
+// holds only the writer lock and builds nothing). Export then Import into a
+// fresh Manager reproduces every read exactly. keep runs while mutations are
+// held off, so it must not call the Manager's mutating methods, Export or
+// Import (reads are fine). After Close it returns nil.
 func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState {
-	states, _ := m.export(keep, true)
-	return states
-}
-
-// ExportChecked is Export, except that a partition whose state cannot be
-// built (see ImportLazy) fails the whole export with that error (wrapping
-// rlmm.ErrCorrupt) instead of being left out: what a snapshot needs.
-func (m *Manager) ExportChecked(keep func(rlmm.TopicIDPartition) bool) ([]PartitionState, error) {
-	return m.export(keep, false)
-}
-
-func (m *Manager) export(keep func(rlmm.TopicIDPartition) bool, skipFailed bool) ([]PartitionState, error) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	if m.closed.Load() {
-		return nil, nil
+		return nil
 	}
 	var parts []*partition
 	m.parts.each(func(p *partition) {
@@ -67,20 +54,10 @@ func (m *Manager) export(keep func(rlmm.TopicIDPartition) bool, skipFailed bool)
 	sortPartitions(parts)
 	out := make([]PartitionState, 0, len(parts))
 	for _, p := range parts {
-		if p.pending != nil {
-			built, err := m.resolve(&p.tp)
-			if err != nil && !skipFailed {
-				return nil, err
-			}
-			if built == nil {
-				continue
-			}
-			p = built
-		}
 		// The writer lock keeps the partition still: no read lock needed.
 		out = append(out, p.export())
 	}
-	return out, nil
+	return out
 }
 
 func (p *partition) export() PartitionState {
@@ -88,11 +65,7 @@ func (p *partition) export() PartitionState {
 	idx := p.liveSlots(make([]int32, 0, p.live), 0, true)
 	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(p.seqs[a], p.seqs[b]) })
 	st.Segments = p.copies(idx)
-	for _, es := range p.epochs {
-		if es.hasHighest {
-			st.HighestOffsets = append(st.HighestOffsets, EpochOffset{Epoch: es.epoch, Offset: es.highest})
-		}
-	}
+	st.HighestOffsets = p.highestOffsets(nil)
 	if p.hasDel {
 		d := p.del
 		st.Delete = &d
@@ -131,6 +104,39 @@ func (m *Manager) Import(states []PartitionState) error {
 	built, err := buildPartitions(states)
 	if err != nil {
 		return err
+	}
+	return m.publish(built)
+}
+
+// Install publishes the partitions the builders built, each replacing the
+// partition's previous state (one that holds nothing removes it): what a
+// snapshot loader does after decoding blocks into builders, on its own
+// goroutines, with Finish called there too (Install finishes those that are
+// not). A builder that failed, two builders of one partition, or a builder
+// given twice are rlmm.ErrInvalidArgument and nothing changes. The builders
+// must not be used afterwards. It does no I/O; the writer lock is held only
+// to publish.
+func (m *Manager) Install(builders []*PartitionBuilder) error {
+	if m.closed.Load() {
+		return errClosed()
+	}
+	seen := make(map[rlmm.TopicIDPartition]struct{}, len(builders))
+	built := make([]*partition, len(builders))
+	for k, b := range builders {
+		if b == nil {
+			return fmt.Errorf("%w: install: builder %d is nil", rlmm.ErrInvalidArgument, k)
+		}
+		if _, dup := seen[b.p.tp]; dup || b.installed {
+			return fmt.Errorf("%w: install: partition %s given twice", rlmm.ErrInvalidArgument, b.p.tp)
+		}
+		seen[b.p.tp] = struct{}{}
+		if err := b.Finish(); err != nil {
+			return fmt.Errorf("%w: install: partition %s: %w", rlmm.ErrInvalidArgument, b.p.tp, err)
+		}
+		built[k] = b.p
+	}
+	for _, b := range builders {
+		b.installed = true
 	}
 	return m.publish(built)
 }
@@ -258,13 +264,12 @@ type PartitionView struct {
 	Delete *rlmm.PartitionDelete
 }
 
-// View summarizes tp; false when tp has no state, when its state installed
-// by ImportLazy cannot be built (its reads return why), or after Close.
+// View summarizes tp; false when tp has no state or after Close.
 func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
 	if m.closed.Load() {
 		return PartitionView{}, false
 	}
-	p, _ := m.lookup(tp)
+	p := m.lookup(tp)
 	if p == nil {
 		return PartitionView{}, false
 	}
@@ -287,14 +292,7 @@ func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
 			}
 		}
 	}
-	v.Epochs = make([]EpochOffset, 0, len(p.epochs))
-	for _, es := range p.epochs {
-		off := int64(-1)
-		if es.hasHighest {
-			off = es.highest
-		}
-		v.Epochs = append(v.Epochs, EpochOffset{Epoch: es.epoch, Offset: off})
-	}
+	v.Epochs = p.emptied.mergeHighest(make([]EpochOffset, 0, len(p.epochs)+p.emptied.len()), p.epochs, true)
 	if p.hasDel {
 		d := p.del
 		v.Delete = &d

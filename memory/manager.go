@@ -23,9 +23,6 @@ type Manager struct {
 	// parts finds a partition without locking; only the writer changes it.
 	parts  directory
 	closed atomic.Bool
-	// pending counts the placeholders of ImportLazy in the directory.
-	pending        atomic.Int64
-	onBuildFailure func(tp rlmm.TopicIDPartition, err error)
 }
 
 var _ rlmm.Manager = (*Manager)(nil)
@@ -45,30 +42,17 @@ func New(opts ...Option) *Manager {
 func errClosed() error { return fmt.Errorf("memory manager: %w", rlmm.ErrClosed) }
 
 // lookup returns tp's partition with its read lock held, or nil. It retries
-// when it meets a partition that a concurrent change dropped or replaced,
-// and builds a placeholder of ImportLazy first (the error of a failed build
-// is returned).
-func (m *Manager) lookup(tp rlmm.TopicIDPartition) (*partition, error) {
+// when it meets a partition that a concurrent change dropped or replaced.
+// It takes no lock of the Manager and does no I/O.
+func (m *Manager) lookup(tp rlmm.TopicIDPartition) *partition {
 	for {
 		p := m.parts.get(&tp)
 		if p == nil {
-			return nil, nil
-		}
-		if p.pending != nil {
-			// Build outside the writer lock (once, whoever asks first),
-			// publish under it, then look again.
-			p.pending.run(p.tp)
-			m.wmu.Lock()
-			_, err := m.settle(p)
-			m.wmu.Unlock()
-			if err != nil {
-				return nil, err
-			}
-			continue
+			return nil
 		}
 		p.mu.RLock()
 		if !p.dead {
-			return p, nil
+			return p
 		}
 		p.mu.RUnlock()
 	}
@@ -88,7 +72,32 @@ func (m *Manager) dropPartition(tp rlmm.TopicIDPartition) {
 	// Unpublish first, then mark: a reader that still holds p sees it dead
 	// and looks again, finding nothing (marking first would let it spin).
 	m.parts.set(tp, nil)
-	m.retire(p)
+	retire(p)
+}
+
+// replace publishes p in place of p.tp's current partition, if any (an
+// empty p removes it). Caller holds wmu.
+func (m *Manager) replace(p *partition) {
+	old := m.parts.get(&p.tp)
+	// Publish the new state before retiring the old one, so that a reader
+	// sees one or the other, never a gap.
+	if p.empty() {
+		m.parts.set(p.tp, nil)
+	} else {
+		m.parts.set(p.tp, p)
+	}
+	retire(old)
+}
+
+// retire marks a partition that left the directory, so that a reader that
+// found it before looks again. Caller holds wmu.
+func retire(old *partition) {
+	if old == nil {
+		return
+	}
+	old.mu.Lock()
+	old.dead = true
+	old.mu.Unlock()
 }
 
 // AddSegment records a new segment in COPY_SEGMENT_STARTED. The metadata must
@@ -138,10 +147,7 @@ func (m *Manager) checkAdd(md *rlmm.SegmentMetadata) (*partition, bool, error) {
 		return nil, false, fmt.Errorf("%w: segment %s of %s: a new segment must be in state %s, not %s",
 			rlmm.ErrInvalidArgument, md.ID.ID, md.ID.TopicIDPartition, rlmm.CopySegmentStarted, md.State)
 	}
-	p, err := m.resolve(&md.ID.TopicIDPartition)
-	if err != nil {
-		return nil, false, err
-	}
+	p := m.parts.get(&md.ID.TopicIDPartition)
 	if p == nil {
 		return nil, false, nil
 	}
@@ -194,10 +200,7 @@ func (m *Manager) checkUpdate(u *rlmm.SegmentUpdate) (*partition, int32, error) 
 	if err := u.Validate(); err != nil {
 		return nil, 0, err
 	}
-	p, err := m.resolve(&u.ID.TopicIDPartition)
-	if err != nil {
-		return nil, 0, err
-	}
+	p := m.parts.get(&u.ID.TopicIDPartition)
 	var i int32
 	ok := false
 	if p != nil {
@@ -250,9 +253,8 @@ func (m *Manager) CheckPartitionDelete(d rlmm.PartitionDelete) error {
 }
 
 // checkPartitionDelete returns d's partition (nil if it has no state, or
-// for DELETE_PARTITION_FINISHED, which only drops it) or the error. A
-// partition whose lazily installed state cannot be built takes no event
-// but DELETE_PARTITION_FINISHED, which needs no state. Writer only.
+// for DELETE_PARTITION_FINISHED, which only drops it) or the error. Writer
+// only.
 func (m *Manager) checkPartitionDelete(d *rlmm.PartitionDelete) (*partition, error) {
 	if m.closed.Load() {
 		return nil, errClosed()
@@ -263,7 +265,7 @@ func (m *Manager) checkPartitionDelete(d *rlmm.PartitionDelete) (*partition, err
 	if d.State == rlmm.DeletePartitionFinished {
 		return nil, nil
 	}
-	return m.resolve(&d.TopicIDPartition)
+	return m.parts.get(&d.TopicIDPartition), nil
 }
 
 // DropPartition forgets all state of tp (used when its metadata partition is
@@ -295,9 +297,9 @@ func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int
 	if m.closed.Load() {
 		return false, errClosed()
 	}
-	p, err := m.lookup(tp)
+	p := m.lookup(tp)
 	if p == nil {
-		return false, err
+		return false, nil
 	}
 	i, ok := p.find(leaderEpoch, offset)
 	if ok {
@@ -314,15 +316,13 @@ func (m *Manager) HighestOffsetForEpoch(tp rlmm.TopicIDPartition, leaderEpoch in
 	if m.closed.Load() {
 		return 0, false, errClosed()
 	}
-	p, err := m.lookup(tp)
+	p := m.lookup(tp)
 	if p == nil {
-		return 0, false, err
+		return 0, false, nil
 	}
 	defer p.mu.RUnlock()
-	if ei := p.epochIndex(leaderEpoch); ei >= 0 && p.epochs[ei].hasHighest {
-		return p.epochs[ei].highest, true, nil
-	}
-	return 0, false, nil
+	h, ok := p.highestOf(leaderEpoch)
+	return h, ok, nil
 }
 
 // ListSegments returns copies of every segment of tp not yet
@@ -340,9 +340,9 @@ func (m *Manager) list(tp rlmm.TopicIDPartition, ep int32, all bool) ([]rlmm.Seg
 	if m.closed.Load() {
 		return nil, errClosed()
 	}
-	p, err := m.lookup(tp)
+	p := m.lookup(tp)
 	if p == nil {
-		return nil, err
+		return nil, nil
 	}
 	defer p.mu.RUnlock()
 	idx := p.liveSlots(nil, ep, all)
@@ -356,9 +356,9 @@ func (m *Manager) RemoteLogSize(tp rlmm.TopicIDPartition, leaderEpoch int32) (in
 	if m.closed.Load() {
 		return 0, errClosed()
 	}
-	p, err := m.lookup(tp)
+	p := m.lookup(tp)
 	if p == nil {
-		return 0, err
+		return 0, nil
 	}
 	defer p.mu.RUnlock()
 	var total int64
@@ -383,9 +383,9 @@ func (m *Manager) NextSegmentWithTxnIndex(tp rlmm.TopicIDPartition, leaderEpoch 
 	if m.closed.Load() {
 		return rlmm.SegmentMetadata{}, false, errClosed()
 	}
-	p, err := m.lookup(tp)
+	p := m.lookup(tp)
 	if p == nil {
-		return rlmm.SegmentMetadata{}, false, err
+		return rlmm.SegmentMetadata{}, false, nil
 	}
 	defer p.mu.RUnlock()
 	for {
@@ -445,9 +445,8 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// Partitions lists the user partitions that have any state (or whose state
-// ImportLazy installed and is not built yet), sorted by topic, partition,
-// then topic id.
+// Partitions lists the user partitions that have any state, sorted by
+// topic, partition, then topic id.
 func (m *Manager) Partitions() []rlmm.TopicIDPartition {
 	var out []rlmm.TopicIDPartition
 	m.parts.each(func(p *partition) { out = append(out, p.tp) })

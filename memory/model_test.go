@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
@@ -507,13 +506,21 @@ func TestManagerAgainstModel(t *testing.T) {
 				}
 				mgr = fresh // continue on the imported copy: later events must behave alike
 			},
-			"exportImportLazy": func(t *rapid.T) {
-				// Continue on a copy whose partitions are built only when a
-				// later read or event first needs them.
+			"exportInstall": func(t *rapid.T) {
+				// Continue on a copy built as a snapshot loader builds it:
+				// each partition fed into a PartitionBuilder, then installed.
 				fresh := New()
-				calls := map[rlmm.TopicIDPartition]*atomic.Int32{}
-				if err := fresh.ImportLazy(lazyOf(mgr.Export(nil), calls)); err != nil {
-					t.Fatalf("ImportLazy of an Export: %v", err)
+				states := mgr.Export(nil)
+				builders := make([]*PartitionBuilder, len(states))
+				for k := range states {
+					b, err := builderOf(&states[k])
+					if err != nil {
+						t.Fatalf("builder of an Export: %v", err)
+					}
+					builders[k] = b
+				}
+				if err := fresh.Install(builders); err != nil {
+					t.Fatalf("Install of an Export: %v", err)
 				}
 				mgr = fresh
 			},

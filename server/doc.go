@@ -60,7 +60,8 @@
 //     topicbased.Metrics with Prometheus families (rlmm_events_*_total,
 //     rlmm_partition_* gauges per metadata partition, the mutation latency
 //     histogram rlmm_mutation_duration_seconds{op,result},
-//     rlmm_snapshot_*); /healthz is 200 until the manager is closed;
+//     rlmm_snapshot_*, rlmm_history_lost_{events,gaps}_total per metadata
+//     partition for events deleted before they were applied); /healthz is 200 until the manager is closed;
 //     /readyz is 200 once the manager is up and every metadata partition
 //     assigned so far is caught up, else 503 with a line saying which is not.
 //

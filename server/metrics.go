@@ -29,6 +29,8 @@ type Metrics struct {
 	snapLoadFailed    prometheus.Gauge
 	snapBuild         prometheus.Gauge
 	snapBuildFailures prometheus.Gauge
+
+	historyLost, historyGaps *prometheus.CounterVec
 }
 
 var _ topicbased.Metrics = (*Metrics)(nil)
@@ -72,10 +74,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		snapLoadFailed:    one("rlmm_snapshot_load_failed", "1 if the snapshot found at start could not be used (full replay)."),
 		snapBuild:         one("rlmm_snapshot_build_seconds", "Time from start until every partition the snapshot installed was built."),
 		snapBuildFailures: one("rlmm_snapshot_build_failures", "Partitions of the snapshot that could not be built (each replays its metadata partition)."),
+		historyLost:       counter("rlmm_history_lost_events_total", "Events of a metadata partition deleted from the log (retention, DeleteRecords) before this server applied them."),
+		historyGaps:       counter("rlmm_history_lost_gaps_total", "Gaps of deleted events found in a metadata partition (each one logged and kept among the rejected events as history_lost)."),
 	}
 	reg.MustRegister(m.applied, m.rejected, m.undecodable, m.appliedOffset, m.highWater, m.lag,
 		m.assigned, m.ready, m.catchUp, m.mutation, m.snapWrite, m.snapWrites, m.snapBytes,
-		m.snapLoad, m.snapLoadSegments, m.snapLoadFailed, m.snapBuild, m.snapBuildFailures)
+		m.snapLoad, m.snapLoadSegments, m.snapLoadFailed, m.snapBuild, m.snapBuildFailures,
+		m.historyLost, m.historyGaps)
 	return m
 }
 
@@ -153,4 +158,13 @@ func (m *Metrics) SnapshotLoaded(duration time.Duration, segments int, err error
 func (m *Metrics) SnapshotBuilt(sinceStart time.Duration, failures uint64) {
 	m.snapBuild.Set(sinceStart.Seconds())
 	m.snapBuildFailures.Set(float64(failures))
+}
+
+// HistoryLost counts a gap of deleted events and the events in it.
+func (m *Metrics) HistoryLost(partition int32, from, to int64) {
+	l := label(partition)
+	m.historyGaps.WithLabelValues(l).Inc()
+	if to > from {
+		m.historyLost.WithLabelValues(l).Add(float64(to - from))
+	}
 }

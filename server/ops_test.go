@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
@@ -141,5 +143,29 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	if code, _ := get(t, hs.URL+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz after close: %d, want 503", code)
+	}
+}
+
+// TestHistoryLostMetric: topicbased's HistoryLost report counts the gap and
+// the events in it, per metadata partition.
+func TestHistoryLostMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.HistoryLost(2, 5, 9)
+	m.HistoryLost(2, 0, 1)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			if len(s.GetLabel()) == 1 && s.GetLabel()[0].GetValue() == "2" && s.GetCounter() != nil {
+				got[f.GetName()] = s.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["rlmm_history_lost_events_total"] != 5 || got["rlmm_history_lost_gaps_total"] != 2 {
+		t.Errorf("history lost counters of partition 2 = %v; want 5 events in 2 gaps", got)
 	}
 }

@@ -15,7 +15,7 @@ const (
 	// DefaultConsumeWait is Kafka's remote.log.metadata.consume.wait.ms
 	// default: how long a mutation waits for its event to be applied.
 	DefaultConsumeWait = 2 * time.Minute
-	// DefaultSnapshotInterval is how often the snapshotter checks whether
+	// DefaultSnapshotInterval is how often the housekeeper checks whether
 	// the cache advanced and writes a new snapshot if it did.
 	DefaultSnapshotInterval = time.Minute
 	// DefaultRejectedLimit is how many rejected events Rejected keeps.
@@ -35,7 +35,7 @@ type Config struct {
 	// SnapshotDir is the directory of the snapshot file; "" disables
 	// snapshots (every restart replays the consumed metadata partitions).
 	SnapshotDir string
-	// SnapshotInterval is the period of the snapshotter; 0 means
+	// SnapshotInterval is the period of the housekeeper's snapshots; 0 means
 	// DefaultSnapshotInterval, a negative value disables periodic snapshots
 	// (ShutdownAndFlush and WriteSnapshot still write one).
 	SnapshotInterval time.Duration
@@ -138,16 +138,22 @@ type Metrics interface {
 	// SnapshotWritten reports one snapshot write: its duration, file size
 	// and result.
 	SnapshotWritten(duration time.Duration, bytes int64, err error)
-	// SnapshotLoaded reports the snapshot load of Start: its duration, the
-	// number of segments loaded and the reason it was not used (nil if it
-	// was used or there was none). The load checks the file and installs
-	// its partitions; they are built afterwards (SnapshotBuilt).
+	// SnapshotLoaded reports the snapshot check of Start: its duration, the
+	// number of segments the snapshot holds and the reason it was not used
+	// (nil if it was used or there was none). Start checks the file (head
+	// and every block's checksum); its blocks are decoded into the cache
+	// afterwards, in the background (SnapshotBuilt).
 	SnapshotLoaded(duration time.Duration, segments int, err error)
-	// SnapshotBuilt reports the end of the background build of the
-	// partitions a loaded snapshot installed: the time since Start, and how
-	// many partitions could not be built (each made its metadata partition
+	// SnapshotBuilt reports the end of the background decoding of a
+	// checked snapshot into the cache: the time since Start, and how many
+	// user partitions could not be built (each made its metadata partition
 	// replay from offset 0). Not reported if the manager closes first.
 	SnapshotBuilt(sinceStart time.Duration, failures uint64)
+	// HistoryLost reports events of a metadata partition deleted from the
+	// log (retention, DeleteRecords) before this manager applied them:
+	// offsets [from, to) are gone, to being the log start offset. The same
+	// gap is logged and kept in Rejected (ReasonHistoryLost).
+	HistoryLost(partition int32, from, to int64)
 }
 
 // NopMetrics implements Metrics by doing nothing. Embed it in a partial
@@ -174,3 +180,6 @@ func (NopMetrics) SnapshotWritten(time.Duration, int64, error) {}
 
 // SnapshotLoaded does nothing.
 func (NopMetrics) SnapshotLoaded(time.Duration, int, error) {}
+
+// HistoryLost does nothing.
+func (NopMetrics) HistoryLost(int32, int64, int64) {}

@@ -10,8 +10,10 @@
 //     consumes exactly the metadata partitions that cover them (Kafka's
 //     partitioner, wire.MetadataPartition), plus those given to
 //     ReconcileAssignment. A newly added metadata partition is consumed from
-//     the snapshot's committed offset + 1 (or 0) and is ready once it has
-//     applied up to the high-water mark observed when it was added. A removed
+//     the snapshot's committed offset + 1 (or 0), never below its log start
+//     offset, and is ready once it has applied up to the high-water mark
+//     observed when it was added (at once when every record was deleted:
+//     start = high-water mark). A removed
 //     one stops being consumed and its user partitions are dropped from the
 //     cache and its offsets forgotten: adding it back replays it from 0.
 //   - Reads are local lookups in the cache, gated per metadata partition: an
@@ -22,24 +24,45 @@
 //     nothing); then they encode the event (wire), publish it, and wait until
 //     the pump has applied that offset, returning the state machine's verdict
 //     for it. Every wait is bounded by the context and Config.ConsumeWait.
+//   - Records deleted before they were applied (retention, DeleteRecords:
+//     the log start offset above where the snapshot's state or a replay
+//     from 0 needs to start, or records deleted while a partition catches
+//     up) are history lost: the state is the snapshot's up to where it
+//     holds plus the log from its start, and each gap [A, B) is logged,
+//     counted (Metrics.HistoryLost, Stats.HistoryLost) and kept in Rejected
+//     (ReasonHistoryLost, a *HistoryLostError: "history lost between
+//     offsets A and B of metadata partition P"). A snapshot that claims
+//     more events than the log holds (a topic recreated under the same
+//     name, its offsets back at 0) is dropped for that metadata partition,
+//     with the reason logged (Stats.SnapshotDropped).
 //   - One goroutine, the pump, is the only writer of the cache. It applies
 //     records in log order and skips (logs, counts, keeps in a bounded list)
 //     records it cannot decode or the state machine rejects, instead of
 //     stopping as Kafka's consumer thread does.
-//   - The snapshotter writes the snapshot periodically when the cache
-//     advanced, and ShutdownAndFlush writes a final one. A snapshot file is
-//     versioned and CRC-32C checked and written atomically; an unusable one
-//     is logged and ignored (full replay), never fatal.
-//   - Start checks the snapshot whole but does not decode it: each user
-//     partition is built from its block when first needed, and all of them
-//     in the background (memory.ImportLazy), so a restart is ready after
-//     one read of the file. A block that cannot be built makes its metadata
-//     partition replay from offset 0.
+//   - The housekeeper writes the snapshot periodically when the cache
+//     advanced (and samples the log's high-water marks for the lag metric,
+//     handing them to the pump), and ShutdownAndFlush writes a final
+//     snapshot. The file's format is the snapshot package's (versioned,
+//     CRC-32C checked, streamed block by block into a temporary file that
+//     replaces the old one atomically); an unusable one is logged and
+//     ignored (full replay), never fatal.
+//   - Start checks the snapshot whole (head and every block's checksum)
+//     and returns; the restorer then decodes its blocks on every core
+//     straight into memory.PartitionBuilders and hands each metadata
+//     partition's finished builders to the pump, which installs them
+//     (memory.Install) and only then consumes that metadata partition from
+//     the snapshot's committed offset + 1. Until then an assigned metadata
+//     partition the snapshot holds answers rlmm.ErrNotReady and mutations
+//     wait, as for any partition catching up. A block that cannot be built
+//     takes the ordinary path: its metadata partition is replayed from
+//     offset 0.
 //
 // Metrics go through the small Metrics interface (NopMetrics to embed);
-// logs through an injected *slog.Logger.
+// logs through an injected *slog.Logger. Skipped events carry a Reason.
+// The lock order and the one writer of every field are written at the top
+// of manager.go.
 //
-// It uses only the standard library and the rlmm, memory, wire and eventlog
-// packages; docs/ARCHITECTURE.md explains the design and where it differs
-// from Kafka.
+// It uses only the standard library and the rlmm, memory, wire, eventlog
+// and snapshot packages (and internal/atomicfile);
+// docs/ARCHITECTURE.md explains the design and where it differs from Kafka.
 package topicbased

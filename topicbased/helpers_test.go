@@ -1,12 +1,16 @@
 package topicbased
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,9 +18,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
+	"github.com/rlmm-go/rlmm/internal/atomicfile"
+	"github.com/rlmm-go/rlmm/memory"
+	"github.com/rlmm-go/rlmm/snapshot"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -364,6 +374,20 @@ type countingMetrics struct {
 	built                          []uint64 // failures of each SnapshotBuilt
 	ready                          map[int32]bool
 	progress                       map[int32][2]int64 // applied offset, high-water mark
+	historyLost                    [][3]int64         // partition, from, to of each HistoryLost
+}
+
+func (c *countingMetrics) HistoryLost(p int32, from, to int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.historyLost = append(c.historyLost, [3]int64{int64(p), from, to})
+}
+
+// lostGaps returns the HistoryLost reports so far.
+func (c *countingMetrics) lostGaps() [][3]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.historyLost)
 }
 
 func (c *countingMetrics) PartitionProgress(p int32, applied, highWaterMark int64) {
@@ -440,8 +464,15 @@ type partitionView struct {
 	Highest  map[int32]int64
 }
 
+// segmentReader is what viewOf reads: a *Manager, or a memory.Manager a
+// test built as the expected state.
+type segmentReader interface {
+	ListSegments(tp rlmm.TopicIDPartition) ([]rlmm.SegmentMetadata, error)
+	HighestOffsetForEpoch(tp rlmm.TopicIDPartition, leaderEpoch int32) (int64, bool, error)
+}
+
 // viewOf reads tps (epochs 0 to 3) from m; every read must succeed.
-func viewOf(t testing.TB, m *Manager, tps []rlmm.TopicIDPartition) map[rlmm.TopicIDPartition]partitionView {
+func viewOf(t testing.TB, m segmentReader, tps []rlmm.TopicIDPartition) map[rlmm.TopicIDPartition]partitionView {
 	t.Helper()
 	out := map[rlmm.TopicIDPartition]partitionView{}
 	for _, tp := range tps {
@@ -566,4 +597,232 @@ func restartReplaysNothing(t testing.TB, l eventlog.Log, dir string, tps []rlmm.
 		t.Errorf("replayed %d events after a final snapshot; want 0", got)
 	}
 	must(t, sameViews(viewOf(t, m, tps), want))
+}
+
+// snapshotContent is a whole snapshot held in memory: what the tests write
+// into a snapshot file (to damage it, or to start from it) and read back.
+type snapshotContent struct {
+	partitions int32
+	committed  []int64
+	states     []memory.PartitionState
+}
+
+// memFile is an io.WriterAt over a growing byte slice.
+type memFile struct{ b []byte }
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if end := int(off) + len(p); end > len(f.b) {
+		f.b = append(f.b, make([]byte, end-len(f.b))...)
+	}
+	return copy(f.b[off:], p), nil
+}
+
+// encodeSnapshot returns the bytes of a snapshot file holding s (written
+// with snapshot.Writer, as the manager writes it). It panics if s cannot
+// be written (a test's mistake).
+func encodeSnapshot(s *snapshotContent) []byte {
+	tps := make([]rlmm.TopicIDPartition, len(s.states))
+	for i := range s.states {
+		tps[i] = s.states[i].TopicIDPartition
+	}
+	var out memFile
+	w, err := snapshot.NewWriter(&out, snapshot.Head{Partitions: s.partitions, Committed: s.committed}, tps)
+	if err != nil {
+		panic(err)
+	}
+	for i := range s.states {
+		if err := w.WriteBlock(&s.states[i]); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		panic(err)
+	}
+	return out.b
+}
+
+// decodeSnapshot checks and decodes a whole snapshot file held in memory
+// (the states own their memory). Every failure wraps rlmm.ErrCorrupt.
+func decodeSnapshot(file []byte) (*snapshotContent, error) {
+	r, err := snapshot.Open(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		return nil, err
+	}
+	head := r.Head()
+	s := &snapshotContent{partitions: head.Partitions, committed: head.Committed, states: make([]memory.PartitionState, len(r.Blocks()))}
+	var buf []byte
+	for k, blk := range r.Blocks() {
+		if buf, err = r.ReadBlock(k, buf); err != nil {
+			return nil, err
+		}
+		if s.states[k], err = snapshot.DecodeState(buf, blk); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// logRecorder is a slog.Handler that keeps every record's message and
+// attributes as one line, for tests of what the manager logs.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	b.WriteString(rec.Level.String() + " " + rec.Message)
+	rec.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, b.String())
+	return nil
+}
+
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+// matching returns the lines that contain every one of parts.
+func (r *logRecorder) matching(parts ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+next:
+	for _, l := range r.lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// readAll returns every record of partition p of l from its log start up
+// to its high-water mark now.
+func readAll(t testing.TB, l eventlog.Log, p int32) []eventlog.Record {
+	t.Helper()
+	ctx := testCtx(t)
+	end := hwm(t, l, p)
+	so, err := l.StartOffsets(ctx, []int32{p})
+	must(t, err)
+	if so[0] >= end {
+		return nil
+	}
+	sub, err := l.Subscribe(ctx)
+	must(t, err)
+	defer func() { _ = sub.Close() }()
+	must(t, sub.Add(p, so[0]))
+	var out []eventlog.Record
+	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
+		recs, err := sub.Poll(ctx)
+		if err != nil {
+			t.Fatalf("reading partition %d up to %d: %v", p, end, err)
+		}
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// replayInto applies the events of recs to c as the pump does, ignoring
+// what the state machine refuses: the expected state of a manager that
+// applied exactly those records.
+func replayInto(t testing.TB, c *memory.Manager, recs []eventlog.Record) {
+	t.Helper()
+	ctx := context.Background()
+	for _, r := range recs {
+		ev, err := wire.DecodeEvent(r.Value)
+		if err != nil {
+			t.Fatalf("record %d of partition %d: %v", r.Offset, r.Partition, err)
+		}
+		switch ev.Key {
+		case wire.KeySegment:
+			_ = c.AddSegment(ctx, ev.Segment)
+		case wire.KeyUpdate:
+			_ = c.UpdateSegment(ctx, ev.Update)
+		case wire.KeyPartitionDelete:
+			_ = c.PutPartitionDelete(ctx, ev.PartitionDelete)
+		}
+	}
+}
+
+// historyLostOf returns the RejectedEvents of ReasonHistoryLost, each as
+// partition, from and to.
+func historyLostOf(t testing.TB, m *Manager) [][3]int64 {
+	t.Helper()
+	var out [][3]int64
+	for _, r := range m.Rejected() {
+		if r.Reason != ReasonHistoryLost {
+			continue
+		}
+		var hl *HistoryLostError
+		if !errors.As(r.Err, &hl) {
+			t.Fatalf("history_lost entry without a *HistoryLostError: %+v", r)
+		}
+		want := fmt.Sprintf("history lost between offsets %d and %d of metadata partition %d", hl.From, hl.To, hl.Partition)
+		if !strings.Contains(r.Err.Error(), want) || r.Offset != hl.From || r.Partition != hl.Partition {
+			t.Errorf("history_lost entry %+v: want offset %d and the text %q", r, hl.From, want)
+		}
+		out = append(out, [3]int64{int64(hl.Partition), hl.From, hl.To})
+	}
+	return out
+}
+
+// realKafka returns the addresses of the real broker of RLMM_KAFKA_BOOTSTRAP;
+// it skips the test, saying why, when the variable is unset, and fails it in
+// CI (CI=true), where make test sets it.
+func realKafka(t testing.TB) []string {
+	t.Helper()
+	addr := os.Getenv(envBootstrap)
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(envBootstrap + " is unset in CI: make test starts a real Kafka broker and sets it")
+		}
+		t.Skip(envBootstrap + " is unset: no real Kafka broker to run against; `scripts/kafka.sh start <dir>` starts one and prints the variable (make test does this)")
+	}
+	return strings.Split(addr, ",")
+}
+
+// kafkaAdmin returns an admin client of the cluster at addrs, closed at the
+// end of the test.
+func kafkaAdmin(t testing.TB, addrs []string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// kafkaDeleteRecords moves the log start offset of partition p of topic to
+// offset (Kafka's DeleteRecords) and checks the broker's answer.
+func kafkaDeleteRecords(t testing.TB, adm *kadm.Client, topic string, p int32, offset int64) {
+	t.Helper()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: p, At: offset})
+	resp, err := adm.DeleteRecords(testCtx(t), os)
+	if err != nil {
+		t.Fatalf("DeleteRecords %s-%d before %d: %v", topic, p, offset, err)
+	}
+	r, ok := resp.Lookup(topic, p)
+	switch {
+	case !ok:
+		t.Fatalf("DeleteRecords %s-%d: no answer for the partition", topic, p)
+	case r.Err != nil:
+		t.Fatalf("DeleteRecords %s-%d before %d: %v", topic, p, offset, r.Err)
+	case r.LowWatermark != offset:
+		t.Fatalf("DeleteRecords %s-%d before %d: the start is now %d", topic, p, offset, r.LowWatermark)
+	}
+}
+
+// writeFileAtomic writes data to dir/name atomically.
+func writeFileAtomic(dir, name string, data []byte) error {
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }

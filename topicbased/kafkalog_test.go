@@ -3,7 +3,6 @@ package topicbased
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,14 +62,7 @@ func TestOverKfake(t *testing.T) {
 }
 
 func TestOverRealKafka(t *testing.T) {
-	addr := os.Getenv(envBootstrap)
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(envBootstrap + " is unset in CI: make test starts a real Kafka broker and sets it")
-		}
-		t.Skip(envBootstrap + " is unset: no real Kafka broker to run against; `scripts/kafka.sh start <dir>` starts one and prints the variable (make test does this)")
-	}
-	runOver(t, kafkaBackend("kafka", strings.Split(addr, ",")), realKafkaTests)
+	runOver(t, kafkaBackend("kafka", realKafka(t)), realKafkaTests)
 }
 
 var topicSeq atomic.Int64
@@ -79,20 +71,40 @@ var topicSeq atomic.Int64
 func kafkaBackend(name string, addrs []string) logBackend {
 	return logBackend{name, func(t testing.TB, partitions int32) eventlog.Log {
 		t.Helper()
-		topic := fmt.Sprintf("rlmm-topicbased.%d.%d.%s", time.Now().UnixNano()%1e9, topicSeq.Add(1),
-			strings.NewReplacer("/", ".", " ", "_", "#", "_").Replace(t.Name()))
-		if len(topic) > 200 {
-			topic = topic[:200]
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		l, err := kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: addrs, Topic: topic, NumPartitions: partitions,
-			ReplicationFactor: 1, ConnectTimeout: testTimeout})
-		if err != nil {
-			t.Fatalf("kafkalog.Open(%v, %s): %v", addrs, topic, err)
-		}
-		return l
+		return openKafkaTopic(t, addrs, kafkaTopicName(t), partitions)
 	}}
+}
+
+// kafkaTopicName returns a topic name no other test uses.
+func kafkaTopicName(t testing.TB) string {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r == '/':
+			return '.'
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_' // Kafka's topic names allow only [a-zA-Z0-9._-]
+	}, t.Name())
+	topic := fmt.Sprintf("rlmm-topicbased.%d.%d.%s", time.Now().UnixNano()%1e9, topicSeq.Add(1), name)
+	if len(topic) > 200 {
+		topic = topic[:200]
+	}
+	return topic
+}
+
+// openKafkaTopic opens topic at addrs with kafkalog (creating it with
+// partitions partitions if it does not exist). The caller closes it.
+func openKafkaTopic(t testing.TB, addrs []string, topic string, partitions int32) *kafkalog.Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	l, err := kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: addrs, Topic: topic, NumPartitions: partitions,
+		ReplicationFactor: 1, ConnectTimeout: testTimeout})
+	if err != nil {
+		t.Fatalf("kafkalog.Open(%v, %s): %v", addrs, topic, err)
+	}
+	return l
 }
 
 var (

@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +14,23 @@ import (
 	"github.com/rlmm-go/rlmm/memory"
 	"github.com/rlmm-go/rlmm/wire"
 )
+
+// Lock order. A goroutine that holds several of these locks took them in
+// this order, and never takes an earlier one while holding a later one:
+//
+//	assignMu → snapMu → applyMu → mu → (the cache's own locks, inside memory)
+//
+// assignMu orders assignment requests (reconcile, forgetFailedAdds); snapMu
+// serializes snapshot writes; applyMu is held by the pump while it changes
+// the cache and the pump-owned fields, and by those who read the latter
+// (Stats, a snapshot's export, the housekeeper listing the assigned
+// partitions); mu guards the small shared state between the pump and the
+// callers (waiters, tickets, verdicts, syncs, the control queue, the hosted
+// and explicit sets, the rejected list). Nothing calls the log (Publish,
+// Poll, HighWaterMarks) while holding applyMu or mu, except the pump's
+// Subscription.Add/Remove under applyMu, which do not block on the log's
+// writers. Readers take none of these locks: they load a status word and
+// read the cache.
 
 // Status of a metadata partition as readers see it, in the low two bits of
 // metaPartition.status; the bits above count every change (a generation), so
@@ -30,33 +42,51 @@ const (
 	statusMask       uint64 = 3
 )
 
-// metaPartition is the manager's state of one metadata partition.
+// metaPartition is the manager's state of one metadata partition. Every
+// field has one writer, named with it. "Pump" fields are written only by the
+// pump goroutine under applyMu (Start sets them before the pump runs);
+// others read them only under applyMu.
 type metaPartition struct {
-	// status is statusX | generation<<2. Written by the pump (under
-	// applyMu and mu), read lock-free by readers.
+	// status is statusX | generation<<2. Written by the pump under applyMu
+	// and mu; read lock-free by readers and waiters.
 	status atomic.Uint64
 
-	// Owned by the pump goroutine; read by others only under applyMu.
+	// assigned: consumed by this manager (or waiting for its snapshot state
+	// to be installed, see loading). Pump.
 	assigned bool
 	// held: the cache holds this partition's user partitions as of offset
-	// next-1 (assigned, or loaded from the snapshot and not yet dropped).
+	// next-1 (assigned, or restored from the snapshot and not yet dropped).
+	// Pump.
 	held bool
+	// loading: the snapshot holds state of this partition that the restorer
+	// has not handed over yet; it is not consumed until then (next is
+	// already the snapshot's committed + 1). Pump.
+	loading bool
 	// next is the offset of the next event to apply; next-1 is the last
-	// applied (the committed offset of a snapshot).
+	// applied (the committed offset of a snapshot). Pump.
 	next int64
 	// target is the high-water mark observed when the partition was added:
-	// ready once next >= target.
-	target    int64
-	addedAt   time.Time
+	// ready once next >= target. Pump.
+	target int64
+	// start is the highest log start offset observed since it was added
+	// (at the add, before a restored state is consumed, by the
+	// housekeeper while it catches up, and from a gap in what the log
+	// delivered): next is never below it once consumed. Pump.
+	start int64
+	// addedAt is when it was added, for the catch-up time. Pump.
+	addedAt time.Time
+	// highWater is the highest high-water mark known: the target, what the
+	// pump applied, and the housekeeper's samples, which reach it through
+	// the pump's control queue. Pump.
 	highWater int64
 
-	// Guarded by Manager.mu.
-	applied  int64                // last applied offset as published to mutators
-	changed  chan struct{}        // closed (and replaced) on every status change
-	waiters  map[int64]*waiter    // mutations waiting for their offset
-	tickets  map[*ticket]struct{} // mutations in flight on this partition
-	verdicts map[int64]error      // rejections recorded while tickets exist
-	syncs    []syncWaiter         // Sync calls waiting for an applied offset
+	// Written by the pump and by the callers, under Manager.mu.
+	applied  int64                // last applied offset as published to mutators (pump)
+	changed  chan struct{}        // closed (and replaced) on every status change (pump)
+	waiters  map[int64]*waiter    // mutations waiting for their offset (callers add, pump answers)
+	tickets  map[*ticket]struct{} // mutations in flight on this partition (callers)
+	verdicts map[int64]error      // rejections recorded while tickets exist (pump adds, callers prune)
+	syncs    []syncWaiter         // Sync calls waiting for an applied offset (callers add, pump answers)
 }
 
 // syncWaiter is a Sync call waiting until the applied offset reaches offset.
@@ -77,14 +107,16 @@ type ticket struct {
 	startApplied int64
 }
 
-// RejectedEvent is an event of the log that the pump skipped.
+// RejectedEvent is an event of the log that the pump skipped, or a range
+// of events deleted from the log before the pump applied them
+// (ReasonHistoryLost).
 type RejectedEvent struct {
-	// Partition and Offset locate the record in the log.
+	// Partition and Offset locate the record in the log (for
+	// ReasonHistoryLost: the first offset of the lost range).
 	Partition int32
 	Offset    int64
-	// Reason is a short classification: "undecodable", "rejected",
-	// "misrouted" or "unexpected".
-	Reason string
+	// Reason classifies why it was skipped.
+	Reason Reason
 	// Err is the error the decoder or the state machine returned.
 	Err error
 }
@@ -92,63 +124,75 @@ type RejectedEvent struct {
 // Manager is the topic-based remote log metadata manager: rlmm.Manager over
 // an eventlog.Log, with the memory manager as its cache and optional
 // snapshots. Create it with Start; it is safe for concurrent use.
+//
+// Each field has one writer, named with it ("Start": set before any
+// goroutine runs, read-only after).
 type Manager struct {
-	cfg    Config
-	log    eventlog.Log
-	n      int32
-	inner  *memory.Manager
-	sub    eventlog.Subscription
-	logger *slog.Logger
-	met    Metrics
+	cfg    Config                // Start
+	log    eventlog.Log          // Start
+	n      int32                 // Start
+	logger *slog.Logger          // Start
+	met    Metrics               // Start
+	sub    eventlog.Subscription // Start; Add, Remove and Poll by the pump only, Close by stop
+	// inner is the cache (Start). The pump is its only writer (events,
+	// drops, Install of the restored snapshot); readers read it without any
+	// lock of this package; a snapshot exports it under applyMu.
+	inner *memory.Manager
 
-	parts []metaPartition
+	parts []metaPartition // Start (the slice); its fields: see metaPartition
 
-	// applyMu is held by the pump while it changes the cache and the
-	// partitions' offsets, and by a snapshot while it exports them, so a
-	// snapshot's committed offsets match its dump exactly.
+	// applyMu: see the lock order above.
 	applyMu sync.Mutex
 
-	// mu guards the fields marked so, the hosted and explicit sets, the
-	// control queue and the rejected list.
+	// mu guards the fields marked so in metaPartition and these.
 	mu           sync.Mutex
-	hosted       map[rlmm.TopicIDPartition]struct{}
-	explicit     map[int32]struct{}
-	controlQueue []*controlRequest
-	pollCancel   context.CancelFunc
-	rejected     []RejectedEvent
-	rejectedNext int // ring position once rejected is full
+	hosted       map[rlmm.TopicIDPartition]struct{} // callers (OnPartitionLeadershipChanges, OnStopPartitions)
+	explicit     map[int32]struct{}                 // callers (ReconcileAssignment)
+	controlQueue []*controlRequest                  // submit appends, the pump takes
+	pollCancel   context.CancelFunc                 // the pump (submit calls it)
+	rejected     []RejectedEvent                    // the pump
+	rejectedNext int                                // the pump: ring position once rejected is full
 
 	// assignMu orders assignment requests; planned is the assignment after
-	// every submitted request.
+	// every submitted request. Callers, under assignMu.
 	assignMu sync.Mutex
 	planned  map[int32]struct{}
 
 	// snapMu serializes snapshot writes; lastSnapVersion is the version the
-	// last written snapshot reflects.
+	// last written snapshot reflects. Snapshot writers, under snapMu.
 	snapMu          sync.Mutex
 	lastSnapVersion uint64
 
-	// version counts every change of the cache (applied events and drops).
+	// version counts every change of the cache (applied events, drops,
+	// installs). The pump.
 	version atomic.Uint64
 
+	// restoreDone is closed by the pump once the snapshot's state is
+	// installed (by Start when there is none to decode).
+	restoreDone chan struct{}
+
 	stats struct {
+		// The pump.
 		applied, rejected, undecodable atomic.Uint64
-		loadDuration                   time.Duration
-		loadedSegments                 int
-		loadErr                        error
-		startedAt                      time.Time
-		// buildDuration is the time from Start until every partition the
-		// snapshot installed was built (0 until then).
-		buildDuration atomic.Int64
-		buildFailures atomic.Uint64
+		// historyLost counts the events known deleted before they were
+		// applied; snapshotDropped the metadata partitions whose snapshot
+		// state was dropped because it claimed more than the log holds.
+		historyLost, snapshotDropped atomic.Uint64
+		// Start.
+		loadDuration   time.Duration
+		loadedSegments int
+		loadErr        error
+		startedAt      time.Time
+		// restorePending counts the snapshot's user partitions not yet
+		// installed or refused (Start sets it, the pump counts down);
+		// buildFailures those that could not be built; buildDuration the
+		// time from Start until none was pending (0 until then). The pump.
+		restorePending atomic.Int64
+		buildFailures  atomic.Uint64
+		buildDuration  atomic.Int64
 	}
 
-	// snapFile is the snapshot file whose blocks the cache builds its
-	// partitions from on first use (memory.ImportLazy); nil once every
-	// partition is built, or without a snapshot.
-	snapFileMu sync.Mutex
-	snapFile   *snapshotFile
-
+	// Close and ShutdownAndFlush (cancel: Start).
 	closed    atomic.Bool
 	closedCh  chan struct{}
 	closeOnce sync.Once
@@ -158,27 +202,31 @@ type Manager struct {
 
 var _ rlmm.Manager = (*Manager)(nil)
 
-// Start loads the snapshot of cfg.SnapshotDir (if any) into a new cache,
-// opens a subscription that consumes nothing, and starts the pump and the
-// snapshotter. A missing, unreadable, corrupt or inconsistent snapshot is
-// logged with its reason and the manager starts empty (a full replay): it is
-// never fatal. The manager consumes nothing until OnPartitionLeadershipChanges
-// or ReconcileAssignment assigns metadata partitions.
+// Start checks the snapshot of cfg.SnapshotDir (if any), opens a
+// subscription that consumes nothing, and starts the pump, the housekeeper
+// and, for a usable snapshot, the restorer, which decodes the snapshot's
+// blocks into the cache in the background: a metadata partition the
+// snapshot holds answers rlmm.ErrNotReady until its state is installed. A
+// missing, unreadable, corrupt or inconsistent snapshot is logged with its
+// reason and the manager starts empty (a full replay): it is never fatal.
+// The manager consumes nothing until OnPartitionLeadershipChanges or
+// ReconcileAssignment assigns metadata partitions.
 func Start(ctx context.Context, cfg Config) (*Manager, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{
-		cfg:      c,
-		log:      c.Log,
-		n:        c.Log.Partitions(),
-		logger:   c.Logger,
-		met:      c.Metrics,
-		hosted:   map[rlmm.TopicIDPartition]struct{}{},
-		explicit: map[int32]struct{}{},
-		planned:  map[int32]struct{}{},
-		closedCh: make(chan struct{}),
+		cfg:         c,
+		log:         c.Log,
+		n:           c.Log.Partitions(),
+		logger:      c.Logger,
+		met:         c.Metrics,
+		hosted:      map[rlmm.TopicIDPartition]struct{}{},
+		explicit:    map[int32]struct{}{},
+		planned:     map[int32]struct{}{},
+		closedCh:    make(chan struct{}),
+		restoreDone: make(chan struct{}),
 	}
 	m.stats.startedAt = time.Now()
 	m.parts = make([]metaPartition, m.n)
@@ -190,11 +238,14 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		p.tickets = map[*ticket]struct{}{}
 		p.verdicts = map[int64]error{}
 	}
-	m.inner = m.newCache()
-	m.loadSnapshot()
+	m.inner = memory.New(m.cfg.MemoryOptions...)
+	file, snap := m.loadSnapshot()
 
 	sub, err := m.log.Subscribe(ctx)
 	if err != nil {
+		if file != nil {
+			_ = file.Close()
+		}
 		return nil, fmt.Errorf("topicbased: subscribe to the event log: %w", err)
 	}
 	m.sub = sub
@@ -203,159 +254,13 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 	m.wg.Add(2)
 	go m.pump(runCtx)
 	go m.housekeeper(runCtx)
-	if m.inner.PendingCount() > 0 {
+	if file != nil {
 		m.wg.Add(1)
-		go m.buildSnapshotState(runCtx)
+		go m.restore(runCtx, file, snap)
+	} else {
+		close(m.restoreDone)
 	}
 	return m, nil
-}
-
-// newCache returns an empty cache that reports the partitions whose
-// snapshot state cannot be built.
-func (m *Manager) newCache() *memory.Manager {
-	return memory.New(append(slices.Clip(m.cfg.MemoryOptions), memory.WithBuildFailure(m.onBuildFailure))...)
-}
-
-// buildSnapshotState builds, in the background on every core, the
-// partitions the snapshot installed (reads and events build the ones they
-// need first on their own), then closes the snapshot file.
-func (m *Manager) buildSnapshotState(ctx context.Context) {
-	defer m.wg.Done()
-	if err := m.inner.BuildPending(ctx, runtime.GOMAXPROCS(0)); err != nil {
-		return // stopping: Close or ShutdownAndFlush closes the file
-	}
-	d := time.Since(m.stats.startedAt)
-	m.closeSnapshotFile()
-	failures := m.stats.buildFailures.Load()
-	m.met.SnapshotBuilt(d, failures)
-	m.logger.Info("topicbased: snapshot state built", "since_start", d, "failures", failures)
-	// Last: Stats shows the duration once everything above is done.
-	m.stats.buildDuration.Store(int64(d))
-}
-
-// closeSnapshotFile closes the snapshot file the cache builds from, if open.
-func (m *Manager) closeSnapshotFile() {
-	m.snapFileMu.Lock()
-	defer m.snapFileMu.Unlock()
-	if m.snapFile != nil {
-		_ = m.snapFile.close()
-		m.snapFile = nil
-	}
-}
-
-// onBuildFailure is told (by the cache, possibly under its writer lock)
-// that a partition's state from the snapshot cannot be built: its metadata
-// partition is dropped and replayed from offset 0 by the pump, which has the
-// events of every acknowledged change. Until then, reads of the partition
-// answer rlmm.ErrNotReady and mutations wait.
-func (m *Manager) onBuildFailure(tp rlmm.TopicIDPartition, err error) {
-	m.stats.buildFailures.Add(1)
-	if m.closed.Load() {
-		return
-	}
-	mp := wire.MetadataPartition(tp, m.n)
-	m.logger.Error("topicbased: the snapshot's state of a partition cannot be built; replaying its metadata partition from offset 0",
-		"partition", tp, "metadata_partition", mp, "error", err)
-	// submit takes mu: nothing holds mu while calling the cache, so taking
-	// it under the cache's writer lock cannot deadlock.
-	_ = m.submit(&controlRequest{reset: []int32{mp}, done: make(chan error, 1)})
-}
-
-// loadSnapshot fills the cache and the committed offsets from the snapshot
-// file, or leaves both empty with the reason logged.
-func (m *Manager) loadSnapshot() {
-	if m.cfg.SnapshotDir == "" {
-		return
-	}
-	// Temporary files of a snapshot write interrupted by a crash.
-	if stale, _ := filepath.Glob(filepath.Join(m.cfg.SnapshotDir, SnapshotFileName+".*.tmp")); len(stale) > 0 {
-		for _, f := range stale {
-			_ = os.Remove(f)
-		}
-		m.logger.Info("topicbased: removed temporary files of an interrupted snapshot write", "files", stale)
-	}
-	start := time.Now()
-	segments, err := m.tryLoadSnapshot()
-	m.stats.loadDuration = time.Since(start)
-	m.stats.loadErr = err
-	m.stats.loadedSegments = segments
-	m.met.SnapshotLoaded(m.stats.loadDuration, segments, err)
-	if err != nil {
-		m.logger.Warn("topicbased: snapshot not used; starting empty for a full replay",
-			"dir", m.cfg.SnapshotDir, "error", err)
-		m.closeSnapshotFile()
-		m.inner = m.newCache()
-		for i := range m.parts {
-			m.parts[i].held, m.parts[i].next = false, 0
-		}
-		return
-	}
-	m.logger.Info("topicbased: snapshot loaded", "dir", m.cfg.SnapshotDir,
-		"segments", segments, "duration", m.stats.loadDuration)
-}
-
-// tryLoadSnapshot opens the snapshot, checks it whole (head, every block's
-// checksum, consistency with the committed offsets) and installs its
-// partitions in the cache without decoding them: each is built from its
-// block on first use, or by buildSnapshotState in the background. A restart
-// is thus ready after reading the file once, before any partition is built.
-func (m *Manager) tryLoadSnapshot() (int, error) {
-	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
-	file, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = file.Close()
-		}
-	}()
-	info, err := file.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("read snapshot %s: %w", path, err)
-	}
-	if !info.Mode().IsRegular() {
-		return 0, fmt.Errorf("read snapshot %s: not a regular file (%s)", path, info.Mode())
-	}
-	f, err := openSnapshot(file, info.Size(), true)
-	if err != nil {
-		return 0, fmt.Errorf("snapshot %s: %w", path, err)
-	}
-	f.closer = file
-	if f.s.partitions != m.n {
-		return 0, fmt.Errorf("%w: snapshot %s was taken with %d metadata partitions, the log has %d",
-			rlmm.ErrCorrupt, path, f.s.partitions, m.n)
-	}
-	segments := 0
-	parts := make([]memory.LazyPartition, len(f.blocks))
-	for k := range f.blocks {
-		blk := &f.blocks[k]
-		if mp := wire.MetadataPartition(blk.tp, m.n); f.s.committed[mp] < 0 {
-			return 0, fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
-				rlmm.ErrCorrupt, path, blk.tp, mp, f.s.committed[mp])
-		}
-		segments += blk.segments
-		parts[k] = memory.LazyPartition{TopicIDPartition: blk.tp, Build: func() (*memory.PartitionBuilder, error) { return f.builder(k) }}
-	}
-	if err := f.verify(); err != nil {
-		return 0, fmt.Errorf("snapshot %s: %w", path, err)
-	}
-	if err := m.inner.ImportLazy(parts); err != nil {
-		return 0, fmt.Errorf("%w: snapshot %s: %w", rlmm.ErrCorrupt, path, err)
-	}
-	keep = true
-	m.snapFile = f
-	for i, c := range f.s.committed {
-		if c >= 0 {
-			m.parts[i].held = true
-			m.parts[i].next = c + 1
-		}
-	}
-	return segments, nil
 }
 
 // MetadataPartitionCount returns the number of partitions of the event log.
@@ -406,20 +311,9 @@ func gatedRead[T any](m *Manager, tp rlmm.TopicIDPartition, miss T, read func() 
 		}
 		v, err := read()
 		if p.status.Load() == status {
-			return v, m.readError(tp, err)
+			return v, err
 		}
 	}
-}
-
-// readError turns the cache's refusal of a partition whose snapshot state
-// cannot be built (its metadata partition is about to be replayed) into
-// rlmm.ErrNotReady, which a caller retries.
-func (m *Manager) readError(tp rlmm.TopicIDPartition, err error) error {
-	if err == nil || !errors.Is(err, rlmm.ErrCorrupt) {
-		return err
-	}
-	return fmt.Errorf("%w: partition %s: its state from the snapshot cannot be built; metadata partition %d is replayed from the log: %w",
-		rlmm.ErrNotReady, tp, wire.MetadataPartition(tp, m.n), err)
 }
 
 type found[T any] struct {
@@ -439,7 +333,7 @@ func (m *Manager) SegmentForOffset(tp rlmm.TopicIDPartition, leaderEpoch int32, 
 		}
 		v, ok, err := m.inner.SegmentForOffset(tp, leaderEpoch, offset)
 		if p.status.Load() == status {
-			return v, ok, m.readError(tp, err)
+			return v, ok, err
 		}
 	}
 }
@@ -455,7 +349,7 @@ func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int
 		}
 		ok, err := m.inner.SegmentForOffsetInto(tp, leaderEpoch, offset, dst)
 		if p.status.Load() == status {
-			return ok, m.readError(tp, err)
+			return ok, err
 		}
 	}
 }
@@ -541,8 +435,9 @@ type PartitionStats struct {
 	Assigned, Ready bool
 	// Applied is the last applied offset (-1 for none); Target the
 	// high-water mark observed at assignment; HighWaterMark the highest one
-	// known since.
-	Applied, Target, HighWaterMark int64
+	// known since; LogStart the highest log start offset observed since
+	// (0 until records are deleted).
+	Applied, Target, HighWaterMark, LogStart int64
 }
 
 // Stats is a point-in-time summary of the manager for operators and tests.
@@ -550,21 +445,27 @@ type Stats struct {
 	// Events handled by the pump since Start: applied by the state
 	// machine, rejected by it (or misrouted/unexpected), undecodable.
 	Applied, Rejected, Undecodable uint64
-	// SnapshotLoadDuration is how long Start spent loading the snapshot;
-	// SnapshotSegments how many segments it loaded; SnapshotError why it
+	// SnapshotLoadDuration is how long Start spent checking the snapshot;
+	// SnapshotSegments how many segments it holds; SnapshotError why it
 	// was not used (nil if it was, or there was none).
 	SnapshotLoadDuration time.Duration
 	SnapshotSegments     int
 	SnapshotError        error
-	// SnapshotPending counts the user partitions installed from the
-	// snapshot whose state is not built yet (the load installs them and a
-	// background build follows; a read builds what it needs first).
+	// SnapshotPending counts the snapshot's user partitions not decoded
+	// into the cache yet (the restorer does it in the background; their
+	// metadata partitions answer rlmm.ErrNotReady meanwhile).
 	// SnapshotBuildDuration is the time from Start until none was left (0
-	// until then); SnapshotBuildFailures counts partitions whose state
+	// until then); SnapshotBuildFailures counts user partitions whose state
 	// could not be built, each making its metadata partition replay from 0.
 	SnapshotPending       int
 	SnapshotBuildDuration time.Duration
 	SnapshotBuildFailures uint64
+	// HistoryLost counts the events found deleted from the log (retention,
+	// DeleteRecords) before this manager applied them; each gap is also
+	// in Rejected (ReasonHistoryLost). SnapshotDropped counts the
+	// metadata partitions whose snapshot state was dropped because it
+	// claimed more events than the log holds (a recreated topic).
+	HistoryLost, SnapshotDropped uint64
 	// Partitions lists the assigned metadata partitions.
 	Partitions []PartitionStats
 }
@@ -583,9 +484,11 @@ func (m *Manager) Stats() Stats {
 		SnapshotSegments:     m.stats.loadedSegments,
 		SnapshotError:        m.stats.loadErr,
 
-		SnapshotPending:       m.inner.PendingCount(),
+		SnapshotPending:       int(m.stats.restorePending.Load()),
 		SnapshotBuildDuration: time.Duration(m.stats.buildDuration.Load()),
 		SnapshotBuildFailures: m.stats.buildFailures.Load(),
+		HistoryLost:           m.stats.historyLost.Load(),
+		SnapshotDropped:       m.stats.snapshotDropped.Load(),
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
@@ -596,13 +499,13 @@ func (m *Manager) Stats() Stats {
 		}
 		s.Partitions = append(s.Partitions, PartitionStats{
 			Partition: int32(i), Assigned: true, Ready: p.status.Load()&statusMask == statusReady,
-			Applied: p.next - 1, Target: p.target, HighWaterMark: p.highWater,
+			Applied: p.next - 1, Target: p.target, HighWaterMark: p.highWater, LogStart: p.start,
 		})
 	}
 	return s
 }
 
-// Close stops the pump and the snapshotter and closes the subscription,
+// Close stops the pump, the housekeeper and the restorer and closes the subscription,
 // without writing a snapshot (see ShutdownAndFlush). Blocked mutations return
 // rlmm.ErrClosed, and so do later calls. The event log is not closed. Close
 // is idempotent.
@@ -610,7 +513,6 @@ func (m *Manager) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
 		err = m.stop()
-		m.closeSnapshotFile()
 		if errors.Is(err, rlmm.ErrClosed) {
 			err = nil
 		}
@@ -630,19 +532,38 @@ func (m *Manager) stop() error {
 	return err
 }
 
-// ShutdownAndFlush stops the pump, writes a final snapshot of everything
-// applied (if SnapshotDir is set) and closes the manager. The snapshot error,
-// if any, is returned; the manager is closed either way.
+// ShutdownAndFlush waits until the snapshot's state is restored (if a
+// restore is under way), stops the pump, writes a final snapshot of
+// everything applied (if SnapshotDir is set) and closes the manager. The
+// snapshot error, if any, is returned; the manager is closed either way.
+// If ctx ends before the restore, no snapshot is written (the previous one,
+// still valid, stays).
 func (m *Manager) ShutdownAndFlush(ctx context.Context) error {
 	if m.closed.Load() {
 		return fmt.Errorf("topicbased: shutdown: %w", rlmm.ErrClosed)
 	}
+	restoreErr := m.waitRestored(ctx)
 	// Stop the goroutines first so the snapshot is the final state.
 	m.closeOnce.Do(func() { _ = m.stop() })
-	// The final snapshot builds what is not built yet from the old file.
-	defer m.closeSnapshotFile()
 	if m.cfg.SnapshotDir == "" {
 		return nil
 	}
+	if restoreErr != nil {
+		return fmt.Errorf("topicbased: shutdown: final snapshot not written: %w", restoreErr)
+	}
 	return m.writeSnapshot(ctx)
+}
+
+// waitRestored waits until the snapshot's state is installed, bounded by
+// ctx.
+func (m *Manager) waitRestored(ctx context.Context) error {
+	started := time.Now()
+	select {
+	case <-m.restoreDone:
+		return nil
+	case <-m.closedCh:
+		return fmt.Errorf("waiting for the snapshot's state to be restored: %w", rlmm.ErrClosed)
+	case <-ctx.Done():
+		return m.timeoutError(ctx, started, "waiting for the snapshot's state to be restored")
+	}
 }

@@ -75,12 +75,12 @@ func (m *Manager) putPartitionDelete(ctx context.Context, d rlmm.PartitionDelete
 // cache, encode, publish, wait for the pump's verdict on that offset.
 func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire.Event, check func() error) error {
 	if m.closed.Load() {
-		return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+		return fmt.Errorf("topicbased: mutation of %s: %w (nothing was published)", tp, rlmm.ErrClosed)
 	}
 	mp := wire.MetadataPartition(tp, m.n)
 	p := &m.parts[mp]
-	deadline := time.Now().Add(m.cfg.ConsumeWait)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	started := time.Now()
+	ctx, cancel := context.WithDeadlineCause(ctx, started.Add(m.cfg.ConsumeWait), consumeWaitExpired{m.cfg.ConsumeWait})
 	defer cancel()
 
 	// 1. The metadata partition must be consumed here, and caught up, so
@@ -90,7 +90,7 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	// nothing. The cache may lag events other managers published, so a
 	// failure is confirmed against everything in the log now: the refusal
 	// then reflects a state the log really had during this call.
-	if err := m.readyAndChecked(ctx, tp, mp, p, check); err != nil {
+	if err := m.readyAndChecked(ctx, started, tp, mp, p, check); err != nil {
 		return err
 	}
 	value, err := wire.AppendEvent(nil, ev)
@@ -105,10 +105,13 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	p.tickets[t] = struct{}{}
 	m.mu.Unlock()
 	defer m.releaseTicket(p, t)
-	offset, err := m.log.Publish(ctx, mp, value)
+	offset, err := m.publish(ctx, mp, value)
 	if err != nil {
+		if m.closed.Load() {
+			return fmt.Errorf("topicbased: publish event of %s to metadata partition %d: %w while publishing (the event may still be recorded)", tp, mp, rlmm.ErrClosed)
+		}
 		if ctx.Err() != nil {
-			return m.timeoutError(ctx, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp))
+			return m.timeoutError(ctx, started, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp))
 		}
 		return fmt.Errorf("topicbased: publish event of %s to metadata partition %d (it may or may not be in the log): %w", tp, mp, err)
 	}
@@ -152,48 +155,24 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 			return wrapVerdict(verdict, mp, offset)
 		default:
 		}
-		return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d to apply offset %d (the event of %s is in the log and may still be recorded)", mp, offset, tp))
+		return m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d to apply offset %d (the event of %s is in the log and may still be recorded)", mp, offset, tp))
 	}
 }
 
 // readyAndChecked waits for mp's readiness, then runs check (confirmed
-// against the log on failure). A partition whose snapshot state cannot be
-// built fails check with rlmm.ErrCorrupt until the replay of mp that its
-// failure queued starts: that is waited for, like readiness.
-func (m *Manager) readyAndChecked(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition, check func() error) error {
-	for {
-		if err := m.waitReady(ctx, tp, mp, p); err != nil {
-			return err
-		}
-		// The status word (with its generation) read without a lock: the
-		// wait below needs it only in the rare ErrCorrupt case.
-		status := p.status.Load()
-		err := check()
-		if errors.Is(err, rlmm.ErrCorrupt) {
-			m.mu.Lock()
-			changed := p.changed
-			moved := p.status.Load() != status
-			m.mu.Unlock()
-			if moved {
-				continue
-			}
-			select {
-			case <-changed:
-				continue
-			case <-m.closedCh:
-				return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
-			case <-ctx.Done():
-				return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d of %s to be replayed (the snapshot's state of the partition cannot be built; nothing was published)", mp, tp))
-			}
-		}
-		if err == nil {
-			return nil
-		}
-		if serr := m.syncTo(ctx, tp, mp, p); serr != nil {
-			return err
-		}
-		return check()
+// against the log on failure).
+func (m *Manager) readyAndChecked(ctx context.Context, started time.Time, tp rlmm.TopicIDPartition, mp int32, p *metaPartition, check func() error) error {
+	if err := m.waitReady(ctx, started, tp, mp, p); err != nil {
+		return err
 	}
+	err := check()
+	if err == nil {
+		return nil
+	}
+	if serr := m.syncTo(ctx, started, tp, mp, p); serr != nil {
+		return err
+	}
+	return check()
 }
 
 func wrapVerdict(verdict error, mp int32, offset int64) error {
@@ -203,14 +182,33 @@ func wrapVerdict(verdict error, mp int32, offset int64) error {
 	return fmt.Errorf("topicbased: event at metadata partition %d offset %d was not applied: %w", mp, offset, verdict)
 }
 
-// timeoutError says what timed out; it wraps rlmm.ErrTimeout and, if the
-// caller's context ended it, the context's error.
-func (m *Manager) timeoutError(ctx context.Context, what string) error {
+// consumeWaitExpired is the cause of a context that Config.ConsumeWait
+// ended (a mutation's or a Sync's); it is a context.DeadlineExceeded.
+type consumeWaitExpired struct{ d time.Duration }
+
+func (e consumeWaitExpired) Error() string { return fmt.Sprintf("ConsumeWait %s ran out", e.d) }
+
+func (e consumeWaitExpired) Unwrap() error { return context.DeadlineExceeded }
+
+// timeoutError says what timed out, after how long since started, and
+// what bounded the wait: Config.ConsumeWait (a mutation's or a Sync's own
+// bound), the caller's deadline, or the caller's cancellation. It wraps
+// rlmm.ErrTimeout and the context's cause (context.DeadlineExceeded for
+// both deadlines, context.Canceled for a cancellation).
+func (m *Manager) timeoutError(ctx context.Context, started time.Time, what string) error {
 	cause := context.Cause(ctx)
-	if errors.Is(cause, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %s (bounded by ctx and ConsumeWait %s): %w", rlmm.ErrTimeout, what, m.cfg.ConsumeWait, cause)
+	waited := time.Since(started).Round(time.Millisecond)
+	var cw consumeWaitExpired
+	var bound string
+	switch {
+	case errors.As(cause, &cw):
+		bound = fmt.Sprintf("bounded by Config.ConsumeWait %s", cw.d)
+	case errors.Is(cause, context.DeadlineExceeded):
+		bound = "bounded by the caller's context deadline"
+	default:
+		bound = "the caller's context ended"
 	}
-	return fmt.Errorf("%w: %s: %w", rlmm.ErrTimeout, what, cause)
+	return fmt.Errorf("%w: %s: gave up after %s (%s): %w", rlmm.ErrTimeout, what, waited, bound, cause)
 }
 
 func (m *Manager) releaseTicket(p *metaPartition, t *ticket) {
@@ -247,16 +245,17 @@ func (m *Manager) Sync(ctx context.Context, tp rlmm.TopicIDPartition) error {
 	}
 	mp := wire.MetadataPartition(tp, m.n)
 	p := &m.parts[mp]
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.ConsumeWait)
+	started := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, m.cfg.ConsumeWait, consumeWaitExpired{m.cfg.ConsumeWait})
 	defer cancel()
-	if err := m.waitReady(ctx, tp, mp, p); err != nil {
+	if err := m.waitReady(ctx, started, tp, mp, p); err != nil {
 		return err
 	}
-	return m.syncTo(ctx, tp, mp, p)
+	return m.syncTo(ctx, started, tp, mp, p)
 }
 
 // syncTo waits until mp has applied what its high-water mark is now.
-func (m *Manager) syncTo(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
+func (m *Manager) syncTo(ctx context.Context, started time.Time, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
 	hw, err := m.log.HighWaterMarks(ctx, []int32{mp})
 	if err != nil {
 		return fmt.Errorf("topicbased: sync of %s: high-water mark of metadata partition %d: %w", tp, mp, err)
@@ -282,7 +281,7 @@ func (m *Manager) syncTo(ctx context.Context, tp rlmm.TopicIDPartition, mp int32
 		m.mu.Lock()
 		p.syncs = slices.DeleteFunc(p.syncs, func(s syncWaiter) bool { return s.done == w.done })
 		m.mu.Unlock()
-		return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d to apply offset %d", mp, w.offset))
+		return m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d to apply offset %d", mp, w.offset))
 	}
 }
 
@@ -295,13 +294,13 @@ func (m *Manager) WaitReady(ctx context.Context, tp rlmm.TopicIDPartition) error
 		return fmt.Errorf("topicbased: wait for %s: %w", tp, rlmm.ErrClosed)
 	}
 	mp := wire.MetadataPartition(tp, m.n)
-	return m.waitReady(ctx, tp, mp, &m.parts[mp])
+	return m.waitReady(ctx, time.Now(), tp, mp, &m.parts[mp])
 }
 
 // waitReady returns nil once mp is assigned and ready, ErrNotAssigned at once
 // if it is not assigned, and a timeout error if ctx ends first. It waits for
 // the pump's notification, never by polling.
-func (m *Manager) waitReady(ctx context.Context, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
+func (m *Manager) waitReady(ctx context.Context, started time.Time, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
 	for {
 		m.mu.Lock()
 		st := p.status.Load() & statusMask
@@ -317,9 +316,9 @@ func (m *Manager) waitReady(ctx context.Context, tp rlmm.TopicIDPartition, mp in
 		select {
 		case <-changed:
 		case <-m.closedCh:
-			return fmt.Errorf("topicbased: mutation of %s: %w", tp, rlmm.ErrClosed)
+			return fmt.Errorf("topicbased: %s: %w while waiting for metadata partition %d to catch up (nothing was published)", tp, rlmm.ErrClosed, mp)
 		case <-ctx.Done():
-			return m.timeoutError(ctx, fmt.Sprintf("waiting for metadata partition %d of %s to catch up (a mutation publishes nothing before)", mp, tp))
+			return m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d of %s to catch up (a mutation publishes nothing before)", mp, tp))
 		}
 	}
 }
@@ -416,6 +415,14 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			return fmt.Errorf("topicbased: high-water marks of metadata partitions %v: %w", r.add, err)
 		}
 		r.target = hw
+		// The log start, read after the target: a partition whose
+		// records up to the target were all deleted is then ready at once.
+		so, err := m.log.StartOffsets(ctx, r.add)
+		if err != nil {
+			m.assignMu.Unlock()
+			return fmt.Errorf("topicbased: log start offsets of metadata partitions %v: %w", r.add, err)
+		}
+		r.start = so
 	}
 	if err := m.submit(r); err != nil {
 		m.assignMu.Unlock()
@@ -446,4 +453,19 @@ func (m *Manager) forgetFailedAdds(adds []int32) {
 			delete(m.planned, mp)
 		}
 	}
+}
+
+// publish is Log.Publish with a context that Close also cancels, so a call
+// blocked on a log that does not answer ends with the manager.
+func (m *Manager) publish(ctx context.Context, mp int32, value []byte) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.closedCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return m.log.Publish(ctx, mp, value)
 }

@@ -21,11 +21,20 @@ const pollRetryDelay = 200 * time.Millisecond
 type controlRequest struct {
 	add    []int32
 	target []int64 // high-water mark of each add, observed before the request
+	start  []int64 // log start offset of each add, observed after target
 	remove []int32
-	// reset lists metadata partitions to drop and replay from offset 0
-	// (a user partition's snapshot state could not be built).
-	reset []int32
-	done  chan error // buffered 1
+	// restored is a metadata partition's snapshot state to install (from
+	// the restorer).
+	restored *restored
+	// sampled are high-water marks of the metadata partitions sampledOf
+	// (from the housekeeper).
+	sampledOf []int32
+	sampled   []int64
+	// starts are log start offsets of the catching-up metadata partitions
+	// startsOf (from the housekeeper).
+	startsOf []int32
+	starts   []int64
+	done     chan error // buffered 1
 }
 
 // submit queues a request for the pump and interrupts a blocked Poll.
@@ -105,10 +114,6 @@ func (m *Manager) pump(ctx context.Context) {
 func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) []batchResult {
 	type counts struct{ applied, rejected, undecodable int }
 	perPartition := map[int32]*counts{}
-	// unbuilt holds the metadata partitions where a user partition's
-	// snapshot state could not be built: their records wait for the replay
-	// from 0 that the cache's failure report queued.
-	var unbuilt map[int32]bool
 	m.applyMu.Lock()
 	for i := range records {
 		rec := &records[i]
@@ -117,14 +122,15 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			continue
 		}
 		p := &m.parts[rec.Partition]
-		if unbuilt[rec.Partition] || !p.assigned || rec.Offset < p.next {
+		if !p.assigned || p.loading || rec.Offset < p.next {
 			// Not ours (any more) or already applied: the subscription's
 			// exact Remove/Add makes this rare, the offset check makes it safe.
 			continue
 		}
 		if rec.Offset > p.next {
-			m.logger.Warn("topicbased: gap in metadata partition (records expired by retention?)",
-				"partition", rec.Partition, "expected", p.next, "got", rec.Offset)
+			// The subscription delivers from the log start when the
+			// records at p.next were deleted (eventlog's contract).
+			m.skipToStart(rec.Partition, rec.Offset, "the log delivered a later offset than the next one expected")
 		}
 		c := perPartition[rec.Partition]
 		if c == nil {
@@ -132,27 +138,18 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			perPartition[rec.Partition] = c
 		}
 		reason, verdict := m.applyRecord(rec)
-		if reason == "unbuilt" {
-			// Neither applied nor skipped: p.next stays, so the waiter of
-			// this offset is answered by the replay.
-			if unbuilt == nil {
-				unbuilt = map[int32]bool{}
-			}
-			unbuilt[rec.Partition] = true
-			continue
-		}
 		switch reason {
-		case "":
+		case 0:
 			c.applied++
 			m.stats.applied.Add(1)
-		case "undecodable":
+		case ReasonUndecodable:
 			c.undecodable++
 			m.stats.undecodable.Add(1)
 		default:
 			c.rejected++
 			m.stats.rejected.Add(1)
 		}
-		if reason != "" {
+		if reason != 0 {
 			m.recordRejected(rec, reason, verdict, p.status.Load()&statusMask == statusReady)
 		}
 		p.next = rec.Offset + 1
@@ -173,23 +170,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 		}
 	}
 	for mp := range perPartition {
-		p := &m.parts[mp]
-		p.applied = p.next - 1
-		// Waiters below the applied offset can only be left by a gap.
-		for off, w := range p.waiters {
-			if off <= p.applied {
-				w.done <- nil
-				delete(p.waiters, off)
-			}
-		}
-		p.syncs = answerSyncs(p.syncs, p.applied, nil)
-		if p.status.Load()&statusMask == statusCatchingUp && p.next >= p.target {
-			m.setStatus(p, statusReady)
-			catchUp := now.Sub(p.addedAt)
-			m.logger.Info("topicbased: metadata partition ready", "partition", mp,
-				"applied", p.applied, "catch_up", catchUp)
-			m.met.PartitionReadiness(mp, true, true, catchUp)
-		}
+		m.publishProgress(mp, now)
 	}
 	m.mu.Unlock()
 	m.applyMu.Unlock()
@@ -201,20 +182,43 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 	return results
 }
 
-// applyRecord decodes and applies one record; reason is "" when the state
-// machine accepted it, else the classification of RejectedEvent.Reason.
-func (m *Manager) applyRecord(rec *eventlog.Record) (reason string, verdict error) {
+// publishProgress publishes mp's applied offset to the mutations and Syncs
+// waiting for it and makes it ready once it reached its target. Caller
+// holds applyMu and mu.
+func (m *Manager) publishProgress(mp int32, now time.Time) {
+	p := &m.parts[mp]
+	p.applied = p.next - 1
+	// Waiters below the applied offset can only be left by a gap.
+	for off, w := range p.waiters {
+		if off <= p.applied {
+			w.done <- nil
+			delete(p.waiters, off)
+		}
+	}
+	p.syncs = answerSyncs(p.syncs, p.applied, nil)
+	if p.status.Load()&statusMask == statusCatchingUp && p.next >= p.target {
+		m.setStatus(p, statusReady)
+		catchUp := now.Sub(p.addedAt)
+		m.logger.Info("topicbased: metadata partition ready", "partition", mp,
+			"applied", p.applied, "catch_up", catchUp)
+		m.met.PartitionReadiness(mp, true, true, catchUp)
+	}
+}
+
+// applyRecord decodes and applies one record; reason is 0 when the state
+// machine accepted it, else why it was skipped.
+func (m *Manager) applyRecord(rec *eventlog.Record) (reason Reason, verdict error) {
 	ev, err := wire.DecodeEvent(rec.Value)
 	if err != nil {
-		return "undecodable", fmt.Errorf("metadata partition %d offset %d: %w", rec.Partition, rec.Offset, err)
+		return ReasonUndecodable, fmt.Errorf("metadata partition %d offset %d: %w", rec.Partition, rec.Offset, err)
 	}
 	tp, ok := ev.TopicIDPartition()
 	if !ok {
-		return "unexpected", fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
+		return ReasonUnexpected, fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
 			rlmm.ErrCorrupt, rec.Partition, rec.Offset, ev.Key)
 	}
 	if mp := wire.MetadataPartition(tp, m.n); mp != rec.Partition {
-		return "misrouted", fmt.Errorf("%w: metadata partition %d offset %d: event of %s belongs in metadata partition %d",
+		return ReasonMisrouted, fmt.Errorf("%w: metadata partition %d offset %d: event of %s belongs in metadata partition %d",
 			rlmm.ErrInvalidArgument, rec.Partition, rec.Offset, tp, mp)
 	}
 	ctx := context.Background()
@@ -226,30 +230,31 @@ func (m *Manager) applyRecord(rec *eventlog.Record) (reason string, verdict erro
 	case wire.KeyPartitionDelete:
 		err = m.inner.PutPartitionDelete(ctx, ev.PartitionDelete)
 	}
-	switch {
-	case errors.Is(err, rlmm.ErrCorrupt):
-		// Only a partition whose snapshot state cannot be built answers so.
-		return "unbuilt", err
-	case err != nil:
-		return "rejected", err
+	if err != nil {
+		return ReasonRejected, err
 	}
-	return "", nil
+	return 0, nil
 }
 
 // recordRejected logs a skipped event and keeps it in the bounded list.
 // During catch-up a rejection is expected (an update whose segment expired
 // with retention), so it is logged at debug level only.
-func (m *Manager) recordRejected(rec *eventlog.Record, reason string, err error, ready bool) {
+func (m *Manager) recordRejected(rec *eventlog.Record, reason Reason, err error, ready bool) {
 	level := m.logger.Warn
-	if !ready && reason == "rejected" {
+	if !ready && reason == ReasonRejected {
 		level = m.logger.Debug
 	}
-	level("topicbased: event skipped", "partition", rec.Partition, "offset", rec.Offset, "reason", reason, "error", err)
+	level("topicbased: event skipped", "partition", rec.Partition, "offset", rec.Offset, "reason", reason.String(), "error", err)
+	m.keepRejected(RejectedEvent{Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: err})
+}
+
+// keepRejected adds ev to the bounded list Rejected returns. Caller does
+// not hold mu.
+func (m *Manager) keepRejected(ev RejectedEvent) {
 	limit := m.cfg.RejectedLimit
 	if limit <= 0 {
 		return
 	}
-	ev := RejectedEvent{Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: err}
 	m.mu.Lock()
 	if len(m.rejected) < limit {
 		m.rejected = append(m.rejected, ev)
@@ -269,7 +274,7 @@ func (m *Manager) setStatus(p *metaPartition, st uint64) {
 	p.changed = make(chan struct{})
 }
 
-// executeControl performs one assignment request on the pump goroutine.
+// executeControl performs one request on the pump goroutine.
 func (m *Manager) executeControl(r *controlRequest) error {
 	var errs []error
 	for _, mp := range r.remove {
@@ -278,87 +283,89 @@ func (m *Manager) executeControl(r *controlRequest) error {
 		}
 	}
 	for i, mp := range r.add {
-		if err := m.addPartition(mp, r.target[i]); err != nil {
+		if err := m.addPartition(mp, r.target[i], r.start[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, mp := range r.reset {
-		if err := m.replayFromStart(mp); err != nil {
+	if r.restored != nil {
+		if err := m.installRestored(r.restored); err != nil {
+			m.logger.Error("topicbased: consume a restored metadata partition", "partition", r.restored.mp, "error", err)
 			errs = append(errs, err)
 		}
+	}
+	if len(r.sampledOf) > 0 {
+		m.applySamples(r.sampledOf, r.sampled)
+	}
+	if len(r.startsOf) > 0 {
+		m.applyStarts(r.startsOf, r.starts)
 	}
 	return errors.Join(errs...)
 }
 
-// replayFromStart drops mp's user partitions from the cache and, if mp is
-// consumed, consumes it again from offset 0, ready once it is back where it
-// was: the recovery when the snapshot's state of one of its partitions
-// cannot be built. Mutations waiting for an offset keep waiting: the replay
-// applies that offset again and answers them. An unassigned mp is only
-// dropped, so that its next assignment replays it from 0.
-func (m *Manager) replayFromStart(mp int32) error {
-	m.applyMu.Lock()
-	defer m.applyMu.Unlock()
-	p := &m.parts[mp]
-	if !p.assigned {
-		m.dropHeld(mp)
-		return nil
-	}
-	target := max(p.next, p.highWater, p.target)
-	// Readers see "catching up" before the state goes away (a read that
-	// began before finds the status changed and retries).
-	m.mu.Lock()
-	m.setStatus(p, statusCatchingUp)
-	clear(p.verdicts)
-	m.mu.Unlock()
-	m.dropHeld(mp)
-	// Remove then add again from 0 (dropHeld reset the offsets): the
-	// subscription's exact semantics drop whatever it had fetched beyond.
-	if err := m.sub.Remove(mp); err != nil {
-		m.logger.Warn("topicbased: stop consuming metadata partition for its replay", "partition", mp, "error", err)
-	}
-	p.assigned = false
-	m.logger.Warn("topicbased: replaying metadata partition from offset 0", "partition", mp, "target", target)
-	if err := m.addPartitionLocked(mp, target); err != nil {
-		// Not consumed any more: waiters and readers learn it as for a removal.
-		m.markUnassigned(mp, "could not be consumed again after offset %d was published; the event is in the log")
-		return err
-	}
-	return nil
-}
-
 // addPartition starts consuming mp at the held state's next offset (the
-// snapshot's committed + 1) or at 0, ready once target is reached.
-func (m *Manager) addPartition(mp int32, target int64) error {
+// snapshot's committed + 1) or at 0, but not below the log start offset
+// start, ready once target is reached; while
+// the snapshot's state of mp is still being restored, it is marked
+// assigned and catching up, and consumed once installRestored installs it.
+func (m *Manager) addPartition(mp int32, target, start int64) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
-	return m.addPartitionLocked(mp, target)
-}
-
-// addPartitionLocked is addPartition with applyMu held.
-func (m *Manager) addPartitionLocked(mp int32, target int64) error {
 	p := &m.parts[mp]
 	if p.assigned {
 		return nil
 	}
-	if p.held && p.next > target {
+	p.assigned = true
+	p.target = target
+	p.start = start
+	p.highWater = target
+	p.addedAt = time.Now()
+	if p.loading {
+		m.mu.Lock()
+		m.setStatus(p, statusCatchingUp)
+		m.mu.Unlock()
+		m.logger.Info("topicbased: metadata partition assigned; its snapshot state is being restored", "partition", mp, "target", target)
+		m.met.PartitionReadiness(mp, true, false, 0)
+		return nil
+	}
+	return m.consume(mp)
+}
+
+// consume subscribes to assigned mp from its held state's next offset, or
+// from 0, but not below the log start offset (the gap is reported: the
+// snapshot's state is used up to where it holds), and publishes its status:
+// ready at once when that reaches the target (also a partition whose
+// records were all deleted). Caller holds applyMu.
+func (m *Manager) consume(mp int32) error {
+	p := &m.parts[mp]
+	if p.held && p.next > p.target {
 		// The snapshot claims events the log does not have: the log was
-		// recreated or truncated. Its state cannot be trusted.
-		m.logger.Warn("topicbased: snapshot is ahead of the event log; replaying the metadata partition from 0",
-			"partition", mp, "snapshot_next", p.next, "high_water_mark", target)
+		// recreated (a topic deleted and created again under the same
+		// name, its offsets back at 0) or truncated. Its state cannot be
+		// trusted.
+		m.logger.Warn("topicbased: snapshot dropped for a metadata partition: it claims more events than the log holds (topic recreated or truncated?); replaying the metadata partition from its log start",
+			"partition", mp, "snapshot_next", p.next, "high_water_mark", p.target,
+			"reason", fmt.Sprintf("the snapshot's committed offset %d is at or past the log's high-water mark %d", p.next-1, p.target))
+		target, start := p.target, p.start
 		m.dropHeld(mp)
+		p.target, p.start = target, start
+		m.stats.snapshotDropped.Add(1)
 	}
 	if !p.held {
 		p.next = 0
 	}
+	why := "a replay from offset 0 (no snapshot state) found the log start offset above it"
+	if p.held {
+		why = "the snapshot's committed offset is below the log start offset"
+	}
+	m.skipToStart(mp, p.start, why)
 	if err := m.sub.Add(mp, p.next); err != nil {
+		// Not consumed: waiters and readers learn it as for a removal.
+		m.markUnassigned(mp, "could not be consumed (offset %d)")
 		return fmt.Errorf("topicbased: consume metadata partition %d from offset %d: %w", mp, p.next, err)
 	}
-	p.assigned, p.held = true, true
-	p.target = target
-	p.highWater = max(target, p.next)
-	p.addedAt = time.Now()
-	ready := p.next >= target
+	p.held = true
+	p.highWater = max(p.highWater, p.target, p.next)
+	ready := p.next >= p.target
 	m.mu.Lock()
 	p.applied = p.next - 1
 	if ready {
@@ -367,11 +374,30 @@ func (m *Manager) addPartitionLocked(mp int32, target int64) error {
 		m.setStatus(p, statusCatchingUp)
 	}
 	m.mu.Unlock()
-	m.logger.Info("topicbased: metadata partition assigned", "partition", mp, "from_offset", p.next,
-		"target", target, "ready", ready)
-	m.met.PartitionReadiness(mp, true, ready, 0)
+	m.logger.Info("topicbased: metadata partition consumed", "partition", mp, "from_offset", p.next,
+		"target", p.target, "ready", ready)
+	var catchUp time.Duration
+	if ready {
+		catchUp = time.Since(p.addedAt) // the restore of its snapshot state, if it waited for it
+	}
+	m.met.PartitionReadiness(mp, true, ready, catchUp)
 	m.met.PartitionProgress(mp, p.next-1, p.highWater)
 	return nil
+}
+
+// applySamples merges the housekeeper's high-water marks into the assigned
+// partitions' and reports their progress.
+func (m *Manager) applySamples(mps []int32, hw []int64) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	for i, mp := range mps {
+		p := &m.parts[mp]
+		if !p.assigned {
+			continue
+		}
+		p.highWater = max(p.highWater, hw[i])
+		m.met.PartitionProgress(mp, p.next-1, p.highWater)
+	}
 }
 
 // removePartition stops consuming mp, drops its user partitions from the
@@ -385,7 +411,13 @@ func (m *Manager) removePartition(mp int32) error {
 	if !p.assigned {
 		return nil
 	}
-	err := m.sub.Remove(mp)
+	var err error
+	if p.loading {
+		// Never consumed; the restored state will not be wanted.
+		p.loading = false
+	} else {
+		err = m.sub.Remove(mp)
+	}
 	// Readers see "unassigned" before the state goes away.
 	m.markUnassigned(mp, "was unassigned before offset %d was applied; the event is in the log and will be applied wherever the partition is consumed")
 	m.dropHeld(mp)
@@ -427,6 +459,7 @@ func (m *Manager) dropHeld(mp int32) {
 	p.held = false
 	p.next = 0
 	p.target = 0
+	p.start = 0
 	m.version.Add(1)
 }
 

@@ -237,7 +237,7 @@ func TestReassignAfterRemovalReplaysFromZero(t *testing.T) {
 	must(t, sameViews(viewOf(t, m2, []rlmm.TopicIDPartition{tp}), want))
 }
 
-// The periodic snapshotter writes when the cache advanced.
+// The housekeeper's periodic snapshot writes when the cache advanced.
 func TestPeriodicSnapshot(t *testing.T) {
 	l := newLog(t, 3)
 	dir := t.TempDir()
@@ -346,5 +346,40 @@ func TestSnapshotStateBuiltInBackground(t *testing.T) {
 	defer met.mu.Unlock()
 	if !slices.Equal(met.built, []uint64{0}) {
 		t.Errorf("SnapshotBuilt reported %v; want once, without failures", met.built)
+	}
+}
+
+// While the restorer decodes the snapshot, an assigned metadata partition
+// it holds answers rlmm.ErrNotReady or the whole restored state, never a
+// part of it, and a mutation waits for the restore, then applies.
+func TestReadsDuringTheRestoreAreNotReadyOrComplete(t *testing.T) {
+	l := newLog(t, 4)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 4, 4)
+	want, _ := flushedRun(t, l, dir, tps, 150)
+
+	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	ctx := testCtx(t)
+	// Not assign: it would wait for readiness, after the restore.
+	must(t, m.OnPartitionLeadershipChanges(ctx, tps, nil))
+	notReady := 0
+	for _, tp := range tps {
+		for {
+			segs, err := m.ListSegments(tp)
+			if errors.Is(err, rlmm.ErrNotReady) {
+				notReady++
+				continue
+			}
+			must(t, err)
+			must(t, sameSegments(segs, want[tp].Segments))
+			break
+		}
+	}
+	t.Logf("%d reads answered ErrNotReady during the restore", notReady)
+	extra := segment(tps[0], 99_999, 1_000_000, 1_000_099)
+	must(t, m.AddSegment(ctx, extra))
+	if st := m.Stats(); st.SnapshotPending != 0 || st.SnapshotBuildFailures != 0 || st.Consumed() != 1 {
+		t.Errorf("after the restore: %d pending, %d failures, %d events consumed; want 0, 0, 1 (the new segment)",
+			st.SnapshotPending, st.SnapshotBuildFailures, st.Consumed())
 	}
 }

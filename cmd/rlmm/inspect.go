@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ type inspectOptions struct {
 	jsonOut   bool
 	quiet     bool
 	timeout   time.Duration
+	snapshot  string // inspect_snapshot.go
 }
 
 func newInspectCmd() *cobra.Command {
@@ -36,10 +38,13 @@ func newInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "Show the remote log metadata of every user partition, read from an rlmm log or a Kafka cluster",
-		Long: `inspect reads a remote log metadata log from the start up to its end (sampled
-when it starts), read-only, and shows per user partition: segments by state,
-remote bytes, the offset range of the finished segments, the leader epochs with
-their highest remote offsets, and the partition delete state.
+		Long: `inspect reads a remote log metadata log from its log start up to its end
+(both sampled when it starts), read-only, and shows per user partition:
+segments by state, remote bytes, the offset range of the finished segments, the
+leader epochs with their highest remote offsets, and the partition delete
+state. Where retention or DeleteRecords removed the first records of a
+metadata partition, it says where that partition's history starts: segments
+added before it are unknown.
 
 The log is the embedded log of --dir (default ./rlmm-data: the newest
 ` + "`rlmm simulate`" + ` run in it), or the __remote_log_metadata topic of the Kafka
@@ -50,20 +55,27 @@ created.`,
   rlmm inspect --dir rlmm-data/run-20260101-120000-seed1 --segments
   rlmm inspect --kafka broker1:9092 --topic orders --partition 3 --segments
   rlmm inspect --kafka broker1:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user ops --json
-  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT`,
+  rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT
+  rlmm inspect --snapshot /var/lib/rlmm/snap/rlmm.snapshot --segments --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runInspect(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.snapshot != "" {
+				return runInspectSnapshot(cmd, o)
+			}
+			return runInspect(cmd, o)
+		},
 	}
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
+	addSnapshotFlag(f, o)
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
-	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number (with or without --topic)")
+	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number, 0 or more (with or without --topic; default all)")
 	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
 	f.BoolVar(&o.events, "events", false, "print every raw event in Kafka's formatter text (metadata partition, offset, value)")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
-	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
 	return cmd
 }
 
@@ -117,20 +129,28 @@ type jsonPartition struct {
 
 // inspectJSON is the document inspect --json prints.
 type inspectJSON struct {
-	Source             string          `json:"source"`
-	MetadataPartitions int32           `json:"metadataPartitions"`
-	Counts             view.Counts     `json:"counts"`
-	NewestEventMs      int64           `json:"newestEventTimestampMs"`
-	Partitions         []jsonPartition `json:"partitions"`
-	Events             []jsonEvent     `json:"events,omitempty"`
+	Source             string      `json:"source"`
+	MetadataPartitions int32       `json:"metadataPartitions"`
+	Counts             view.Counts `json:"counts"`
+	NewestEventMs      int64       `json:"newestEventTimestampMs"`
+	// HistoryStarts lists the metadata partitions whose early records are
+	// gone (retention, DeleteRecords), with where their history starts.
+	HistoryStarts []view.HistoryStart `json:"historyStarts"`
+	Partitions    []jsonPartition     `json:"partitions"`
+	Events        []jsonEvent         `json:"events,omitempty"`
 }
 
 func runInspect(cmd *cobra.Command, o *inspectOptions) error {
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	if err := checkTimeout(o.timeout); err != nil {
+		return err
 	}
+	if cmd.Flags().Changed("partition") && o.partition < 0 {
+		return usageErrorf("--partition %d: must be 0 or more (leave it out to show every partition)", o.partition)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
 	logger := slog.New(slog.DiscardHandler)
-	src, err := o.log.openReadOnly(cmd.Context(), cmd, logger)
+	src, err := o.log.openReadOnly(ctx, cmd, logger, o.timeout)
 	if err != nil {
 		return couldNotRun(err)
 	}
@@ -168,7 +188,7 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 		_, err := out.Write(line)
 		return err
 	}
-	b, err := materialize(cmd.Context(), src, o.timeout, o.quiet, onRecord)
+	b, err := materialize(ctx, src, o.timeout, o.quiet, onRecord)
 	if err != nil {
 		return err
 	}
@@ -189,7 +209,10 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 	}
 	if o.jsonOut {
 		doc := inspectJSON{Source: src.name, MetadataPartitions: src.log.Partitions(), Counts: b.Counts(),
-			NewestEventMs: b.NewestEventMs(), Partitions: parts, Events: events}
+			NewestEventMs: b.NewestEventMs(), HistoryStarts: b.History(), Partitions: parts, Events: events}
+		if doc.HistoryStarts == nil {
+			doc.HistoryStarts = []view.HistoryStart{}
+		}
 		if doc.Partitions == nil {
 			doc.Partitions = []jsonPartition{}
 		}
@@ -209,6 +232,9 @@ func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonP
 		src.name, c.Records, src.log.Partitions(), c.Undecodable, c.Rejected)
 	if newest := b.NewestEventMs(); newest >= 0 {
 		fmt.Fprintf(out, "newest event: %s\n", time.UnixMilli(newest).UTC().Format(time.RFC3339))
+	}
+	for _, h := range b.History() {
+		fmt.Fprintf(out, "%s\n", h.Meaning())
 	}
 	if len(parts) == 0 {
 		fmt.Fprintln(out, "no user partition matches")
@@ -243,15 +269,7 @@ func writeInspectText(out io.Writer, src *source, b *view.Builder, parts []jsonP
 		if len(segs) == 0 {
 			continue
 		}
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SEGMENT ID\tSTATE\tOFFSETS\tLEADER EPOCHS\tBYTES\tBROKER\tEVENT TIME")
-		for _, m := range segs {
-			var eb strings.Builder
-			rlmm.WriteEpochs(&eb, m.LeaderEpochs)
-			fmt.Fprintf(tw, "  %s\t%s\t[%d, %d]\t%s\t%d\t%d\t%s\n", m.ID.ID, m.State, m.StartOffset, m.EndOffset,
-				eb.String(), m.SizeInBytes, m.BrokerID, time.UnixMilli(m.EventTimestampMs).UTC().Format(time.RFC3339))
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeSegmentTable(out, segs); err != nil {
 			return err
 		}
 	}

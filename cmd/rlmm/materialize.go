@@ -24,7 +24,10 @@ func materialize(ctx context.Context, src *source, timeout time.Duration, quiet 
 	b := view.NewBuilder(src.log.Partitions())
 	prog := newProgress("reading "+src.name, "records", quiet)
 	var total int64
-	_, err := view.ReadLog(ctx, src.log, func(t int64) { total = t }, func(rec eventlog.Record) error {
+	_, err := view.ReadLog(ctx, src.log, func(p view.Plan) {
+		total = p.Total
+		b.SetHistory(p.Starts, p.HighWaterMarks)
+	}, func(rec eventlog.Record) error {
 		ev, derr := b.Apply(rec)
 		prog.set(b.Counts().Records, total, "records")
 		if onRecord != nil {

@@ -146,8 +146,8 @@ func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
 		}
 	}
 	flags := cmd.Flags()
-	if o.kafka.Partitions < 0 {
-		return nil, usageErrorf("--kafka-partitions is %d, must be positive", o.kafka.Partitions)
+	if o.kafka.Partitions < 0 || o.kafka.Partitions > kafkalog.MaxFlagPartitions {
+		return nil, usageErrorf("--kafka-partitions is %d, must be 0 to %d", o.kafka.Partitions, kafkalog.MaxFlagPartitions)
 	}
 	if o.kafka.Partitions > 0 {
 		kc.NumPartitions = o.kafka.Partitions
@@ -157,8 +157,8 @@ func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
 		kc.NumPartitions = kafkalog.DefaultNumPartitions
 	}
 	sl := &serveLog{partitions: kc.NumPartitions, consumeWait: kc.ConsumeWait}
-	if o.consumeWait < 0 {
-		return nil, usageErrorf("--consume-wait %s is negative", o.consumeWait)
+	if o.consumeWait < 0 || o.consumeWait > maxTimeout {
+		return nil, usageErrorf("--consume-wait %s: must be 0 (the default) to %s", o.consumeWait, maxTimeout)
 	}
 	if o.consumeWait > 0 {
 		sl.consumeWait = o.consumeWait
@@ -340,8 +340,11 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.shutdownTimeout <= 0 {
-		return usageErrorf("--shutdown-timeout %s must be positive", o.shutdownTimeout)
+	if o.shutdownTimeout <= 0 || o.shutdownTimeout > maxTimeout {
+		return usageErrorf("--shutdown-timeout %s: must be positive and at most %s", o.shutdownTimeout, maxTimeout)
+	}
+	if o.snapshotInterval > maxTimeout {
+		return usageErrorf("--snapshot-interval %s: must be at most %s (negative: only at shutdown)", o.snapshotInterval, maxTimeout)
 	}
 	if o.metricsListen != "" {
 		if _, _, err := net.SplitHostPort(o.metricsListen); err != nil {

@@ -334,6 +334,10 @@ func TestServeBadFlags(t *testing.T) {
 		{"metrics not loopback", append(base, "--metrics-listen", "0.0.0.0:0"), "--metrics-listen"},
 		{"not a flag", append(base, "--no-such-flag"), "--no-such-flag"},
 		{"bad duration", append(base, "--shutdown-timeout", "soon"), "--shutdown-timeout"},
+		{"consume wait past the limit", append(base, "--consume-wait", "9000h"), "--consume-wait 9000h0m0s: must be 0 (the default) to"},
+		{"shutdown timeout past the limit", append(base, "--shutdown-timeout", "9000h"), "--shutdown-timeout 9000h0m0s: must be positive and at most"},
+		{"snapshot interval past the limit", append(base, "--snapshot-interval", "9000h"), "--snapshot-interval 9000h0m0s: must be at most"},
+		{"too many metadata partitions", append(base, "--kafka-partitions", "10001"), "--kafka-partitions is 10001, must be 0 to 10000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,23 +70,23 @@ the same workload.`,
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	c := &o.cfg
-	f.Int32Var(&o.metadataPartitions, "metadata-partitions", 50, "partitions of the embedded metadata log (Kafka's remote.log.metadata.topic.num.partitions default)")
-	f.IntVar(&c.Brokers, "brokers", c.Brokers, "simulated brokers")
-	f.IntVar(&c.Topics, "topics", c.Topics, "topics (the last one is deleted half way)")
-	f.IntVar(&c.Partitions, "partitions", c.Partitions, "user partitions in total, spread over the topics")
-	f.IntVar(&c.ReplicationFactor, "replication-factor", c.ReplicationFactor, "replicas per partition: a leader and followers")
-	f.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds: each partition rolls and copies one segment per round")
-	f.IntVar(&c.RecordsPerSegment, "records-per-segment", c.RecordsPerSegment, "mean records per segment")
-	f.IntVar(&c.Retain, "retain", c.Retain, "finished segments retention keeps per partition")
-	f.Float64Var(&c.CopyFailureRate, "copy-failure-rate", c.CopyFailureRate, "probability that a segment copy fails and is cleaned up")
-	f.Float64Var(&c.LeaderMoveRate, "leader-move-rate", c.LeaderMoveRate, "probability per partition and round that leadership moves")
-	f.IntVar(&c.LookupsPerRound, "lookups", c.LookupsPerRound, "fetch-path reads per partition and round")
-	f.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "partitions worked on at once")
+	f.Int32Var(&o.metadataPartitions, "metadata-partitions", 50, fmt.Sprintf("partitions of the embedded metadata log, 1 to %d (Kafka's remote.log.metadata.topic.num.partitions default)", maxMetadataPartitions))
+	f.IntVar(&c.Brokers, "brokers", c.Brokers, fmt.Sprintf("simulated brokers, 2 to %d", sim.MaxBrokers))
+	f.IntVar(&c.Topics, "topics", c.Topics, fmt.Sprintf("topics, 2 to %d (the last one is deleted half way)", sim.MaxTopics))
+	f.IntVar(&c.Partitions, "partitions", c.Partitions, fmt.Sprintf("user partitions in total, spread over the topics: --topics to %d, and --partitions × --retain × --replication-factor at most %d, --partitions × --rounds at most %d", sim.MaxPartitions, sim.MaxLiveSegments, sim.MaxSegmentCopies))
+	f.IntVar(&c.ReplicationFactor, "replication-factor", c.ReplicationFactor, fmt.Sprintf("replicas per partition, a leader and followers: 2 to --brokers (at most %d)", sim.MaxReplicationFactor))
+	f.IntVar(&c.Rounds, "rounds", c.Rounds, fmt.Sprintf("rounds, 3 to %d: each partition rolls and copies one segment per round", sim.MaxRounds))
+	f.IntVar(&c.RecordsPerSegment, "records-per-segment", c.RecordsPerSegment, fmt.Sprintf("mean records per segment, 2 to %d", sim.MaxRecordsPerSegment))
+	f.IntVar(&c.Retain, "retain", c.Retain, fmt.Sprintf("finished segments retention keeps per partition, 1 to %d", sim.MaxRetain))
+	f.Float64Var(&c.CopyFailureRate, "copy-failure-rate", c.CopyFailureRate, "probability that a segment copy fails and is cleaned up, in [0, 1)")
+	f.Float64Var(&c.LeaderMoveRate, "leader-move-rate", c.LeaderMoveRate, "probability per partition and round that leadership moves, in [0, 1]")
+	f.IntVar(&c.LookupsPerRound, "lookups", c.LookupsPerRound, fmt.Sprintf("fetch-path reads per partition and round, 0 to %d", sim.MaxLookupsPerRound))
+	f.IntVar(&c.Concurrency, "concurrency", c.Concurrency, fmt.Sprintf("partitions worked on at once, 1 to %d", sim.MaxConcurrency))
 	f.Int64Var(&c.Seed, "seed", c.Seed, "seed of the workload: the same seed and sizes play the same run")
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.BoolVar(&o.verbose, "verbose", false, "log the brokers' warnings on stderr")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long, at most "+maxTimeout.String())
 	return cmd
 }
 
@@ -99,14 +99,21 @@ type simulateJSON struct {
 }
 
 func runSimulate(cmd *cobra.Command, o *simulateOptions) error {
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	if err := checkTimeout(o.timeout); err != nil {
+		return err
 	}
-	if o.metadataPartitions < 1 || o.metadataPartitions > 10000 {
-		return usageErrorf("--metadata-partitions %d: must be between 1 and 10000", o.metadataPartitions)
+	if o.metadataPartitions < 1 || o.metadataPartitions > maxMetadataPartitions {
+		return usageErrorf("--metadata-partitions %d: must be between 1 and %d", o.metadataPartitions, maxMetadataPartitions)
 	}
-	if err := o.cfg.Validate(); err != nil {
+	// Every size flag holds its default unless the user typed a value, so
+	// a 0 here was asked for: refuse it instead of taking the default.
+	if err := o.cfg.ValidateAsGiven(); err != nil {
 		return usageErrorf("%v", err)
+	}
+	if o.log.kafka.Enabled() {
+		if _, err := o.log.kafka.Config(); err != nil {
+			return usageErrorf("%v", err) // before the data directory is made
+		}
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
@@ -116,16 +123,28 @@ func runSimulate(cmd *cobra.Command, o *simulateOptions) error {
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	runDir, err := newRunDir(o.log.dir, o.cfg.Seed)
-	if err != nil {
-		return couldNotRun(err)
+	// The embedded log lives in the run directory; a Kafka topic is
+	// opened first, so an unreachable cluster leaves no directory behind.
+	var runDir string
+	var err error
+	if !o.log.kafka.Enabled() {
+		if runDir, err = newRunDir(o.log.dir, o.cfg.Seed); err != nil {
+			return couldNotRun(err)
+		}
 	}
 	log, logName, inspectHint, err := o.openLog(ctx, cmd, runDir, logger)
 	if err != nil {
-		_ = os.RemoveAll(runDir)
+		if runDir != "" {
+			_ = os.RemoveAll(runDir)
+		}
 		return couldNotRun(err)
 	}
 	defer log.Close()
+	if runDir == "" {
+		if runDir, err = newRunDir(o.log.dir, o.cfg.Seed); err != nil {
+			return couldNotRun(err)
+		}
+	}
 
 	cfg := o.cfg
 	cfg.Log = log

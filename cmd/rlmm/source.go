@@ -81,8 +81,10 @@ func isDir(path string) bool {
 }
 
 // openReadOnly opens the log for reading only: the embedded log without
-// its lock, or the Kafka topic without creating it.
-func (f *logFlags) openReadOnly(ctx context.Context, cmd *cobra.Command, logger *slog.Logger) (*source, error) {
+// its lock, or the Kafka topic without creating it. timeout is the
+// command's --timeout, which bounds the connection too (ctx has it as its
+// deadline).
+func (f *logFlags) openReadOnly(ctx context.Context, cmd *cobra.Command, logger *slog.Logger, timeout time.Duration) (*source, error) {
 	if f.kafka.Enabled() {
 		if cmd.Flags().Changed("dir") {
 			return nil, usageErrorf("give either --dir or --kafka, not both")
@@ -93,6 +95,11 @@ func (f *logFlags) openReadOnly(ctx context.Context, cmd *cobra.Command, logger 
 		}
 		cfg.SkipTopicCreation = true
 		cfg.Logger = logger
+		if timeout < kafkalog.DefaultConnectTimeout {
+			// The connection is bounded by ctx's deadline; saying so in
+			// the error needs the bound here as well.
+			cfg.ConnectTimeout = timeout
+		}
 		l, err := kafkalog.Open(ctx, cfg)
 		if err != nil {
 			return nil, explainKafka(err, cfg)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,8 +30,8 @@ func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Find stuck, orphaned, rejected and inconsistent remote log metadata; exit 1 when there is any",
-		Long: `verify reads a remote log metadata log like inspect (read-only, from the start
-up to its end sampled when it starts) and reports every anomaly with the
+		Long: `verify reads a remote log metadata log like inspect (read-only, from its log
+start up to its end, both sampled when it starts) and reports every anomaly with the
 segment or record it concerns:
 
   stuck_copy            a segment in COPY_SEGMENT_STARTED older than --stuck-after:
@@ -52,7 +53,10 @@ segment or record it concerns:
 and, as warnings that do not change the exit status: segment metadata Kafka
 accepts but rlmm's stricter sanity checks fail (sanity_warning), partition
 delete states out of order (partition_delete_order), snapshot records inside
-the topic (snapshot_record) and torn tails of the embedded log (torn_tail).
+the topic (snapshot_record), torn tails of the embedded log (torn_tail), a
+metadata partition whose first records were deleted by retention or
+DeleteRecords (history_lost: reading starts at its log start offset), and
+updates there of segments added before that start (unknown_segment).
 
 Ages are measured against the newest event timestamp in the log by default
 (--stuck-reference log), so verifying a copy of a log gives the same answer
@@ -69,11 +73,11 @@ Exit status: 0 no anomaly, 1 anomalies found, 2 could not run.`,
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
-	f.DurationVar(&o.stuckAfter, "stuck-after", time.Hour, "a segment in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED longer than this is stuck")
+	f.DurationVar(&o.stuckAfter, "stuck-after", time.Hour, "a segment in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED longer than this is stuck, at most "+maxStuckAfter.String())
 	f.StringVar(&o.reference, "stuck-reference", "log", "measure ages against the newest event of the log (log) or the wall clock (now)")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for monitoring")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
-	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the log after this long")
+	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
 	_ = cmd.RegisterFlagCompletionFunc("stuck-reference", cobra.FixedCompletions([]string{"log", "now"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -90,24 +94,30 @@ type verifyJSON struct {
 	Warnings        int            `json:"warningCount"`
 	OK              bool           `json:"ok"`
 	Anomalies       []view.Anomaly `json:"anomalies"`
+	// HistoryStarts lists the metadata partitions whose early records are
+	// gone, with where their history starts (each also a history_lost
+	// warning).
+	HistoryStarts []view.HistoryStart `json:"historyStarts"`
 }
 
 func runVerify(cmd *cobra.Command, o *verifyOptions) error {
-	if o.stuckAfter <= 0 {
-		return usageErrorf("--stuck-after %s: must be positive (e.g. 30m, 1h, 24h)", o.stuckAfter)
+	if o.stuckAfter <= 0 || o.stuckAfter > maxStuckAfter {
+		return usageErrorf("--stuck-after %s: must be positive and at most %s (e.g. 30m, 1h, 24h)", o.stuckAfter, maxStuckAfter)
 	}
 	if o.reference != "log" && o.reference != "now" {
 		return usageErrorf("--stuck-reference %q: must be log or now", o.reference)
 	}
-	if o.timeout <= 0 {
-		return usageErrorf("--timeout %s: must be positive", o.timeout)
+	if err := checkTimeout(o.timeout); err != nil {
+		return err
 	}
-	src, err := o.log.openReadOnly(cmd.Context(), cmd, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
+	src, err := o.log.openReadOnly(ctx, cmd, slog.New(slog.DiscardHandler), o.timeout)
 	if err != nil {
 		return couldNotRun(err)
 	}
 	defer src.log.Close()
-	b, err := materialize(cmd.Context(), src, o.timeout, o.quiet, nil)
+	b, err := materialize(ctx, src, o.timeout, o.quiet, nil)
 	if err != nil {
 		return err
 	}
@@ -124,7 +134,10 @@ func runVerify(cmd *cobra.Command, o *verifyOptions) error {
 	}
 	doc := verifyJSON{Source: src.name, Counts: b.Counts(), Partitions: len(b.Partitions()), ReferenceTimeMs: ref,
 		Reference: o.reference, StuckAfterMs: o.stuckAfter.Milliseconds(), Failures: failures,
-		Warnings: len(anomalies) - failures, OK: failures == 0, Anomalies: anomalies}
+		Warnings: len(anomalies) - failures, OK: failures == 0, Anomalies: anomalies, HistoryStarts: b.History()}
+	if doc.HistoryStarts == nil {
+		doc.HistoryStarts = []view.HistoryStart{}
+	}
 	if doc.Anomalies == nil {
 		doc.Anomalies = []view.Anomaly{}
 	}

@@ -9,7 +9,8 @@
 //
 // The suite checks what the eventlog package documents: dense offsets from 0,
 // order per partition, replay then live delivery, exact Add and Remove,
-// waiting past the high-water mark, several subscriptions, concurrent
+// waiting past the high-water mark, the log start offset and Add below it
+// (on a log that can delete records: Truncater), several subscriptions, concurrent
 // publishers, Close and context cancellation unblocking calls, argument errors
 // and values that are never aliased.
 //
@@ -55,6 +56,8 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"OffsetsDenseFromZero", testOffsetsDenseFromZero},
 		{"HighWaterMarks", testHighWaterMarks},
+		{"StartOffsets", testStartOffsets},
+		{"AddBelowStart", testAddBelowStart},
 		{"OrderPerPartition", testOrderPerPartition},
 		{"AddReplaysThenFollows", testAddReplaysThenFollows},
 		{"AddPastHighWaterMarkWaits", testAddPastHighWaterMarkWaits},
@@ -772,5 +775,8 @@ func testUseAfterClose(t *testing.T, open Open) {
 	}
 	if _, err := l.HighWaterMarks(ctx, []int32{0}); !errors.Is(err, rlmm.ErrClosed) {
 		t.Errorf("HighWaterMarks after Close: got %v, want rlmm.ErrClosed", err)
+	}
+	if _, err := l.StartOffsets(ctx, []int32{0}); !errors.Is(err, rlmm.ErrClosed) {
+		t.Errorf("StartOffsets after Close: got %v, want rlmm.ErrClosed", err)
 	}
 }

@@ -28,6 +28,7 @@ var mutants = []mutant{
 		return subWrapped{l, func(s eventlog.Subscription) eventlog.Subscription { return addFromZero{s} }}
 	}},
 	{"BadPartitionToZero", "InvalidArguments", func(l *memlog.Log) eventlog.Log { return badPartitionToZero{l} }},
+	{"StartAlwaysZero", "StartOffsets", func(l *memlog.Log) eventlog.Log { return startAlwaysZero{l} }},
 }
 
 type offsetsFromOne struct{ *memlog.Log }
@@ -114,4 +115,11 @@ func (m badPartitionToZero) Publish(ctx context.Context, p int32, v []byte) (int
 		p = 0
 	}
 	return m.Log.Publish(ctx, p, v)
+}
+
+// startAlwaysZero ignores deleted records in StartOffsets.
+type startAlwaysZero struct{ *memlog.Log }
+
+func (m startAlwaysZero) StartOffsets(_ context.Context, ps []int32) ([]int64, error) {
+	return make([]int64, len(ps)), nil
 }

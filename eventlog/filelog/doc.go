@@ -32,7 +32,7 @@
 // halves and each fsync carries half of them. When the journal reaches Options.JournalBytes, and on
 // Close, the log checkpoints: it fsyncs the segment files written since the
 // last checkpoint and the directories that gained files, writes a new
-// journal (temporary name, fsync, rename, directory fsync) whose header
+// journal (temporary name, fsync, rename, directory fsync: internal/atomicfile) whose header
 // records the partitions' ends, and deletes the old journal.
 //
 // # Crash model

@@ -15,6 +15,7 @@ import (
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/internal/cursor"
+	"github.com/rlmm-go/rlmm/internal/atomicfile"
 )
 
 // Defaults of Options.
@@ -236,6 +237,26 @@ func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64
 	}
 }
 
+// StartOffsets returns 0 for each given partition: the embedded log never
+// deletes records.
+func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("filelog: start offsets: %w", rlmm.ErrClosed)
+	}
+	for _, p := range partitions {
+		if err := l.checkPartition(p); err != nil {
+			return nil, err
+		}
+	}
+	return make([]int64, len(partitions)), nil
+}
+
 // HighWaterMarks returns the next offset of each given partition.
 func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
@@ -303,10 +324,15 @@ func (l *Log) Close() error {
 	return l.closeErr
 }
 
-// closeFiles closes every file handle and releases the lock.
+// closeFiles closes every file handle and releases the lock. It also runs
+// after a failed open, when the partitions after the one that failed were
+// never loaded (nil).
 func (l *Log) closeFiles() error {
 	var errs []error
 	for _, p := range l.parts {
+		if p == nil {
+			continue
+		}
 		for _, s := range p.segs {
 			if s.f != nil {
 				if err := s.f.Close(); err != nil {
@@ -661,29 +687,20 @@ func (l *Log) checkpoint() error {
 	}
 	hdr := appendJournalHeader(nil, h)
 	path := filepath.Join(l.dir, journalName(seq))
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("filelog: creating journal: %w", err)
 	}
 	if _, err := f.Write(hdr); err != nil {
-		f.Close()
-		return fmt.Errorf("filelog: writing journal %s: %w", tmp, err)
+		f.Abort()
+		return fmt.Errorf("filelog: writing journal %s: %w", f.Name(), err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("filelog: syncing journal %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		f.Close()
+	if err := f.Commit(); err != nil {
+		f.Abort()
 		return fmt.Errorf("filelog: installing journal: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
-		f.Close()
-		return err
-	}
 	old, oldPath := l.journal, l.journalPath
-	l.journal, l.journalPath, l.journalSeq, l.journalSize = f, path, seq, int64(len(hdr))
+	l.journal, l.journalPath, l.journalSeq, l.journalSize = f.File, path, seq, int64(len(hdr))
 	if old != nil {
 		old.Close()
 		if err := os.Remove(oldPath); err != nil {
@@ -696,13 +713,8 @@ func (l *Log) checkpoint() error {
 // syncDir fsyncs a directory, making the names created or renamed in it
 // durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("filelog: syncing directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("filelog: syncing directory %s: %w", dir, err)
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return fmt.Errorf("filelog: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/internal/atomicfile"
 )
 
 // Open opens the log in dir, creating it when opts.Partitions > 0 and the
@@ -156,34 +157,11 @@ func (l *Log) readOrCreateManifest(creating bool) (manifest, error) {
 	if !creating {
 		return manifest{}, fmt.Errorf("filelog: no log at %s (the directory is empty; give a partition count to create one): %w", l.dir, fs.ErrNotExist)
 	}
-	tmp := path + tmpSuffix
-	if err := writeFileSync(tmp, encodeManifest(l.opts.Partitions)); err != nil {
-		return manifest{}, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, encodeManifest(l.opts.Partitions), 0o644); err != nil {
 		return manifest{}, fmt.Errorf("filelog: installing manifest: %w", err)
-	}
-	if err := syncDir(l.dir); err != nil {
-		return manifest{}, err
 	}
 	l.logger.Info("filelog: created log", "dir", l.dir, "partitions", l.opts.Partitions)
 	return manifest{Format: formatName, Version: formatVersion, Partitions: l.opts.Partitions}, nil
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("filelog: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("filelog: writing %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("filelog: syncing %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // loadPartitionDir lists the segment files of partition id (creating its

@@ -33,7 +33,14 @@
 //     assignment changed while the fetch was outstanding), so Remove and Add
 //     are exact as eventlog.Subscription requires.
 //   - HighWaterMarks lists end offsets (ListOffsets) and retries partitions
-//     whose leader is moving, for a bounded time.
+//     whose leader is moving, for a bounded time; StartOffsets does the same
+//     for the log start offsets (ListOffsets for the earliest offset).
+//   - An Add below the log start offset (records deleted by retention or
+//     DeleteRecords) makes the broker answer OFFSET_OUT_OF_RANGE; the
+//     consumer resets to the earliest offset (kgo.ConsumeResetOffset
+//     AtStart, Kafka's auto.offset.reset=earliest) and Poll delivers from
+//     there, so the first offset delivered shows the gap, as eventlog's
+//     contract requires.
 //
 // Differences from Kafka's manager, on purpose: the replication factor
 // defaults to min(3, live brokers) rather than a fixed 3 (Kafka's default

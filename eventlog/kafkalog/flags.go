@@ -9,6 +9,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// MaxFlagPartitions bounds --kafka-partitions: 200 times Kafka's default
+// of 50 metadata partitions, far more than a cluster needs.
+const MaxFlagPartitions = 10_000
+
 // PasswordEnv is the environment variable --sasl-password falls back to, so
 // a password need not appear in the process list.
 const PasswordEnv = "RLMM_KAFKA_SASL_PASSWORD"
@@ -36,7 +40,7 @@ func RegisterFlags(fs *pflag.FlagSet) *FlagValues {
 	v := &FlagValues{}
 	fs.StringVar(&v.Bootstrap, "kafka", "", "Kafka bootstrap servers, host:port[,host:port...] (bootstrap.servers)")
 	fs.StringVar(&v.Topic, "kafka-topic", DefaultTopic, "metadata topic")
-	fs.Int32Var(&v.Partitions, "kafka-partitions", 0, "expected partition count of the metadata topic, or the count to create it with (remote.log.metadata.topic.num.partitions; 0: the existing topic's, or 50)")
+	fs.Int32Var(&v.Partitions, "kafka-partitions", 0, fmt.Sprintf("expected partition count of the metadata topic, or the count to create it with, 0 to %d (remote.log.metadata.topic.num.partitions; 0: the existing topic's, or 50)", MaxFlagPartitions))
 	fs.BoolVar(&v.TLS, "tls", false, "connect with TLS, trusting the system's CAs (implied by the other --tls-* flags)")
 	fs.StringVar(&v.TLSCA, "tls-ca", "", "PEM file of CA certificates that verify the brokers")
 	fs.StringVar(&v.TLSCert, "tls-cert", "", "PEM client certificate for mutual TLS (needs --tls-key)")
@@ -61,8 +65,8 @@ func (v *FlagValues) Config() (Config, error) {
 	if !v.Enabled() {
 		return bad("--kafka is required (host:port of one or more brokers)")
 	}
-	if v.Partitions < 0 {
-		return bad("--kafka-partitions is %d, must be 0 or positive", v.Partitions)
+	if v.Partitions < 0 || v.Partitions > MaxFlagPartitions {
+		return bad("--kafka-partitions is %d, must be between 0 and %d", v.Partitions, MaxFlagPartitions)
 	}
 	if (v.TLSCert == "") != (v.TLSKey == "") {
 		return bad("--tls-cert and --tls-key go together")

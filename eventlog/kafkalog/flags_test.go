@@ -53,6 +53,7 @@ func TestFlags(t *testing.T) {
 		{name: "user without mechanism", args: []string{"--kafka", "a:1", "--sasl-user", "u"}, wantErr: "--sasl-mechanism"},
 		{name: "unknown mechanism", args: []string{"--kafka", "a:1", "--sasl-mechanism", "GSSAPI", "--sasl-user", "u"}, wantErr: "GSSAPI"},
 		{name: "negative partitions", args: []string{"--kafka", "a:1", "--kafka-partitions", "-3"}, wantErr: "--kafka-partitions"},
+		{name: "too many partitions", args: []string{"--kafka", "a:1", "--kafka-partitions", "10001"}, wantErr: "between 0 and 10000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -207,3 +207,32 @@ func publishContinuously(ctx context.Context, wg *sync.WaitGroup, l *Log, pause 
 		})
 	}
 }
+
+// truncatingLog is the log with DeleteRecordsBefore (Kafka's DeleteRecords
+// through kadm), so the conformance suite can move the log start offset.
+type truncatingLog struct{ *Log }
+
+// DeleteRecordsBefore deletes the records of partition below offset.
+func (l truncatingLog) DeleteRecordsBefore(ctx context.Context, partition int32, offset int64) error {
+	return deleteRecords(ctx, l.Log, partition, offset)
+}
+
+// deleteRecords moves the log start offset of partition to offset.
+func deleteRecords(ctx context.Context, l *Log, partition int32, offset int64) error {
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: l.cfg.Topic, Partition: partition, At: offset})
+	resp, err := l.admin.DeleteRecords(ctx, os)
+	if err != nil {
+		return fmt.Errorf("DeleteRecords %s-%d before %d: %w", l.cfg.Topic, partition, offset, err)
+	}
+	r, ok := resp.Lookup(l.cfg.Topic, partition)
+	switch {
+	case !ok:
+		return fmt.Errorf("DeleteRecords %s-%d: no answer for the partition", l.cfg.Topic, partition)
+	case r.Err != nil:
+		return fmt.Errorf("DeleteRecords %s-%d before %d: %w", l.cfg.Topic, partition, offset, r.Err)
+	case r.LowWatermark != offset:
+		return fmt.Errorf("DeleteRecords %s-%d before %d: the start is now %d", l.cfg.Topic, partition, offset, r.LowWatermark)
+	}
+	return nil
+}

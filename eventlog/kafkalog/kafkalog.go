@@ -38,6 +38,9 @@ type Log struct {
 	producer   *kgo.Client
 	admin      *kadm.Client
 	log        *slog.Logger
+	// openBound is how long Open waited for the cluster at most:
+	// ConnectTimeout or less when the caller's deadline came first.
+	openBound time.Duration
 
 	mu     sync.Mutex
 	closed bool
@@ -83,6 +86,12 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		log:      cfg.Logger.With("topic", cfg.Topic),
 		subs:     make(map[*subscription]struct{}),
 	}
+	l.openBound = cfg.ConnectTimeout
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < l.openBound {
+		// Rounded for the message: the caller's bound less the moments
+		// spent before Open ("2s", not "1.998s").
+		l.openBound = max(time.Until(deadline), 0).Round(100 * time.Millisecond)
+	}
 	openCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	if l.partitions, err = l.prepareTopic(ctx, openCtx); err != nil {
@@ -96,12 +105,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 // openError explains a failure of Open's cluster calls: a deadline that ran
 // out is the unreachable-cluster case, which names the addresses tried.
 func (l *Log) openError(parent, openCtx context.Context, what string, err error) error {
-	if parent.Err() != nil {
+	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("kafkalog: %s: %w", what, parent.Err())
 	}
 	if openCtx.Err() != nil {
-		return fmt.Errorf("kafkalog: %s: no answer from the Kafka cluster at %s within %s: %w (last error: %v)",
-			what, strings.Join(l.cfg.BootstrapServers, ","), l.cfg.ConnectTimeout, rlmm.ErrTimeout, err)
+		// The bound ran out: ConnectTimeout or the caller's deadline,
+		// whichever came first (openBound). Both wrap as the caller's
+		// error would, and say which cluster did not answer.
+		return fmt.Errorf("kafkalog: %s: no answer from the Kafka cluster at %s within %s: %w: %w (last error: %v)",
+			what, strings.Join(l.cfg.BootstrapServers, ","), l.openBound, rlmm.ErrTimeout, openCtx.Err(), err)
 	}
 	return fmt.Errorf("kafkalog: %s at %s: %w", what, strings.Join(l.cfg.BootstrapServers, ","), err)
 }
@@ -331,13 +343,27 @@ func (l *Log) produceError(partition int32, err error) error {
 // HighWaterMarks lists the end offsets of the given partitions. Partitions
 // whose leader is moving are retried for a bounded time.
 func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
+	return l.listOffsets(ctx, "high-water marks", partitions, l.admin.ListEndOffsets)
+}
+
+// StartOffsets lists the log start offsets of the given partitions (Kafka's
+// ListOffsets for the earliest timestamp), retried like HighWaterMarks.
+func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
+	return l.listOffsets(ctx, "start offsets", partitions, l.admin.ListStartOffsets)
+}
+
+// listOffsets asks list (kadm's ListEndOffsets or ListStartOffsets) for the
+// offsets of partitions, retrying partitions whose answer is a retriable
+// error for up to hwmRetryWait. what names the offsets in errors.
+func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32,
+	list func(context.Context, ...string) (kadm.ListedOffsets, error)) ([]int64, error) {
 	for _, p := range partitions {
 		if err := l.checkPartition(p); err != nil {
 			return nil, err
 		}
 	}
 	if l.isClosed() {
-		return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+		return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, rlmm.ErrClosed)
 	}
 	out := make([]int64, len(partitions))
 	if len(partitions) == 0 {
@@ -347,9 +373,9 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 	backoff := 20 * time.Millisecond
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, err)
+			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, err)
 		}
-		listed, err := l.admin.ListEndOffsets(ctx, l.cfg.Topic)
+		listed, err := list(ctx, l.cfg.Topic)
 		var retry error
 		if err == nil {
 			for i, p := range partitions {
@@ -360,7 +386,7 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 				case lo.Err != nil && kerr.IsRetriable(lo.Err):
 					retry = fmt.Errorf("partition %d: %w", p, lo.Err)
 				case lo.Err != nil:
-					return nil, fmt.Errorf("kafkalog: high-water mark of %s-%d: %w", l.cfg.Topic, p, lo.Err)
+					return nil, fmt.Errorf("kafkalog: %s of %s-%d: %w", what, l.cfg.Topic, p, lo.Err)
 				default:
 					out[i] = lo.Offset
 				}
@@ -371,19 +397,19 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 		} else {
 			switch {
 			case errors.Is(err, kgo.ErrClientClosed) || l.isClosed():
-				return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, rlmm.ErrClosed)
+				return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, rlmm.ErrClosed)
 			case ctx.Err() != nil:
-				return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, ctx.Err())
+				return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
 			}
 			retry = err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kafkalog: high-water marks of %s: still failing after %s: %w: %w", l.cfg.Topic, hwmRetryWait, rlmm.ErrTimeout, retry)
+			return nil, fmt.Errorf("kafkalog: %s of %s: still failing after %s: %w: %w", what, l.cfg.Topic, hwmRetryWait, rlmm.ErrTimeout, retry)
 		}
-		l.log.Debug("retrying high-water marks", "err", retry)
+		l.log.Debug("retrying "+what, "err", retry)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("kafkalog: high-water marks of %s: %w", l.cfg.Topic, ctx.Err())
+			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)

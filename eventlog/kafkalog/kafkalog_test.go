@@ -24,7 +24,7 @@ func TestConformanceKfake(t *testing.T) {
 		t.Run(fmt.Sprintf("brokers=%d", brokers), func(t *testing.T) {
 			addrs := fakeCluster(t, brokers).ListenAddrs()
 			eventlogtest.Run(t, func(t *testing.T, partitions int32) eventlog.Log {
-				return openLog(t, testConfig(t, addrs, partitions))
+				return truncatingLog{openLog(t, testConfig(t, addrs, partitions))}
 			})
 		})
 	}
@@ -188,6 +188,36 @@ func TestOpenUnreachableBroker(t *testing.T) {
 	// this is not a speed check).
 	if elapsed := time.Since(start); elapsed > timeout+20*time.Second {
 		t.Fatalf("Open took %s with a %s connect timeout", elapsed, timeout)
+	}
+}
+
+// TestOpenUnreachableBrokerCallerDeadline: a caller's deadline earlier than
+// ConnectTimeout bounds Open, and the error still says which cluster did not
+// answer within which bound (rlmm verify --timeout 2s relies on it).
+func TestOpenUnreachableBrokerCallerDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	const bound = 700 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	start := time.Now()
+	l, err := Open(ctx, Config{BootstrapServers: []string{addr}}) // ConnectTimeout: the default 10 s
+	if err == nil {
+		_ = l.Close()
+		t.Fatalf("Open against %s succeeded with nothing listening", addr)
+	}
+	elapsed := time.Since(start)
+	t.Logf("Open after %s: %v", elapsed.Round(time.Millisecond), err)
+	if !errors.Is(err, rlmm.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), bound.String()) {
+		t.Fatalf("Open: %v; want rlmm.ErrTimeout and context.DeadlineExceeded naming %s and %s", err, addr, bound)
+	}
+	if elapsed >= DefaultConnectTimeout {
+		t.Fatalf("Open took %s: the caller's %s deadline did not bound it", elapsed, bound)
 	}
 }
 

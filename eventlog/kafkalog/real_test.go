@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/eventlogtest"
 )
@@ -21,7 +23,7 @@ import (
 func TestConformanceRealKafka(t *testing.T) {
 	addr := realBootstrap(t)
 	eventlogtest.Run(t, func(t *testing.T, partitions int32) eventlog.Log {
-		return openLog(t, testConfig(t, []string{addr}, partitions))
+		return truncatingLog{openLog(t, testConfig(t, []string{addr}, partitions))}
 	})
 }
 
@@ -258,4 +260,35 @@ func testRestartWhilePublishing(t *testing.T, l *Log, restart func()) {
 	}
 	t.Logf("restart test: %d acknowledged, %d failed publishes while the broker was down, %d records in the log, high-water marks %v",
 		len(acked), failed, len(delivered), hw)
+}
+
+// TestOpenRealKafkaRefusesAnotherPartitionCount: an existing topic whose
+// partition count differs from the configured one (as rlmm serve always
+// configures one, Kafka's 50 by default) is refused with both counts named,
+// and the topic is left as it was; it never maps user partitions onto a
+// count other than the configured one.
+func TestOpenRealKafkaRefusesAnotherPartitionCount(t *testing.T) {
+	addr := realBootstrap(t)
+	existing := openLog(t, testConfig(t, []string{addr}, 4))
+	for _, configured := range []int32{DefaultNumPartitions, 3, 5} {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		l, err := Open(ctx, Config{BootstrapServers: []string{addr}, Topic: existing.Topic(), NumPartitions: configured, ConnectTimeout: testTimeout})
+		cancel()
+		if err == nil {
+			_ = l.Close()
+			t.Fatalf("Open with %d partitions configured over a topic of 4 succeeded", configured)
+		}
+		if !errors.Is(err, rlmm.ErrInvalidArgument) || !strings.Contains(err.Error(), "has 4 partitions") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("num.partitions is %d", configured)) || !strings.Contains(err.Error(), existing.Topic()) {
+			t.Fatalf("Open with %d configured: %v; want rlmm.ErrInvalidArgument naming the topic, 4 and %d", configured, err, configured)
+		}
+		t.Logf("configured %d: %v", configured, err)
+	}
+	// The topic is as it was; the right count, or none, opens it.
+	for _, configured := range []int32{4, 0} {
+		l := openLog(t, Config{BootstrapServers: []string{addr}, Topic: existing.Topic(), NumPartitions: configured, ConnectTimeout: testTimeout})
+		if l.Partitions() != 4 {
+			t.Fatalf("Open with %d configured: %d partitions, want 4", configured, l.Partitions())
+		}
+	}
 }

@@ -21,7 +21,8 @@ type Log struct {
 	partitions int32
 
 	mu       sync.Mutex
-	records  [][][]byte    // records[p][offset]
+	records  [][][]byte    // records[p][offset]; nil below start[p]
+	start    []int64       // log start offset per partition (DeleteRecordsBefore)
 	appended chan struct{} // closed and replaced on every append and on Close
 	closed   bool
 }
@@ -37,6 +38,7 @@ func New(partitions int32) *Log {
 	return &Log{
 		partitions: partitions,
 		records:    make([][][]byte, partitions),
+		start:      make([]int64, partitions),
 		appended:   make(chan struct{}),
 	}
 }
@@ -95,6 +97,56 @@ func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, 
 	return hw, nil
 }
 
+// StartOffsets returns the log start offset of each given partition: 0
+// unless DeleteRecordsBefore moved it.
+func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, p := range partitions {
+		if err := l.checkPartition(p); err != nil {
+			return nil, err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, fmt.Errorf("memlog: start offsets: %w", rlmm.ErrClosed)
+	}
+	so := make([]int64, len(partitions))
+	for i, p := range partitions {
+		so[i] = l.start[p]
+	}
+	return so, nil
+}
+
+// DeleteRecordsBefore deletes the records of partition below offset, as
+// Kafka's retention or DeleteRecords does: the log start offset becomes
+// offset (an offset past the high-water mark is an rlmm.ErrInvalidArgument;
+// one below the current start changes nothing). Offsets of later records
+// do not change. It is for tests of a log whose history is gone.
+func (l *Log) DeleteRecordsBefore(ctx context.Context, partition int32, offset int64) error {
+	if err := l.checkPartition(partition); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("memlog: delete records: %w", rlmm.ErrClosed)
+	}
+	if hw := int64(len(l.records[partition])); offset < 0 || offset > hw {
+		return fmt.Errorf("memlog: delete records of partition %d before offset %d: outside [0, %d]: %w", partition, offset, hw, rlmm.ErrInvalidArgument)
+	}
+	for o := l.start[partition]; o < offset; o++ {
+		l.records[partition][o] = nil
+	}
+	l.start[partition] = max(l.start[partition], offset)
+	return nil
+}
+
 // Subscribe returns a subscription that consumes no partition yet.
 func (l *Log) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
 	if err := ctx.Err(); err != nil {
@@ -135,7 +187,9 @@ func (l *Log) collect(next iter.Seq2[int32, int64]) ([]eventlog.Record, <-chan s
 	var size int
 	for p, from := range next {
 		part := l.records[p]
-		for o := from; o < int64(len(part)) && len(recs) < maxPollRecords; o++ {
+		// Below the log start: deliver from the start (the gap shows in
+		// the first offset delivered).
+		for o := max(from, l.start[p]); o < int64(len(part)) && len(recs) < maxPollRecords; o++ {
 			recs = append(recs, eventlog.Record{Partition: p, Offset: o, Value: part[o]})
 			size += len(part[o])
 		}

@@ -65,6 +65,10 @@ type Report struct {
 	LookupsPerSec   float64 `json:"lookupsPerSec"`
 	LookupLatency   Latency `json:"lookupLatency"`
 	NotReadyRetries int64   `json:"notReadyRetries"`
+	// LookupErrors counts reads of the final lookup burst that returned an
+	// error (ErrNotReady ones are also in NotReadyRetries; any other is a
+	// difference too).
+	LookupErrors int64 `json:"lookupErrors"`
 	// StaleFollowerReads counts follower reads that missed a segment the
 	// leader had already finished (the follower had not applied it yet).
 	StaleFollowerReads int64 `json:"staleFollowerReads"`
@@ -108,9 +112,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.LeaderMoves, r.DeletedTopic, r.Restart.Broker)
 	fmt.Fprintf(&b, "  mutations    %d at %.0f/s; latency p50 %s, p99 %s, max %s\n",
 		r.Mutations, r.MutationsPerSec, us(r.MutationLatency.P50Us), us(r.MutationLatency.P99Us), us(r.MutationLatency.MaxUs))
-	fmt.Fprintf(&b, "  lookups      %d at %.0f/s; latency p50 %s, p99 %s, max %s; %d not-ready retries, %d stale follower reads\n",
+	fmt.Fprintf(&b, "  lookups      %d at %.0f/s; latency p50 %s, p99 %s, max %s; %d not-ready retries, %d stale follower reads, %d errors in the final burst\n",
 		r.Lookups, r.LookupsPerSec, us(r.LookupLatency.P50Us), us(r.LookupLatency.P99Us), us(r.LookupLatency.MaxUs),
-		r.NotReadyRetries, r.StaleFollowerReads)
+		r.NotReadyRetries, r.StaleFollowerReads, r.LookupErrors)
 	pct := 0.0
 	if r.Restart.EventsTotal > 0 {
 		pct = 100 * float64(r.Restart.EventsReplayed) / float64(r.Restart.EventsTotal)

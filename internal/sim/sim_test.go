@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -61,6 +62,11 @@ func TestConfigRejectsBadSizes(t *testing.T) {
 		{"failure rate of one", func(c *Config) { c.CopyFailureRate = 1 }},
 		{"negative lookups", func(c *Config) { c.LookupsPerRound = -1 }},
 		{"no log", func(c *Config) { c.Log = nil }},
+		{"more partitions than the limit", func(c *Config) { c.Partitions = MaxPartitions + 1 }},
+		{"records per segment that overflow offsets", func(c *Config) { c.RecordsPerSegment = 1<<63 - 1 }},
+		{"a failure rate that is not a number", func(c *Config) { c.CopyFailureRate = math.NaN() }},
+		{"more live segments than the limit", func(c *Config) { c.Partitions, c.Retain = 300_000, 5 }},
+		{"more segment copies than the limit", func(c *Config) { c.Partitions, c.Rounds = 100_000, 101 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

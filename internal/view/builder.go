@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
@@ -24,6 +26,29 @@ type Counts struct {
 	Snapshots        int64 `json:"snapshotRecords"`
 	Undecodable      int64 `json:"undecodable"`
 	Rejected         int64 `json:"rejected"`
+	// UnknownSegments counts updates of segments the view does not know in
+	// metadata partitions whose history is partly gone (not rejected).
+	UnknownSegments int64 `json:"unknownSegmentEvents"`
+}
+
+// HistoryStart says where the records still held of one metadata partition
+// begin, when some are gone.
+type HistoryStart struct {
+	MetadataPartition int32 `json:"metadataPartition"`
+	// LogStartOffset is the first offset still held; the records before it
+	// are gone.
+	LogStartOffset int64 `json:"logStartOffset"`
+	// HighWaterMark is the offset after the last record read.
+	HighWaterMark int64 `json:"highWaterMark"`
+}
+
+// Meaning says in words what a lost history means for the segments shown.
+func (h HistoryStart) Meaning() string {
+	s := fmt.Sprintf("history before offset %d of metadata partition %d is gone", h.LogStartOffset, h.MetadataPartition)
+	if h.LogStartOffset >= h.HighWaterMark {
+		s += " (every record of it was deleted)"
+	}
+	return s + ": segments added before it are unknown; their later events are reported as unknown segments (warnings), not as rejected events"
 }
 
 // partitionInfo is what the Builder keeps per user partition beside the cache.
@@ -43,6 +68,40 @@ type Builder struct {
 	anomalies          []Anomaly
 	newestEventMs      int64
 	counts             Counts
+	// logStarts are the log start offsets of the metadata partitions read
+	// (SetHistory), nil when all start at 0; history lists the ones above 0.
+	logStarts []int64
+	history   []HistoryStart
+}
+
+// SetHistory tells the builder where each metadata partition's records
+// begin (starts) and end (hwms), as ReadLog found them; call it before the
+// first Apply. A partition whose start is above 0 gets a HistoryLost warning,
+// and updates of unknown segments in it count as UnknownSegment warnings
+// instead of rejected events.
+func (b *Builder) SetHistory(starts, hwms []int64) {
+	b.logStarts = slices.Clone(starts)
+	for p, start := range starts {
+		if start <= 0 {
+			continue
+		}
+		h := HistoryStart{MetadataPartition: int32(p), LogStartOffset: start, HighWaterMark: start}
+		if p < len(hwms) {
+			h.HighWaterMark = hwms[p]
+		}
+		b.history = append(b.history, h)
+		b.anomalies = append(b.anomalies, Anomaly{Kind: HistoryLost, Warning: true,
+			Record: &RecordRef{Partition: int32(p), Offset: start}, Detail: h.Meaning()})
+	}
+}
+
+// History returns where the history of each metadata partition whose early
+// records are gone starts, in partition order (empty when none is).
+func (b *Builder) History() []HistoryStart { return slices.Clone(b.history) }
+
+// historyLost reports whether metadata partition p's records start after 0.
+func (b *Builder) historyLost(p int32) bool {
+	return int(p) < len(b.logStarts) && b.logStarts[p] > 0
 }
 
 // NewBuilder returns an empty view of a log with metadataPartitions
@@ -128,6 +187,17 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 		if applyErr == nil {
 			info.deleteState, info.hasDelete = d.State, true
 		}
+	}
+	if applyErr != nil && errors.Is(applyErr, rlmm.ErrUnknownSegment) && b.historyLost(rec.Partition) {
+		b.counts.UnknownSegments++
+		a := Anomaly{Kind: UnknownSegment, Warning: true, Record: ref, TopicIDPartition: tp.String(),
+			Detail: fmt.Sprintf("%v; the history of metadata partition %d before offset %d is gone, where it was most likely added",
+				applyErr, rec.Partition, b.logStarts[rec.Partition])}
+		if id, ok := segmentOf(&ev); ok {
+			a.SegmentIDs = []string{id.String()}
+		}
+		b.anomalies = append(b.anomalies, a)
+		applyErr = nil
 	}
 	if applyErr != nil {
 		b.counts.Rejected++
@@ -269,12 +339,23 @@ func (b *Builder) Summary(tp rlmm.TopicIDPartition) PartitionSummary {
 	return s
 }
 
-// ReadLog reads every partition of log from offset 0 up to its high-water
-// mark sampled at the start, calling fn for each record in order per
-// partition, and returns the number of records read. started, if not nil,
-// is called once with the total to read before the first record. It stops at
-// the first error of fn or of the log, or when ctx ends.
-func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), fn func(eventlog.Record) error) (int64, error) {
+// Plan is what ReadLog reads: per metadata partition, from its log start
+// offset up to its high-water mark, both sampled before the first record.
+type Plan struct {
+	Starts         []int64
+	HighWaterMarks []int64
+	// Total is the number of records to read.
+	Total int64
+}
+
+// ReadLog reads every partition of log from its log start offset up to its
+// high-water mark, both sampled at the start, calling fn for each record in
+// order per partition, and returns the number of records read. started, if
+// not nil, is called once with the plan before the first record. A partition
+// with no record left (start equal to the high-water mark) is not waited
+// for. It stops at the first error of fn or of the log, or when ctx ends;
+// the error then names the metadata partitions not read to their end.
+func ReadLog(ctx context.Context, log eventlog.Log, started func(Plan), fn func(eventlog.Record) error) (int64, error) {
 	n := log.Partitions()
 	parts := make([]int32, n)
 	for i := range parts {
@@ -284,14 +365,21 @@ func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), f
 	if err != nil {
 		return 0, fmt.Errorf("reading the high-water marks of %d metadata partitions: %w", n, err)
 	}
-	var total int64
-	for _, h := range hwms {
-		total += h
+	starts, err := log.StartOffsets(ctx, parts)
+	if err != nil {
+		return 0, fmt.Errorf("reading the log start offsets of %d metadata partitions: %w", n, err)
+	}
+	plan := Plan{Starts: starts, HighWaterMarks: hwms}
+	for p, h := range hwms {
+		// A start sampled after the high-water mark can be above it when
+		// records were deleted in between: nothing to read then.
+		plan.Starts[p] = min(starts[p], h)
+		plan.Total += h - plan.Starts[p]
 	}
 	if started != nil {
-		started(total)
+		started(plan)
 	}
-	if total == 0 {
+	if plan.Total == 0 {
 		return 0, nil
 	}
 	sub, err := log.Subscribe(ctx)
@@ -300,12 +388,14 @@ func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), f
 	}
 	defer sub.Close()
 	remaining := map[int32]int64{}
+	next := map[int32]int64{}
 	for p, h := range hwms {
-		if h > 0 {
-			if err := sub.Add(int32(p), 0); err != nil {
+		if from := plan.Starts[p]; h > from {
+			if err := sub.Add(int32(p), from); err != nil {
 				return 0, fmt.Errorf("consuming metadata partition %d: %w", p, err)
 			}
 			remaining[int32(p)] = h
+			next[int32(p)] = from
 		}
 	}
 	var read int64
@@ -313,9 +403,10 @@ func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), f
 		recs, err := sub.Poll(ctx)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return read, fmt.Errorf("read %d of %d records, %d metadata partitions unfinished: %w", read, total, len(remaining), err)
+				return read, fmt.Errorf("read %d of %d records; %d metadata partitions unfinished (%s): %w",
+					read, plan.Total, len(remaining), unfinished(remaining, next), err)
 			}
-			return read, fmt.Errorf("reading the metadata log after %d of %d records: %w", read, total, err)
+			return read, fmt.Errorf("reading the metadata log after %d of %d records: %w", read, plan.Total, err)
 		}
 		for _, r := range recs {
 			h, ok := remaining[r.Partition]
@@ -323,6 +414,7 @@ func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), f
 				continue
 			}
 			read++
+			next[r.Partition] = r.Offset + 1
 			if err := fn(r); err != nil {
 				return read, err
 			}
@@ -335,4 +427,19 @@ func ReadLog(ctx context.Context, log eventlog.Log, started func(total int64), f
 		}
 	}
 	return read, nil
+}
+
+// unfinished names the metadata partitions not read to their end, with where
+// each stopped: "3 at offset 5 of 9, 7 at offset 0 of 2" (the first 20).
+func unfinished(remaining, next map[int32]int64) string {
+	ps := slices.Sorted(maps.Keys(remaining))
+	var parts []string
+	for i, p := range ps {
+		if i == 20 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ps)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d at offset %d of %d", p, next[p], remaining[p]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -165,7 +165,7 @@ func TestReadLogStopsAtTheHighWaterMarksSampledAtStart(t *testing.T) {
 	}
 	var total int64 = -1
 	var seen []eventlog.Record
-	n, err := ReadLog(ctx, log, func(t int64) { total = t }, func(r eventlog.Record) error {
+	n, err := ReadLog(ctx, log, func(p Plan) { total = p.Total }, func(r eventlog.Record) error {
 		seen = append(seen, r)
 		if len(seen) == 1 {
 			// Appended after the start: not read.

@@ -4,8 +4,13 @@
 // `rlmm inspect` and `rlmm verify`.
 //
 // Reading is read-only and bounded: ReadLog samples every metadata
-// partition's high-water mark once, reads each partition from offset 0 up to
-// that mark, and stops; records appended meanwhile are not read.
+// partition's log start offset and high-water mark once, reads each partition
+// from its start up to that mark, and stops; records appended meanwhile are
+// not read, and a partition whose records were all deleted is not waited for.
+// Where records were deleted at the start (retention, DeleteRecords), the
+// Builder (SetHistory) reports where the history begins (HistoryLost) and
+// counts updates of segments it never saw added there as UnknownSegment
+// warnings rather than rejected events.
 //
 // Each record is decoded with package wire and applied to a memory.Manager,
 // the same state machine the brokers' caches run, so the view is what a

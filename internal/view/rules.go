@@ -58,6 +58,15 @@ const (
 	// the journal restored it). A broker opening the log drops them.
 	// Warning.
 	TornTail Kind = "torn_tail"
+	// HistoryLost: the records of a metadata partition before its log start
+	// offset are gone (retention or DeleteRecords on the topic). Segments
+	// added before it are unknown to the view. Warning.
+	HistoryLost Kind = "history_lost"
+	// UnknownSegment: an update of a segment the view does not know, in a
+	// metadata partition whose history is partly gone (HistoryLost): its
+	// COPY_SEGMENT_STARTED was most likely among the deleted records, so it
+	// is not reported as a rejected event. Warning.
+	UnknownSegment Kind = "unknown_segment"
 )
 
 // RecordRef locates a record in the metadata log.

@@ -3,18 +3,24 @@ package clitest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/wire"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // rlmmBinary is the path of the command under test.
@@ -176,4 +182,115 @@ func newSegment(tp rlmm.TopicIDPartition, start, end, tsMs int64) rlmm.SegmentMe
 	return rlmm.SegmentMetadata{ID: rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.RandomUuid()}, StartOffset: start,
 		EndOffset: end, MaxTimestampMs: tsMs, BrokerID: 7, EventTimestampMs: tsMs,
 		LeaderEpochs: []rlmm.EpochStart{{Epoch: 0, StartOffset: start}}, SizeInBytes: 1000, State: rlmm.CopySegmentStarted}
+}
+
+// treeDigest returns a digest of every path, mode, size and content under
+// dir, to show that a command changed nothing there.
+func treeDigest(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %v %d\n", path, info.Mode(), info.Size())
+		if info.Mode().IsRegular() {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			h.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("digest of %s: %v", dir, err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// copyTree copies the regular files and directories under src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copying %s to %s: %v", src, dst, err)
+	}
+}
+
+// mustNotPanic fails t if a run printed a Go stack trace.
+func mustNotPanic(t *testing.T, r result, args ...string) {
+	t.Helper()
+	if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
+		t.Fatalf("rlmm %v printed a stack trace:\n%s", args, r.stderr)
+	}
+}
+
+// realBootstrap returns the address of the real Kafka broker of `make test`
+// (RLMM_KAFKA_BOOTSTRAP), or skips saying why (fails in CI, where make test
+// starts one).
+func realBootstrap(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv("RLMM_KAFKA_BOOTSTRAP")
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("RLMM_KAFKA_BOOTSTRAP unset in CI: make test starts the broker")
+		}
+		t.Skip("RLMM_KAFKA_BOOTSTRAP unset: no real Kafka broker to test against; start one with " +
+			"`scripts/kafka.sh start <dir>` and export the variable it prints (make test does this)")
+	}
+	return addr
+}
+
+// kafkaAdmin returns a kadm client on addr, closed when the test ends.
+func kafkaAdmin(t *testing.T, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// deleteRecordsBefore moves the log start offset of topic's partition p to
+// offset (Kafka's DeleteRecords).
+func deleteRecordsBefore(t *testing.T, adm *kadm.Client, topic string, p int32, offset int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: p, At: offset})
+	resp, err := adm.DeleteRecords(ctx, os)
+	if err == nil {
+		if r, ok := resp.Lookup(topic, p); !ok {
+			err = fmt.Errorf("no answer for partition %d", p)
+		} else {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		t.Fatalf("DeleteRecords %s-%d before %d: %v", topic, p, offset, err)
+	}
 }

@@ -1,0 +1,109 @@
+package clitest
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// inspectSnapshotDoc is the part of inspect --snapshot --json the test
+// checks.
+type inspectSnapshotDoc struct {
+	Bytes              int64   `json:"bytes"`
+	MetadataPartitions int32   `json:"metadataPartitions"`
+	Committed          []int64 `json:"committedOffsets"`
+	UserPartitions     int     `json:"userPartitions"`
+	TotalSegments      int     `json:"totalSegments"`
+	BadBlocks          int     `json:"badBlocks"`
+	Blocks             []struct {
+		Partition   string            `json:"partition"`
+		Segments    int               `json:"segments"`
+		CRC32C      string            `json:"crc32c"`
+		Error       string            `json:"error"`
+		SegmentList []json.RawMessage `json:"segmentList"`
+	} `json:"blocks"`
+}
+
+// rlmm inspect --snapshot dumps the snapshot a simulated broker wrote, and
+// reports a damaged block (exit 1) and a file that is not a snapshot (exit 2).
+func TestInspectSnapshot(t *testing.T) {
+	work, rep := simulate(t)
+	var snap string
+	_ = filepath.WalkDir(rep.RunDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "rlmm.snapshot" && snap == "" {
+			snap = path
+		}
+		return nil
+	})
+	if snap == "" {
+		t.Fatalf("no rlmm.snapshot under %s", rep.RunDir)
+	}
+	args := []string{"inspect", "--snapshot", snap, "--segments", "--json"}
+	r := run(t, work, args...)
+	mustCode(t, r, 0, args...)
+	var doc inspectSnapshotDoc
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("inspect --snapshot --json printed no JSON (%v):\n%s", err, r.stdout)
+	}
+	info, err := os.Stat(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Bytes != info.Size() || doc.MetadataPartitions != rep.MetadataPartitions || len(doc.Committed) != int(rep.MetadataPartitions) {
+		t.Errorf("head: %d bytes, %d metadata partitions, %d committed offsets; the file has %d bytes, the run %d metadata partitions",
+			doc.Bytes, doc.MetadataPartitions, len(doc.Committed), info.Size(), rep.MetadataPartitions)
+	}
+	if doc.UserPartitions == 0 || len(doc.Blocks) != doc.UserPartitions || doc.BadBlocks != 0 {
+		t.Fatalf("%d user partitions, %d blocks shown, %d bad", doc.UserPartitions, len(doc.Blocks), doc.BadBlocks)
+	}
+	total := 0
+	for _, b := range doc.Blocks {
+		total += b.Segments
+		if len(b.SegmentList) != b.Segments || len(b.CRC32C) != 8 || b.Error != "" {
+			t.Errorf("block %s: %d segments listed of %d, checksum %q, error %q", b.Partition, len(b.SegmentList), b.Segments, b.CRC32C, b.Error)
+		}
+	}
+	if total != doc.TotalSegments {
+		t.Errorf("blocks hold %d segments, the head %d", total, doc.TotalSegments)
+	}
+
+	// The text form names every block.
+	r = run(t, work, "inspect", "--snapshot", snap)
+	mustCode(t, r, 0, "inspect", "--snapshot", snap)
+	for _, b := range doc.Blocks {
+		if !strings.Contains(r.stdout, b.Partition) {
+			t.Errorf("text output does not name block %s:\n%s", b.Partition, r.stdout)
+		}
+	}
+
+	// The last byte belongs to the last block: its checksum fails.
+	data, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(t.TempDir(), "damaged.snapshot")
+	data[len(data)-1] ^= 0xff
+	if err := os.WriteFile(damaged, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args = []string{"inspect", "--snapshot", damaged, "--json"}
+	r = run(t, work, args...)
+	mustCode(t, r, 1, args...)
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.BadBlocks != 1 ||
+		!strings.Contains(doc.Blocks[len(doc.Blocks)-1].Error, "checksum") {
+		t.Errorf("damaged snapshot: %d bad blocks (%v); want the last one with a checksum error:\n%s", doc.BadBlocks, err, r.stdout)
+	}
+
+	notSnap := filepath.Join(t.TempDir(), "not-a-snapshot")
+	if err := os.WriteFile(notSnap, []byte("hello, this is not a snapshot file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, work, "inspect", "--snapshot", notSnap)
+	mustCode(t, r, 2, "inspect", "--snapshot", notSnap)
+	if !strings.Contains(r.stderr, "not an rlmm snapshot") {
+		t.Errorf("stderr %q does not say the file is not a snapshot", r.stderr)
+	}
+}

@@ -1,0 +1,85 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// fieldReader reads fixed-width fields from a part of the file; every read
+// checks the bounds first, so hostile bytes produce an error naming the
+// file byte, never a panic or an unbounded allocation.
+type fieldReader struct {
+	b []byte
+	// base is the file offset of b[0], for error messages.
+	base int64
+	pos  int
+	err  error
+}
+
+func (r *fieldReader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: snapshot file byte %d: %s", rlmm.ErrCorrupt, r.base+int64(r.pos), fmt.Sprintf(format, args...))
+	}
+}
+
+// take returns the next n bytes, or nil (with the error set) when fewer
+// remain.
+func (r *fieldReader) take(what string, n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b)-r.pos {
+		r.fail("%s of %d bytes is truncated (%d left)", what, n, len(r.b)-r.pos)
+		return nil
+	}
+	v := r.b[r.pos : r.pos+n : r.pos+n]
+	r.pos += n
+	return v
+}
+
+func (r *fieldReader) u8(what string) byte {
+	if v := r.take(what, 1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (r *fieldReader) u32(what string) uint32 {
+	if v := r.take(what, 4); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (r *fieldReader) i32(what string) int32 { return int32(r.u32(what)) }
+
+func (r *fieldReader) u64(what string) uint64 {
+	if v := r.take(what, 8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (r *fieldReader) i64(what string) int64 { return int64(r.u64(what)) }
+
+// tp reads a topic partition: uuid | u32 topic length | topic | i32.
+func (r *fieldReader) tp() rlmm.TopicIDPartition {
+	var tp rlmm.TopicIDPartition
+	copy(tp.TopicID[:], r.take("topic id", 16))
+	tp.Topic = string(r.take("topic name", int(r.u32("topic name length"))))
+	tp.Partition = r.i32("partition")
+	return tp
+}
+
+// count reads a u32 collection length and checks that at least minBytes
+// per element remain, before anything is allocated for it.
+func (r *fieldReader) count(what string, minBytes int) int {
+	v := r.u32(what)
+	if r.err == nil && uint64(v) > uint64(len(r.b)-r.pos)/uint64(minBytes) {
+		r.fail("%s count %d exceeds the remaining %d bytes", what, v, len(r.b)-r.pos)
+		return 0
+	}
+	return int(v)
+}

@@ -1,0 +1,200 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// BlockInfo locates one user partition's block in the file, as the head's
+// index gives it.
+type BlockInfo struct {
+	TopicIDPartition rlmm.TopicIDPartition
+	// Segments is the block's segment count.
+	Segments int
+	// Offset and Length are the block's place in the file.
+	Offset, Length int64
+	// CRC is the CRC-32C (Castagnoli) of the block.
+	CRC uint32
+}
+
+// Reader is an open snapshot: its header and head checked and decoded, its
+// blocks located but not read. Its methods are safe for concurrent use
+// (they only read the file at given offsets).
+type Reader struct {
+	r      io.ReaderAt
+	size   int64
+	head   Head
+	blocks []BlockInfo
+}
+
+// Head returns the snapshot's head (the caller must not modify Committed).
+func (r *Reader) Head() Head { return r.head }
+
+// Blocks returns the block index, in file order (the caller must not
+// modify it).
+func (r *Reader) Blocks() []BlockInfo { return r.blocks }
+
+// Size returns the file's size.
+func (r *Reader) Size() int64 { return r.size }
+
+// Open reads and checks the header and the head of the size-byte snapshot
+// r and locates the blocks. Bad bytes are an error wrapping rlmm.ErrCorrupt
+// that says what is wrong; an error of r is returned wrapped as it is.
+func Open(r io.ReaderAt, size int64) (*Reader, error) {
+	var h [HeaderSize]byte
+	if size < HeaderSize {
+		return nil, fmt.Errorf("%w: snapshot is %d bytes, shorter than its %d-byte header", rlmm.ErrCorrupt, size, HeaderSize)
+	}
+	if _, err := r.ReadAt(h[:], 0); err != nil {
+		return nil, fmt.Errorf("read snapshot header: %w", err)
+	}
+	if string(h[0:8]) != Magic {
+		return nil, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, h[0:8])
+	}
+	if v := binary.LittleEndian.Uint16(h[8:10]); v != Version {
+		return nil, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, Version)
+	}
+	headLen := binary.LittleEndian.Uint64(h[14:22])
+	if headLen > uint64(size-HeaderSize) {
+		return nil, fmt.Errorf("%w: snapshot header says its head is %d bytes, the file has %d after the header",
+			rlmm.ErrCorrupt, headLen, size-HeaderSize)
+	}
+	head := make([]byte, headLen)
+	if _, err := r.ReadAt(head, HeaderSize); err != nil && headLen > 0 {
+		return nil, fmt.Errorf("read snapshot head: %w", err)
+	}
+	if want, got := binary.LittleEndian.Uint32(h[10:14]), crc32.Checksum(head, crcTable); want != got {
+		return nil, fmt.Errorf("%w: snapshot head checksum mismatch (header %08x, head %08x)", rlmm.ErrCorrupt, want, got)
+	}
+	return parseHead(r, size, head)
+}
+
+// parseHead decodes a head whose checksum held.
+func parseHead(r io.ReaderAt, size int64, head []byte) (*Reader, error) {
+	rd := &fieldReader{b: head, base: HeaderSize}
+	parts := rd.count("metadata partition", 8)
+	if rd.err == nil && (parts == 0 || parts > math.MaxInt32) {
+		rd.fail("metadata partition count %d is invalid", parts)
+	}
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	out := &Reader{r: r, size: size, head: Head{Partitions: int32(parts), Committed: make([]int64, parts)}}
+	for i := range out.head.Committed {
+		c := rd.i64("committed offset")
+		if rd.err == nil && c < -1 {
+			rd.fail("committed offset %d of metadata partition %d is below -1", c, i)
+		}
+		out.head.Committed[i] = c
+	}
+	n := rd.count("user partition", indexEntrySize(rlmm.TopicIDPartition{}))
+	out.blocks = make([]BlockInfo, n)
+	off := HeaderSize + int64(len(head))
+	for i := range out.blocks {
+		length, crc := rd.u64("block length"), rd.u32("block checksum")
+		segments := int(rd.u32("block segments"))
+		tp := rd.tp()
+		if rd.err != nil {
+			return nil, rd.err
+		}
+		if uint64(segments) > length/segmentFixedBytes {
+			return nil, fmt.Errorf("%w: snapshot block %d of %d bytes cannot hold the %d segments the head says", rlmm.ErrCorrupt, i, length, segments)
+		}
+		if length > uint64(size-off) {
+			return nil, fmt.Errorf("%w: snapshot block %d of %d bytes at file byte %d ends past the file's %d bytes",
+				rlmm.ErrCorrupt, i, length, off, size)
+		}
+		out.blocks[i] = BlockInfo{TopicIDPartition: tp, Segments: segments, Offset: off, Length: int64(length), CRC: crc}
+		off += int64(length)
+	}
+	if rd.err == nil && rd.pos != len(rd.b) {
+		rd.fail("%d trailing bytes in the head", len(rd.b)-rd.pos)
+	}
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	if off != size {
+		return nil, fmt.Errorf("%w: snapshot is %d bytes, its head accounts for %d", rlmm.ErrCorrupt, size, off)
+	}
+	return out, nil
+}
+
+// ReadBlock reads block k into buf (grown if needed; the caller may reuse
+// it) and checks its checksum.
+func (r *Reader) ReadBlock(k int, buf []byte) ([]byte, error) {
+	blk := r.blocks[k]
+	size := int(blk.Length)
+	if cap(buf) < size {
+		buf = make([]byte, size, max(size, 2*cap(buf)))
+	}
+	buf = buf[:size]
+	if _, err := r.r.ReadAt(buf, blk.Offset); err != nil && size > 0 {
+		return buf, fmt.Errorf("read snapshot block %d at file byte %d: %w", k, blk.Offset, err)
+	}
+	if got := crc32.Checksum(buf, crcTable); got != blk.CRC {
+		return buf, fmt.Errorf("%w: snapshot block %d (file bytes %d to %d) checksum mismatch (head %08x, block %08x)",
+			rlmm.ErrCorrupt, k, blk.Offset, blk.Offset+blk.Length, blk.CRC, got)
+	}
+	return buf, nil
+}
+
+// ForEachBlock reads every block and checks its checksum on up to workers
+// goroutines, each reusing one buffer, and calls fn with the block's index
+// and bytes (valid only during the call) or with the error of reading it.
+// Blocks are taken in file order; after ctx ends no block is taken and
+// ForEachBlock returns ctx's error once the calls in progress returned. fn
+// runs concurrently with itself.
+func (r *Reader) ForEachBlock(ctx context.Context, workers int, fn func(k int, block []byte, err error)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(min(workers, len(r.blocks)), 1) {
+		wg.Go(func() {
+			var buf []byte
+			for ctx.Err() == nil {
+				k := int(next.Add(1) - 1)
+				if k >= len(r.blocks) {
+					return
+				}
+				var err error
+				buf, err = r.ReadBlock(k, buf)
+				fn(k, buf, err)
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// Verify checks every block's checksum on up to workers goroutines and
+// returns the error of the first bad block in file order.
+func (r *Reader) Verify(ctx context.Context, workers int) error {
+	errs := make([]error, len(r.blocks))
+	var failed atomic.Bool
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := r.ForEachBlock(ctx, workers, func(k int, _ []byte, err error) {
+		if err != nil {
+			errs[k] = err
+			failed.Store(true)
+			cancel()
+		}
+	}); err != nil && !failed.Load() {
+		return err
+	}
+	// Blocks are taken in order: every block before the first failure was
+	// checked.
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
