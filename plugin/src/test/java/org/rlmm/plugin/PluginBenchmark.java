@@ -89,6 +89,9 @@ public final class PluginBenchmark {
                 lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
             }
             long[] look = new long[lookups];
+            Optional<ProcessHandle> child = ProcessHandle.of(m.childPid());
+            long childCpu0 = child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L);
+            long jvmCpu0 = jvmCpu();
             long t = System.nanoTime();
             for (int i = 0; i < lookups; i++) {
                 long off = ThreadLocalRandom.current().nextLong(max);
@@ -97,11 +100,23 @@ public final class PluginBenchmark {
                 look[i] = System.nanoTime() - t0;
             }
             long total = System.nanoTime() - t;
+            long jvmCpu = jvmCpu() - jvmCpu0;
+            long childCpu = child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L) - childCpu0;
             report("lookup round trip (" + where + ")", look, lookups);
-            System.out.printf(Locale.ROOT, "lookups/s (one thread): %.0f%n", lookups / (total / 1e9));
+            System.out.printf(Locale.ROOT, "lookups/s (one thread): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
+                    lookups / (total / 1e9), jvmCpu / 1e3 / lookups, childCpu0 < 0 ? -1 : childCpu / 1e3 / lookups);
         } finally {
             m.close();
         }
+    }
+
+    /** CPU time of this JVM (every thread) in nanoseconds. */
+    private static long jvmCpu() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean) {
+            return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+        }
+        return -1;
     }
 
     private static void lookup(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, long offset) throws Exception {
