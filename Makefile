@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint fault-test unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test
+.PHONY: test lint fault-test unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka bench-broker
 
 test:
 	bash scripts/test.sh
@@ -18,6 +18,14 @@ fault-test:
 
 unit:
 	$(GO) test -race ./...
+
+# The broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as
+# the RLMM (broker-test, part of make test) or Kafka's own (the control).
+broker-test:
+	bash scripts/broker-test.sh rlmm
+
+broker-test-kafka:
+	bash scripts/broker-test.sh kafka
 
 fuzz-short:
 	bash scripts/fuzz-short.sh
@@ -41,6 +49,10 @@ bench:
 # into docs/BENCHMARKS.md between the bench-compare markers.
 bench-compare:
 	bash scripts/bench-compare.sh
+
+# Only the broker workload of bench-compare (Kafka 4.3.1 + tiered storage).
+bench-broker:
+	bash scripts/bench-broker.sh
 
 # Regenerates testdata/kafka-vectors.json with Apache Kafka's own serializer.
 vectors:

@@ -14,15 +14,35 @@
 // CI=true, so CI never passes on skipped broker tests). By hand:
 //
 //	RLMM_BROKER_TEST=kafka go test -race -v ./brokertest/
-//	RLMM_BROKER_TEST=rlmm RLMM_PLUGIN_JAR=plugin/target/rlmm-plugin.jar go test -race -v ./brokertest/
+//	RLMM_BROKER_TEST=rlmm RLMM_PLUGIN_JAR=plugin/target/rlmm-plugin-0.1.0.jar go test -race -v ./brokertest/
 //
-// RLMM_PLUGIN_JAR names the plugin jar; when unset, TestMain builds it with
-// scripts/plugin.sh build. TestMain always builds the rlmm binary (the
+// (scripts/broker-test.sh rlmm|kafka, behind the make targets, does the same
+// after fetching the jars.) RLMM_PLUGIN_JAR names the plugin jar; when unset,
+// TestMain builds it with scripts/kafka.sh plugin-jar. make test runs
+// make broker-test as its own step, after the other packages' tests (which
+// leave this package out). TestMain always builds the rlmm binary (the
 // plugin's sidecar and the inspect/verify checks). Every test starts and stops
 // its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1
 // KAFKA_TIERED=1) in a temporary directory of its own; the first run fetches
 // the 4.3.1 jars from Maven Central into ~/.cache/rlmm. A failed test prints
-// the tail of every broker log (and of the sidecar's) it started.
+// the tail of every broker log it started (the plugin logs the sidecar's
+// lines into its broker's log) and keeps its directory;
+// RLMM_BROKER_TEST_KEEP=1 keeps every test's.
+//
+// What a 4.3.1 broker does, as these tests found it (with either RLMM):
+//   - deleting a topic deletes every remote segment (DELETE_SEGMENT_STARTED,
+//     FINISHED) but writes no partition delete event: nothing in the broker's
+//     jars calls putRemotePartitionDeleteMetadata; the test accepts none, or
+//     the three in order;
+//   - a new leader copies its own local segment that holds the offset after
+//     the old leader's last remote one whole, so finished segments of two
+//     brokers overlap in one leader epoch (e.g. 1250..2249 by broker 2, then
+//     2000..2999 by broker 1); rlmm verify reports this as a warning, and
+//     the tests accept an overlap only where the copying broker changes;
+//   - a broker stopped during a copy leaves that segment in
+//     COPY_SEGMENT_STARTED (an orphan, which rlmm verify reports once older
+//     than --stuck-after); the tests wait only for copies no finished segment
+//     covers.
 //
 // The package has no library code. The metadata is read with rlmm's own
 // packages (eventlog/kafkalog, internal/view, wire) and with the rlmm binary

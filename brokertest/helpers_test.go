@@ -33,8 +33,11 @@ import (
 const (
 	envMode      = "RLMM_BROKER_TEST"
 	envPluginJar = "RLMM_PLUGIN_JAR"
-	modeKafka    = "kafka"
-	modeRlmm     = "rlmm"
+	// envKeep set keeps every cluster's directory (logs, data) after the
+	// test; a failed test's is always kept.
+	envKeep   = "RLMM_BROKER_TEST_KEEP"
+	modeKafka = "kafka"
+	modeRlmm  = "rlmm"
 
 	// segmentBytes is the topics' segment.bytes: Kafka 4.x's minimum.
 	segmentBytes = 1 << 20
@@ -100,24 +103,17 @@ func setup(mode string) (string, error) {
 		pluginJar, _ = filepath.Abs(jar)
 		return tmp, nil
 	}
-	cmd = exec.Command("bash", "scripts/plugin.sh", "build")
+	cmd = exec.Command("bash", "scripts/kafka.sh", "plugin-jar")
 	cmd.Dir = repoRoot
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return tmp, fmt.Errorf("scripts/plugin.sh build: %w\n%s", err, stderr.Bytes())
+		return tmp, fmt.Errorf("scripts/kafka.sh plugin-jar: %w\n%s", err, stderr.Bytes())
 	}
-	lines := strings.Fields(strings.TrimSpace(string(out)))
-	if len(lines) == 0 {
-		return tmp, errors.New("scripts/plugin.sh build printed no jar path")
-	}
-	pluginJar = lines[len(lines)-1]
-	if !filepath.IsAbs(pluginJar) {
-		pluginJar = filepath.Join(repoRoot, pluginJar)
-	}
+	pluginJar = strings.TrimSpace(string(out))
 	if _, err := os.Stat(pluginJar); err != nil {
-		return tmp, fmt.Errorf("scripts/plugin.sh build: the jar it named: %w", err)
+		return tmp, fmt.Errorf("scripts/kafka.sh plugin-jar: the jar it named: %w", err)
 	}
 	return tmp, nil
 }
@@ -168,13 +164,21 @@ type cluster struct {
 // stops it when the test ends (printing the logs' tails if it failed).
 func startCluster(t *testing.T, nodes int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), dir: t.TempDir(), nodes: nodes}
+	c := &cluster{t: t, mode: requireMode(t), nodes: nodes}
+	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
+	must(t, err)
+	c.dir = dir
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.dumpLogs()
 		}
 		if _, err := c.script("stop", c.dir); err != nil {
 			t.Errorf("stopping the cluster: %v", err)
+		}
+		if t.Failed() || os.Getenv(envKeep) != "" {
+			t.Logf("kept the cluster's directory %s", c.dir)
+		} else {
+			_ = os.RemoveAll(c.dir)
 		}
 	})
 	out, err := c.script("start", c.dir)
@@ -229,23 +233,20 @@ func (c *cluster) nodeDir(i int) string {
 
 func (c *cluster) stopNode(i int) {
 	c.t.Helper()
+	start := time.Now()
 	if _, err := c.script("stop", c.dir, strconv.Itoa(i)); err != nil {
 		c.t.Fatal(err)
 	}
+	c.t.Logf("node %d stopped in %s", i, time.Since(start).Round(time.Millisecond))
 }
 
 func (c *cluster) startNode(i int) {
 	c.t.Helper()
+	start := time.Now()
 	if _, err := c.script("start", c.dir, strconv.Itoa(i)); err != nil {
 		c.t.Fatal(err)
 	}
-}
-
-func (c *cluster) restartNode(i int) {
-	c.t.Helper()
-	if _, err := c.script("restart", c.dir, strconv.Itoa(i)); err != nil {
-		c.t.Fatal(err)
-	}
+	c.t.Logf("node %d started in %s", i, time.Since(start).Round(time.Millisecond))
 }
 
 // dumpLogs prints the tail of every broker log and sidecar log under the
@@ -415,7 +416,13 @@ func recordKey(i int64) []byte { return []byte(fmt.Sprintf("key-%09d", i)) }
 // indexes).
 func produce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, from, to int64) {
 	t.Helper()
-	const batch = 500
+	must(t, produceRecords(ctx, cl, topic, from, to, 0))
+}
+
+// produceRecords is produce returning the error, with a pause after every
+// batch of 250 records (to spread a load over time).
+func produceRecords(ctx context.Context, cl *kgo.Client, topic string, from, to int64, pause time.Duration) error {
+	const batch = 250
 	for i := from; i < to; i += batch {
 		var recs []*kgo.Record
 		for j := i; j < min(i+batch, to); j++ {
@@ -423,14 +430,22 @@ func produce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, fr
 		}
 		res := cl.ProduceSync(ctx, recs...)
 		if err := res.FirstErr(); err != nil {
-			t.Fatalf("producing records %d..%d: %v", i, i+int64(len(recs))-1, err)
+			return fmt.Errorf("producing records %d..%d: %w", i, i+int64(len(recs))-1, err)
 		}
 		for k, r := range res {
 			if r.Record.Offset != i+int64(k) {
-				t.Fatalf("record %d landed at offset %d", i+int64(k), r.Record.Offset)
+				return fmt.Errorf("record %d landed at offset %d", i+int64(k), r.Record.Offset)
+			}
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pause):
 			}
 		}
 	}
+	return nil
 }
 
 // consume reads offsets from..to-1 with a fresh consumer and checks every
@@ -607,16 +622,31 @@ func inState(segs []*segment, states ...rlmm.SegmentState) []*segment {
 	return out
 }
 
-// contiguous checks that segs (sorted) cover offsets from..end without a
-// gap or an overlap, and returns end (from-1 when segs is empty).
+// contiguous checks that segs (sorted by start offset) cover offsets
+// from..end without a gap, and returns end (from-1 when segs is empty).
+// Every segment must reach past the ones before it. Two may overlap only
+// where the copying broker changes: a new leader copies its own local
+// segment holding the offset after the old leader's last remote one, whole,
+// and the follower's segments need not start where the leader's did (Kafka's
+// RemoteLogManager does this with either RLMM; a lookup takes the segment
+// with the greatest start offset at or below the offset, in the epoch).
 func contiguous(segs []*segment, from int64) (int64, error) {
 	end := from - 1
+	var prev *segment
 	for _, s := range segs {
-		if s.meta.StartOffset != end+1 {
-			return end, fmt.Errorf("segment %s covers %d..%d, after a segment ending at %d: a gap or an overlap",
+		switch {
+		case s.meta.StartOffset > end+1:
+			return end, fmt.Errorf("no segment covers offsets %d..%d (before segment %s at %d..%d)",
+				end+1, s.meta.StartOffset-1, s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset)
+		case s.meta.EndOffset <= end:
+			return end, fmt.Errorf("segment %s covers %d..%d, all covered already (up to %d)",
 				s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset, end)
+		case s.meta.StartOffset <= end && prev != nil && prev.meta.BrokerID == s.meta.BrokerID:
+			return end, fmt.Errorf("segments %s (%d..%d) and %s (%d..%d), both copied by broker %d, overlap",
+				prev.meta.ID.ID, prev.meta.StartOffset, prev.meta.EndOffset, s.meta.ID.ID, s.meta.StartOffset,
+				s.meta.EndOffset, s.meta.BrokerID)
 		}
-		end = s.meta.EndOffset
+		end, prev = s.meta.EndOffset, s
 	}
 	return end, nil
 }

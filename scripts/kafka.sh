@@ -21,6 +21,7 @@
 #   scripts/kafka.sh kill <dir> <node>    SIGKILL the node (kill -9) and wait until it is gone;
 #                                         `start <dir> <node>` brings it back on its data
 #   scripts/kafka.sh pause <dir> <node>   SIGSTOP the node; resume <dir> <node> sends SIGCONT
+#   scripts/kafka.sh plugin-jar           build rlmm's broker plugin, print its jar's path
 #
 # Layout: one node (the default) lives in <dir> itself (server.properties, data/, broker.log,
 # pid), as this script always did; with KAFKA_NODES=N node i lives in <dir>/node-i. The
@@ -201,6 +202,20 @@ running_pid() {
 	echo "$pid"
 }
 
+# plugin_jar: builds rlmm's broker plugin (scripts/plugin.sh build, or Maven
+# on plugin/pom.xml before that script exists) and prints the shaded jar's path.
+plugin_jar() {
+	if [[ -f "$ROOT/scripts/plugin.sh" ]]; then
+		bash "$ROOT/scripts/plugin.sh" build >&2 || die "scripts/plugin.sh build failed"
+	else
+		mvn -B -q -f "$ROOT/plugin/pom.xml" clean package -DskipTests >&2 || die "building plugin/ failed"
+	fi
+	local jar
+	jar="$(find "$ROOT/plugin/target" -maxdepth 1 -name 'rlmm-plugin-*.jar' ! -name 'original-*' ! -name '*-sources.jar' | sort | tail -n1)"
+	[[ -n "$jar" ]] || die "no plugin/target/rlmm-plugin-*.jar after the build"
+	echo "$jar"
+}
+
 # rlmm_settings DIR: the RLMM lines of server.properties (tiered storage only).
 rlmm_settings() {
 	local dir="$1" mode="${KAFKA_RLMM:-kafka}"
@@ -212,8 +227,7 @@ rlmm_settings() {
 	rlmm)
 		local jar="${RLMM_PLUGIN_JAR:-}" bin="${RLMM_BINARY:-}"
 		if [[ -z "$jar" ]]; then
-			[[ -f "$ROOT/scripts/plugin.sh" ]] || die "KAFKA_RLMM=rlmm: no RLMM_PLUGIN_JAR and no scripts/plugin.sh to build it"
-			jar="$(bash "$ROOT/scripts/plugin.sh" build | tail -n1)"
+			jar="$(plugin_jar)"
 		fi
 		[[ -f "$jar" ]] || die "KAFKA_RLMM=rlmm: plugin jar '$jar' not found"
 		if [[ -z "$bin" ]]; then
@@ -221,7 +235,7 @@ rlmm_settings() {
 			(cd "$ROOT" && go build -o "$bin" ./cmd/rlmm) || die "go build ./cmd/rlmm failed"
 		fi
 		[[ -x "$bin" ]] || die "KAFKA_RLMM=rlmm: rlmm binary '$bin' not executable"
-		class="${class:-${RLMM_PLUGIN_CLASS:-io.github.rlmmgo.rlmm.plugin.RlmmRemoteLogMetadataManager}}"
+		class="${class:-${RLMM_PLUGIN_CLASS:-org.rlmm.plugin.RlmmRemoteLogMetadataManager}}"
 		cp="${cp:-$jar}"
 		echo "rlmm.config.rlmm.serve.binary=$bin"
 		;;
@@ -299,6 +313,8 @@ logger.server.name=kafka.server.KafkaRaftServer
 logger.server.level=INFO
 logger.broker.name=kafka.server.BrokerServer
 logger.broker.level=INFO
+logger.rlmmplugin.name=org.rlmm.plugin
+logger.rlmmplugin.level=INFO
 EOF
 		cat >"$ndir/server.properties" <<EOF
 # Node $i of $n of a KRaft cluster for rlmm tests (written by scripts/kafka.sh).
@@ -587,6 +603,7 @@ start | stop | restart | status)
 	status) status "$2" "${3:-}" ;;
 	esac
 	;;
+plugin-jar) plugin_jar ;;
 pid)
 	[[ $# -eq 3 ]] || die "usage: $0 pid <dir> <node>"
 	load_cluster "$2"
@@ -600,5 +617,5 @@ kill | pause | resume)
 	resume) signal_node "$2" "$3" CONT ;;
 	esac
 	;;
-*) die "usage: $0 fetch | start <dir> [node] | stop <dir> [node] | restart <dir> [node] | status <dir> [node] | pid <dir> <node> | kill|pause|resume <dir> <node>" ;;
+*) die "usage: $0 fetch | start <dir> [node] | stop <dir> [node] | restart <dir> [node] | status <dir> [node] | pid <dir> <node> | kill|pause|resume <dir> <node> | plugin-jar" ;;
 esac

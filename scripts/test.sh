@@ -86,13 +86,25 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, the next step)"
-go test -race -timeout 30m $(go list ./... | grep -v '/faulttest$')
+step "go test -race ./... (but faulttest/ and brokertest/: they start their own brokers, the steps after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$')
 
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# The single broker is not needed any more: its CPU and memory go to the
-	# fault tests' cluster.
+	# brokers of the steps below.
 	bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
+fi
+
+# --- broker tests (issue 11): Kafka 4.3.1 + tiered storage + rlmm's plugin ---
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
+	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
+	bash scripts/broker-test.sh rlmm
+else
+	echo "broker tests skipped: RLMM_SKIP_KAFKA=1 (they need Kafka 4.3.1 brokers)"
+fi
+# --- end of broker tests ---
+
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	faults
 fi
 

@@ -224,6 +224,28 @@ func (sl *serveLog) open(ctx context.Context, logger *slog.Logger) (eventlog.Log
 	return l, nil
 }
 
+// openWaiting is open, retried every second while the Kafka cluster does not
+// answer (rlmm.ErrTimeout): a broker calls its RLMM's configure, which
+// starts this process, before its own listener accepts connections, so the
+// sidecar of a cluster's first or only broker must wait for it instead of
+// exiting (a Kafka 4.3.1 broker's listener opened 11 s after configure on a
+// loaded 2-core machine). The socket answers NOT_READY meanwhile; any other
+// error ends the wait.
+func (sl *serveLog) openWaiting(ctx context.Context, logger *slog.Logger) (eventlog.Log, error) {
+	for {
+		l, err := sl.open(ctx, logger)
+		if err == nil || !errors.Is(err, rlmm.ErrTimeout) || ctx.Err() != nil {
+			return l, err
+		}
+		logger.Warn("serve: the Kafka cluster does not answer yet; retrying in 1s", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // newLogger builds the slog logger of --log-format and --log-level.
 func (o *serveOptions) newLogger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
@@ -373,7 +395,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 
 	// The log and the manager come up behind the socket, which already
 	// answers (NOT_READY until then).
-	log, err := sl.open(ctx, logger)
+	log, err := sl.openWaiting(ctx, logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			logger.Info("serve: stopped while opening the metadata log")

@@ -510,6 +510,29 @@ func TestServeAnswersWhileTheLogOpens(t *testing.T) {
 	}
 }
 
+// TestServeWaitsForTheCluster: a cluster that does not answer within the
+// connect timeout (10 s) is waited for, not a reason to exit (a broker starts
+// its sidecar before its own listener accepts connections).
+func TestServeWaitsForTheCluster(t *testing.T) {
+	dir := shortTemp(t)
+	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
+	p := startServe(t, "--kafka", "127.0.0.1:1", "--snapshot-dir", filepath.Join(dir, "snap"), "--socket", socket, "--ready-file", ready)
+	waitFile(t, ready, p.done, &p.stderr)
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(p.stderr.String(), "does not answer yet; retrying") {
+		select {
+		case code := <-p.done:
+			t.Fatalf("serve exited (%d) while the cluster did not answer:\n%s", code, p.stderr.String())
+		case <-deadline:
+			t.Fatalf("no retry logged after 30 s:\n%s", p.stderr.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("stop while waiting for the cluster: exit %d:\n%s", code, p.stderr.String())
+	}
+}
+
 // startBinary starts the built rlmm with args, a pipe as its stdin; done
 // receives its exit status. It is killed at cleanup.
 func startBinary(t *testing.T, bin string, args ...string) (*exec.Cmd, chan int, *syncBuffer, io.WriteCloser) {
