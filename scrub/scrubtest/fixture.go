@@ -37,7 +37,8 @@ type Fixture struct {
 	// Stray are objects no segment owns (planted orphans).
 	Stray []Object
 	// CustomMetadata: record Aiven's custom metadata (remote size, prefix,
-	// key) in each COPY_SEGMENT_FINISHED event, as Aiven's plugin does.
+	// key) in each COPY_SEGMENT_FINISHED event, as Aiven's plugin does when
+	// configured to include the fields.
 	CustomMetadata bool
 	next           uint64
 }
@@ -105,11 +106,8 @@ func (f *Fixture) Add(tp rlmm.TopicIDPartition, start int64, state rlmm.SegmentS
 		s.Objects = append(s.Objects, Object{Key: f.Layout.Key(tp, &m, layout.Kind(k)), Size: size})
 	}
 	if f.CustomMetadata {
-		s.Meta.CustomMetadata = layout.EncodeAivenCustomMetadata(layout.AivenFields{
-			RemoteSize: total, HasRemoteSize: true,
-			ObjectPrefix: f.Layout.Prefix(), HasObjectPrefix: true,
-			ObjectKey: s.Objects[0].Key[len(f.Layout.Prefix()) : len(s.Objects[0].Key)-len(".log")], HasObjectKey: true,
-		})
+		p := f.Layout.Prefix()
+		s.Meta.CustomMetadata = encodeAiven(total, p, s.Objects[0].Key[len(p):len(s.Objects[0].Key)-len(".log")])
 	}
 	f.Segments = append(f.Segments, s)
 	return s
@@ -239,4 +237,15 @@ func (f *Fixture) WriteLog(ctx context.Context, dir string, metadataPartitions i
 		return err
 	}
 	return l.Close()
+}
+
+// encodeAiven is Aiven's custom metadata with all three fields, as its
+// plugin records them with custom.metadata.fields.include=REMOTE_SIZE,
+// OBJECT_PREFIX,OBJECT_KEY (the default includes none).
+func encodeAiven(remoteSize int64, prefix, mainPath string) []byte {
+	return layout.EncodeAivenCustomMetadata(layout.AivenFields{
+		RemoteSize: remoteSize, HasRemoteSize: true,
+		ObjectPrefix: prefix, HasObjectPrefix: true,
+		ObjectKey: mainPath, HasObjectKey: true,
+	})
 }
