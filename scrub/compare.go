@@ -34,6 +34,11 @@ type Comparer struct {
 	bytes      int64
 	orphans    []orphanAt
 	mismatches []mismatchAt
+	// last is the entry of the last object found (-1 none): a listing in
+	// key order names the same segment several times in a row, then the
+	// next one, which the index holds next, so most objects are found
+	// without a hash lookup.
+	last int32
 }
 
 // NewComparer returns a comparer of the sealed index x; ages are measured
@@ -42,7 +47,7 @@ func NewComparer(x *Index, now time.Time) *Comparer {
 	if !x.sealed {
 		x.Seal()
 	}
-	return &Comparer{x: x, now: now}
+	return &Comparer{x: x, now: now, last: -1}
 }
 
 // ObservePage observes every object of a listed page.
@@ -73,7 +78,7 @@ func (c *Comparer) Observe(o *store.Object) {
 		c.orphan(unrecognized, o, ReasonUnrecognized, "", true)
 		return
 	}
-	i := x.lookup(&r.SegmentID)
+	i := c.find(&r.SegmentID)
 	if i < 0 {
 		c.orphan(r.TopicIDPartition().String(), o, ReasonNotInMetadata, r.SegmentID.String(), false)
 		return
@@ -84,6 +89,26 @@ func (c *Comparer) Observe(o *store.Object) {
 		return
 	}
 	c.claim(i, r.Kind, o)
+}
+
+// find returns the entry of id, or -1: the last entry found or the one
+// after it when either is id, else a lookup.
+func (c *Comparer) find(id *rlmm.Uuid) int32 {
+	segs := c.x.segs
+	if l := c.last; l >= 0 {
+		if segs[l].id == *id {
+			return l
+		}
+		if int(l+1) < len(segs) && segs[l+1].id == *id {
+			c.last = l + 1
+			return l + 1
+		}
+	}
+	i := c.x.lookup(id)
+	if i >= 0 {
+		c.last = i
+	}
+	return i
 }
 
 // claim records object o as the k object of entry i.

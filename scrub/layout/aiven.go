@@ -53,13 +53,13 @@ func (aiven) PartitionDir(tp rlmm.TopicIDPartition) string {
 func (a aiven) mainPath(b []byte, tp rlmm.TopicIDPartition, m *rlmm.SegmentMetadata) []byte {
 	b = append(b, tp.Topic...)
 	b = append(b, '-')
-	b = append(b, tp.TopicID.String()...)
+	b = appendID(b, tp.TopicID)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, int64(tp.Partition), 10)
 	b = append(b, '/')
 	b = appendOffset(b, m.StartOffset)
 	b = append(b, '-')
-	return append(b, m.ID.ID.String()...)
+	return appendID(b, m.ID.ID)
 }
 
 func (a aiven) Expect(tp rlmm.TopicIDPartition, m *rlmm.SegmentMetadata) (Expect, error) {
@@ -68,30 +68,30 @@ func (a aiven) Expect(tp rlmm.TopicIDPartition, m *rlmm.SegmentMetadata) (Expect
 	if len(m.CustomMetadata) == 0 {
 		return e, nil
 	}
-	f, err := DecodeAivenCustomMetadata(m.CustomMetadata)
+	f, err := decodeAiven(m.CustomMetadata)
 	if err != nil {
 		return e, err
 	}
-	if f.HasRemoteSize {
-		e.TotalSize = f.RemoteSize
+	if f.hasRemoteSize {
+		e.TotalSize = f.remoteSize
 	}
-	if !f.HasObjectPrefix && !f.HasObjectKey {
+	if f.prefix == nil && f.key == nil {
 		return e, nil
-	}
-	prefix := a.prefix
-	if f.HasObjectPrefix {
-		prefix = f.ObjectPrefix
 	}
 	var buf [160]byte
 	computed := a.mainPath(buf[:0], tp, m)
-	if prefix == a.prefix && (!f.HasObjectKey || f.ObjectKey == string(computed)) {
+	prefixSame := f.prefix == nil || string(f.prefix) == a.prefix
+	if prefixSame && (f.key == nil || string(f.key) == string(computed)) {
 		return e, nil
 	}
-	main := string(computed)
-	if f.HasObjectKey {
-		main = f.ObjectKey
+	prefix, main := a.prefix, computed
+	if f.prefix != nil {
+		prefix = string(f.prefix)
 	}
-	e.Stem, e.Prefix = prefix+main, prefix
+	if f.key != nil {
+		main = f.key
+	}
+	e.Stem, e.Prefix = prefix+string(main), prefix
 	return e, nil
 }
 

@@ -34,7 +34,22 @@ type AivenFields struct {
 // then UTF-8). Unknown tags are skipped, as Kafka's reader does. Errors wrap
 // rlmm.ErrCorrupt.
 func DecodeAivenCustomMetadata(b []byte) (AivenFields, error) {
-	var f AivenFields
+	r, err := decodeAiven(b)
+	return AivenFields{RemoteSize: r.remoteSize, HasRemoteSize: r.hasRemoteSize,
+		ObjectPrefix: string(r.prefix), HasObjectPrefix: r.prefix != nil,
+		ObjectKey: string(r.key), HasObjectKey: r.key != nil}, err
+}
+
+// aivenRaw is decoded custom metadata whose strings are views of the input
+// (nil when absent), so Expect allocates nothing for the common case.
+type aivenRaw struct {
+	remoteSize    int64
+	hasRemoteSize bool
+	prefix, key   []byte
+}
+
+func decodeAiven(b []byte) (aivenRaw, error) {
+	var f aivenRaw
 	if len(b) == 0 {
 		return f, nil
 	}
@@ -69,16 +84,16 @@ func DecodeAivenCustomMetadata(b []byte) (AivenFields, error) {
 			if used <= 0 || used != len(val) {
 				return f, fmt.Errorf("%w: aiven custom metadata: bad remote size", rlmm.ErrCorrupt)
 			}
-			f.RemoteSize, f.HasRemoteSize = v, true
+			f.remoteSize, f.hasRemoteSize = v, true
 		case aivenTagObjectPrefix, aivenTagObjectKey:
 			s, err := compactString(val)
 			if err != nil {
 				return f, fmt.Errorf("%w: aiven custom metadata: tag %d: %v", rlmm.ErrCorrupt, tag, err)
 			}
 			if tag == aivenTagObjectPrefix {
-				f.ObjectPrefix, f.HasObjectPrefix = s, true
+				f.prefix = s
 			} else {
-				f.ObjectKey, f.HasObjectKey = s, true
+				f.key = s
 			}
 		}
 	}
@@ -88,15 +103,16 @@ func DecodeAivenCustomMetadata(b []byte) (AivenFields, error) {
 	return f, nil
 }
 
-func compactString(b []byte) (string, error) {
+// compactString returns the bytes of a non-null compact string (never nil).
+func compactString(b []byte) ([]byte, error) {
 	n, used := binary.Uvarint(b)
 	if used <= 0 || n == 0 {
-		return "", fmt.Errorf("bad or null compact string")
+		return nil, fmt.Errorf("bad or null compact string")
 	}
 	if n-1 != uint64(len(b)-used) {
-		return "", fmt.Errorf("compact string of %d bytes in a field of %d", n-1, len(b)-used)
+		return nil, fmt.Errorf("compact string of %d bytes in a field of %d", n-1, len(b)-used)
 	}
-	return string(b[used:]), nil
+	return b[used:len(b):len(b)], nil
 }
 
 // EncodeAivenCustomMetadata encodes f as Aiven's plugin does (the fields

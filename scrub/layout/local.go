@@ -67,7 +67,7 @@ func (l local) Key(tp rlmm.TopicIDPartition, m *rlmm.SegmentMetadata, k Kind) st
 	b = append(b, '/')
 	b = appendOffset(b, m.StartOffset)
 	b = append(b, '-')
-	b = append(b, m.ID.ID.String()...)
+	b = appendID(b, m.ID.ID)
 	b = append(b, '.')
 	b = append(b, localKinds[k]...)
 	return string(b)

@@ -1,6 +1,10 @@
 package layout
 
-import "github.com/rlmm-go/rlmm"
+import (
+	"encoding/base64"
+
+	"github.com/rlmm-go/rlmm"
+)
 
 // The pieces of file names both built-in layouts share: Kafka's 20-digit
 // zero-padded offsets and its 22-character ids.
@@ -127,3 +131,6 @@ func splitTopicID(s string) (topic string, id rlmm.Uuid, ok bool) {
 	}
 	return s[:len(s)-idChars-1], id, true
 }
+
+// appendID appends Kafka's text form of id.
+func appendID(b []byte, id rlmm.Uuid) []byte { return base64.RawURLEncoding.AppendEncode(b, id[:]) }
