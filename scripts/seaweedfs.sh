@@ -27,7 +27,7 @@ HOME_DIR="$CACHE/seaweedfs-$SEAWEEDFS_VERSION"
 WEED="$HOME_DIR/weed"
 PROBE="$HOME_DIR/probe"
 START_TIMEOUT_S="${SEAWEEDFS_START_TIMEOUT:-60}"
-STOP_TIMEOUT_S=20
+STOP_TIMEOUT_S=10
 
 log() { echo "seaweedfs.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
