@@ -100,8 +100,11 @@ start() {
 	mapfile -t p <"$dir/ports"
 	# setsid: the server outlives this script and is stopped only by `stop`.
 	# The AWS_* variables are unset: weed would make them an admin identity.
+	# Every bucket is a collection with volumes of its own: -volume.max=0
+	# sizes the volume count from the free disk (small volumes, created as
+	# buckets need them).
 	setsid nohup env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$WEED" server \
-		-ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/data" -volume.max=4 -master.volumeSizeLimitMB=64 \
+		-ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/data" -volume.max=0 -master.volumeSizeLimitMB=64 \
 		-master.telemetry=false -master.port="${p[0]}" -master.port.grpc="${p[1]}" \
 		-volume.port="${p[2]}" -volume.port.grpc="${p[3]}" -filer -filer.port="${p[4]}" -filer.port.grpc="${p[5]}" \
 		-s3 -s3.port="${p[6]}" -s3.port.grpc="${p[7]}" -s3.port.iceberg=0 -s3.port.lance=0 \
