@@ -103,7 +103,7 @@ start() {
 	# Every bucket is a collection with volumes of its own: -volume.max=0
 	# sizes the volume count from the free disk (small volumes, created as
 	# buckets need them).
-	setsid nohup env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$WEED" server \
+	setsid nohup env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$WEED" -logdir="$dir" server \
 		-ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/data" -volume.max=0 -master.volumeSizeLimitMB=64 \
 		-master.telemetry=false -master.port="${p[0]}" -master.port.grpc="${p[1]}" \
 		-volume.port="${p[2]}" -volume.port.grpc="${p[3]}" -filer -filer.port="${p[4]}" -filer.port.grpc="${p[5]}" \
