@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/scrub/layout"
@@ -45,7 +46,7 @@ type Index struct {
 	shift    uint
 	stems    map[string]int32 // custom stem -> entry
 	stemOf   map[int32]string
-	prefixes []string // custom prefixes to list besides the layout's
+	prefixes map[string]bool // custom prefixes to list besides the layout's
 	warnings []string
 	sealed   bool
 }
@@ -84,10 +85,10 @@ func (x *Index) Add(p int32, m *rlmm.SegmentMetadata) {
 	if e.Stem != "" {
 		i := int32(len(x.segs) - 1)
 		if x.stems == nil {
-			x.stems, x.stemOf = map[string]int32{}, map[int32]string{}
+			x.stems, x.stemOf, x.prefixes = map[string]int32{}, map[int32]string{}, map[string]bool{}
 		}
 		x.stems[e.Stem], x.stemOf[i] = i, e.Stem
-		x.prefixes = append(x.prefixes, e.Prefix)
+		x.prefixes[e.Prefix] = true
 	}
 }
 
@@ -117,10 +118,17 @@ func (x *Index) Seal() {
 // Segments returns the number of segments added.
 func (x *Index) Segments() int { return len(x.segs) }
 
-// Prefixes returns the key prefixes to list: the layout's and those of
-// custom keys.
+// Prefixes returns the key prefixes to list: the layout's, then those of
+// custom keys (each once, sorted).
 func (x *Index) Prefixes() []string {
-	return append([]string{x.prefix}, x.prefixes...)
+	custom := make([]string, 0, len(x.prefixes))
+	for p := range x.prefixes {
+		if p != x.prefix {
+			custom = append(custom, p)
+		}
+	}
+	slices.Sort(custom)
+	return append([]string{x.prefix}, custom...)
 }
 
 // Warnings returns what the index could not take as given (undecodable

@@ -48,6 +48,7 @@ func TestCustomKeyPrecedence(t *testing.T) {
 	f := scrubtest.New(scrubtest.Options{Layout: l, Topics: 1, PartitionsPerTopic: 1, SegmentsPerPartition: 3, CustomMetadata: true})
 	computed := slices.Clone(f.Segments[1].Objects)
 	f.MoveToPrefix(f.Segments[1], "old/")
+	f.MoveToPrefix(f.Segments[2], "old/") // the same prefix is listed once
 	x := indexOf(f)
 	if p := x.Prefixes(); !slices.Equal(p, []string{"new/", "old/"}) {
 		t.Fatalf("Prefixes = %v", p)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -121,5 +120,3 @@ func (d *Dir) Delete(ctx context.Context, keys []string, done func(string, error
 	}
 	return nil
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -30,21 +32,18 @@ type Store interface {
 }
 
 // Covering returns prefixes without those another prefix covers (a prefix
-// of another), sorted: the prefixes to list so no key is listed twice.
+// of another) and without duplicates, sorted: the prefixes to list so no key
+// is listed twice. After sorting, a prefix covers the ones that follow it
+// until the first that does not start with it.
 func Covering(prefixes []string) []string {
+	sorted := slices.Clone(prefixes)
+	slices.Sort(sorted)
 	var out []string
-	for i, p := range prefixes {
-		covered := false
-		for j, q := range prefixes {
-			if i != j && len(q) <= len(p) && p[:len(q)] == q && (len(q) < len(p) || j < i) {
-				covered = true
-				break
-			}
+	for _, p := range sorted {
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
+			continue
 		}
-		if !covered {
-			out = append(out, p)
-		}
+		out = append(out, p)
 	}
-	sortStrings(out)
 	return out
 }
