@@ -1,10 +1,11 @@
-package scrub
+package scrub_test
 
 import (
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/scrubtest"
 )
@@ -48,7 +49,7 @@ func BenchmarkScrub(b *testing.B) {
 				cpu0 := cpuTime(b)
 				b.StartTimer()
 				x := indexOf(f)
-				cmp := NewComparer(x, now)
+				cmp := scrub.NewComparer(x, now)
 				cmp.ObservePage(objs)
 				b.StopTimer()
 				cpu += cpuTime(b) - cpu0

@@ -1,4 +1,4 @@
-package scrub
+package scrub_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/scrubtest"
 	"github.com/rlmm-go/rlmm/scrub/store"
@@ -23,8 +24,8 @@ func mustLayout(t testing.TB, name, prefix string) layout.Layout {
 }
 
 // indexOf builds and seals the index of f's segments.
-func indexOf(f *scrubtest.Fixture) *Index {
-	x := NewIndex(f.Layout, len(f.Segments))
+func indexOf(f *scrubtest.Fixture) *scrub.Index {
+	x := scrub.NewIndex(f.Layout, len(f.Segments))
 	parts := map[rlmm.TopicIDPartition]int32{}
 	var last rlmm.TopicIDPartition
 	p := int32(-1)
@@ -54,8 +55,8 @@ func listing(f *scrubtest.Fixture, mtime time.Time) []store.Object {
 }
 
 // compareAll runs a comparison of x against objs.
-func compareAll(x *Index, objs []store.Object, now time.Time) *Report {
-	c := NewComparer(x, now)
+func compareAll(x *scrub.Index, objs []store.Object, now time.Time) *scrub.Report {
+	c := scrub.NewComparer(x, now)
 	c.ObservePage(objs)
 	return c.Report()
 }

@@ -1,4 +1,4 @@
-package scrub
+package scrub_test
 
 import (
 	"slices"
@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/scrubtest"
 	"github.com/rlmm-go/rlmm/scrub/store"
 )
 
 func TestPlan(t *testing.T) {
-	rep := &Report{Partitions: []PartitionReport{{Orphans: []Orphan{
-		{Key: "old", AgeMs: 48 * 3600_000, Reason: ReasonNotInMetadata},
-		{Key: "edge", AgeMs: 24 * 3600_000, Reason: ReasonNotInMetadata},
-		{Key: "young", AgeMs: 3600_000, Reason: ReasonNotInMetadata},
-		{Key: "started", AgeMs: 48 * 3600_000, Reason: ReasonCopyStarted, Protected: true},
-		{Key: "misplaced", AgeMs: 48 * 3600_000, Reason: ReasonMisplaced, Protected: true},
-		{Key: "foreign", AgeMs: 48 * 3600_000, Reason: ReasonUnrecognized, Protected: true},
+	rep := &scrub.Report{Partitions: []scrub.PartitionReport{{Orphans: []scrub.Orphan{
+		{Key: "old", AgeMs: 48 * 3600_000, Reason: scrub.ReasonNotInMetadata},
+		{Key: "edge", AgeMs: 24 * 3600_000, Reason: scrub.ReasonNotInMetadata},
+		{Key: "young", AgeMs: 3600_000, Reason: scrub.ReasonNotInMetadata},
+		{Key: "started", AgeMs: 48 * 3600_000, Reason: scrub.ReasonCopyStarted, Protected: true},
+		{Key: "misplaced", AgeMs: 48 * 3600_000, Reason: scrub.ReasonMisplaced, Protected: true},
+		{Key: "foreign", AgeMs: 48 * 3600_000, Reason: scrub.ReasonUnrecognized, Protected: true},
 	}}}}
 	cases := []struct {
 		olderThan time.Duration
@@ -32,11 +33,11 @@ func TestPlan(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got []string
-		for _, o := range Plan(rep, c.olderThan) {
+		for _, o := range scrub.Plan(rep, c.olderThan) {
 			got = append(got, o.Key)
 		}
 		if !slices.Equal(got, c.want) {
-			t.Errorf("Plan(%s) = %v, want %v", c.olderThan, got, c.want)
+			t.Errorf("scrub.Plan(%s) = %v, want %v", c.olderThan, got, c.want)
 		}
 	}
 }
@@ -67,8 +68,8 @@ func TestCustomKeyPrecedence(t *testing.T) {
 		t.Fatalf("copies at the computed keys: summary %+v", rep.Summary)
 	}
 	for _, o := range rep.Partitions[0].Orphans {
-		if o.Reason != ReasonMisplaced {
-			t.Errorf("orphan %s: reason %s, want %s", o.Key, o.Reason, ReasonMisplaced)
+		if o.Reason != scrub.ReasonMisplaced {
+			t.Errorf("orphan %s: reason %s, want %s", o.Key, o.Reason, scrub.ReasonMisplaced)
 		}
 	}
 }
@@ -96,9 +97,9 @@ func TestCompareStatesAnyOrder(t *testing.T) {
 				reasons[o.Reason]++
 			}
 		}
-		want := map[string]int{ReasonCopyStarted: len(started.Objects), ReasonNotInMetadata: 1, ReasonDuplicate: 1}
-		if len(reasons) != len(want) || reasons[ReasonCopyStarted] != want[ReasonCopyStarted] ||
-			reasons[ReasonNotInMetadata] != 1 || reasons[ReasonDuplicate] != 1 || rep.Summary.Missing != 0 || rep.Summary.Mismatches != 0 {
+		want := map[string]int{scrub.ReasonCopyStarted: len(started.Objects), scrub.ReasonNotInMetadata: 1, scrub.ReasonDuplicate: 1}
+		if len(reasons) != len(want) || reasons[scrub.ReasonCopyStarted] != want[scrub.ReasonCopyStarted] ||
+			reasons[scrub.ReasonNotInMetadata] != 1 || reasons[scrub.ReasonDuplicate] != 1 || rep.Summary.Missing != 0 || rep.Summary.Mismatches != 0 {
 			t.Errorf("%s: orphans by reason %v, summary %+v; want %v", order, reasons, rep.Summary, want)
 		}
 		if rep.Summary.LiveSegments != len(f.Segments)-1 {
@@ -124,7 +125,7 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	f := scrubtest.New(scrubtest.Options{Layout: l, Topics: 1, PartitionsPerTopic: 4, SegmentsPerPartition: 50})
 	x := indexOf(f)
 	objs := listing(f, time.Now())
-	c := NewComparer(x, time.Now())
+	c := scrub.NewComparer(x, time.Now())
 	i := 0 // AllocsPerRun(100) observes 101 of the 600 objects, each once
 	if n := testing.AllocsPerRun(100, func() {
 		c.Observe(&objs[i])

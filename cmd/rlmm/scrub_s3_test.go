@@ -100,7 +100,7 @@ func TestScrubAivenS3(t *testing.T) {
 		{Kind: scrub.MismatchSize, SegmentID: shrunk.Meta.ID.ID.String(), Expected: total, Actual: total - 100},
 	}
 	slices.SortFunc(mismatches, func(a, b scrub.Mismatch) int { return strings.Compare(a.Kind, b.Kind) })
-	if len(mismatches) != 2 || !mismatchEqual(mismatches[0], want[0]) || !mismatchEqual(mismatches[1], want[1]) {
+	if len(mismatches) != 2 || !scrubtest.MismatchEqual(mismatches[0], want[0]) || !scrubtest.MismatchEqual(mismatches[1], want[1]) {
 		t.Errorf("mismatches = %+v\nwant %+v", mismatches, want)
 	}
 	wantDeletable := append(keysOf(deleted.Objects), stray.Key)

@@ -142,7 +142,7 @@ func TestScrubLocal(t *testing.T) {
 			Expected: int64(truncated.Meta.SizeInBytes), Actual: 100},
 	}
 	slices.SortFunc(mismatches, func(a, b scrub.Mismatch) int { return strings.Compare(a.Kind, b.Kind) })
-	if len(mismatches) != 2 || !mismatchEqual(mismatches[0], wantMismatch[0]) || !mismatchEqual(mismatches[1], wantMismatch[1]) {
+	if len(mismatches) != 2 || !scrubtest.MismatchEqual(mismatches[0], wantMismatch[0]) || !scrubtest.MismatchEqual(mismatches[1], wantMismatch[1]) {
 		t.Errorf("mismatches = %+v\nwant %+v", mismatches, wantMismatch)
 	}
 	wantDeletable := append(keysOf(deletedObjs), stray.Key, young.Key)
@@ -217,11 +217,6 @@ func TestScrubLocal(t *testing.T) {
 	if got := orphanKeys(doc, scrub.ReasonNotInMetadata); !slices.Equal(got, []string{young.Key}) {
 		t.Errorf("after deletion, not_in_metadata orphans = %v, want only the young %s", got, young.Key)
 	}
-}
-
-func mismatchEqual(a, b scrub.Mismatch) bool {
-	return a.Kind == b.Kind && a.SegmentID == b.SegmentID && a.Key == b.Key && a.Expected == b.Expected &&
-		a.Actual == b.Actual && slices.Equal(a.MissingKeys, b.MissingKeys)
 }
 
 // listTree returns the files under root as sorted '/' keys.
