@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka bench-broker
 
 test:
 	bash scripts/test.sh
@@ -14,11 +14,25 @@ lint:
 unit:
 	$(GO) test -race ./...
 
+# The broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as
+# the RLMM (broker-test, part of make test) or Kafka's own (the control).
+broker-test:
+	bash scripts/broker-test.sh rlmm
+
+broker-test-kafka:
+	bash scripts/broker-test.sh kafka
+
 fuzz-short:
 	bash scripts/fuzz-short.sh
 
 build:
 	$(GO) build -o bin/rlmm ./cmd/rlmm
+
+# Regenerates rpc/rlmmpb (committed) from proto/ with buf, run at a pinned
+# version; the protoc-gen-go plugins are go tools of go.mod. No protoc needed.
+BUF_VERSION ?= v1.75.0
+proto:
+	GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION) generate
 
 simulate:
 	$(GO) run ./cmd/rlmm simulate
@@ -31,9 +45,22 @@ bench:
 bench-compare:
 	bash scripts/bench-compare.sh
 
+# Only the broker workload of bench-compare (Kafka 4.3.1 + tiered storage).
+bench-broker:
+	bash scripts/bench-broker.sh
+
 # Regenerates testdata/kafka-vectors.json with Apache Kafka's own serializer.
 vectors:
 	bash scripts/interop.sh vectors
 
 kafka-fetch:
 	bash scripts/kafka.sh fetch
+
+# The Kafka broker plugin (plugin/): the rlmm binary and the shaded jar; prints the jar's path.
+plugin:
+	bash scripts/plugin.sh build
+
+# The plugin's tests (mvn verify) against a real rlmm serve, and against the broker of
+# RLMM_KAFKA_BOOTSTRAP when it is set.
+plugin-test:
+	bash scripts/plugin.sh test

@@ -14,7 +14,8 @@
 #      bench-lookup, one partition; go test -bench BenchmarkSegmentForOffset/copy-1partition
 #      ./memory like for like, and the 8-partition copy and into rows as the harder case);
 #   4. heap per live segment at 1,000,000 segments (KafkaRlmmDriver bench-heap;
-#      go test -bench BenchmarkRetainedHeap/100x10000 ./memory).
+#      go test -bench BenchmarkRetainedHeap/100x10000 ./memory);
+#   5. the broker workload, scripts/bench-broker.sh (its own section; BENCH_BROKER=0 skips it).
 #
 # Environment (defaults in brackets):
 #   BENCH_MUT_COUNT_1 [500]        segments copied by the single caller
@@ -149,3 +150,9 @@ if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
 fi
 "$WORK/rlmmbench" "${report_args[@]}" | tee "$OUT/tables.md"
 log "raw results kept in $OUT"
+
+# 5. The broker workload (Kafka 4.3.1 + tiered storage, Kafka's RLMM vs rlmm's
+# plugin): its own script and section of docs/BENCHMARKS.md. BENCH_BROKER=0 skips it.
+if [[ "${BENCH_BROKER:-1}" == 1 ]]; then
+	BENCH_OUT="$OUT/broker" bash scripts/bench-broker.sh
+fi

@@ -1,91 +1,290 @@
 #!/usr/bin/env bash
-# Runs a real single-node Apache Kafka 4.4.0 broker (combined KRaft
-# broker+controller on 127.0.0.1) from the Maven Central jars, for the tests
-# of eventlog/kafkalog and the interop suite. No release tarball is needed.
+# Runs real Apache Kafka brokers (KRaft, on 127.0.0.1) from the Maven Central
+# jars, for the tests of eventlog/kafkalog, the interop suite and the broker
+# tests (brokertest/). No release tarball is needed.
 #
-#   scripts/kafka.sh fetch          resolve kafka_2.13:4.4.0 and its runtime
-#                                   dependencies into the cache (idempotent)
-#   scripts/kafka.sh start <dir>    format (first time) and start a broker whose
-#                                   config, data, log and pid live in <dir>; prints
-#                                   RLMM_KAFKA_BOOTSTRAP=127.0.0.1:PORT on stdout
-#   scripts/kafka.sh stop <dir>     SIGTERM, then SIGKILL after a timeout
-#   scripts/kafka.sh restart <dir>  stop, then start on the same ports and data
-#   scripts/kafka.sh status <dir>   exit 0 when the broker answers
+#   scripts/kafka.sh fetch                resolve kafka_2.13:$KAFKA_VERSION (and kafka-storage)
+#                                         with their runtime dependencies into the cache; with
+#                                         KAFKA_TIERED=1 also kafka-storage:$KAFKA_VERSION:jar:test
+#                                         (LocalTieredStorage). Idempotent.
+#   scripts/kafka.sh start <dir> [node]   the first time: write the cluster's settings (from the
+#                                         environment below) into <dir>/cluster.env, configure and
+#                                         format every node; then start every node (or one) and wait
+#                                         until it answers; prints RLMM_KAFKA_BOOTSTRAP=host:port[,...]
+#                                         (every node) on stdout, and RLMM_KAFKA_REMOTE_DIR=<dir>/tiered
+#                                         when tiered storage is on
+#   scripts/kafka.sh stop <dir> [node]    SIGTERM, then SIGKILL after a timeout (every node: the
+#                                         broker-only nodes first, then the controllers)
+#   scripts/kafka.sh restart <dir> [node] stop, then start on the same ports and data
+#   scripts/kafka.sh status <dir> [node]  exit 0 when the node(s) answer; prints the bootstrap line
+#   scripts/kafka.sh pid <dir> <node>     the node's broker pid (exit 1 when it is not running)
+#   scripts/kafka.sh plugin-jar           build rlmm's broker plugin, print its jar's path
 #
-# Environment: RLMM_CACHE (default ~/.cache/rlmm) holds the jars;
-# KAFKA_HEAP (default 512m); KAFKA_START_TIMEOUT (default 90s).
+# Layout: one node (the default) lives in <dir> itself (server.properties, data/, broker.log,
+# pid), as this script always did; with KAFKA_NODES=N node i lives in <dir>/node-i. The
+# LocalTieredStorage root (rsm.config.dir) is <dir>/tiered, shared by every node of the cluster
+# (it is the cluster's "remote storage": a new leader reads what the old one copied).
+#
+# Cluster settings, read by the first `start` of a <dir> and kept in <dir>/cluster.env (later
+# commands on that <dir> use the kept values, whatever the environment says):
+#   KAFKA_VERSION [4.4.0]   broker version; tiered storage needs 4.3.1 (LocalTieredStorage is
+#                           served only as kafka-storage:4.3.1:jar:test and does not load into 4.4.0)
+#   KAFKA_NODES [1]         number of nodes, each with its own ports, data, log and pid
+#   KAFKA_CONTROLLERS [1 when KAFKA_NODES < 3, else 3]
+#                           nodes 1..K are combined broker+controller (a K-voter static quorum),
+#                           the others broker-only; 3 voters survive the loss of any one node
+#   KAFKA_TIERED [0]        1: tiered storage on (remote.log.storage.system.enable, LocalTieredStorage
+#                           as the RSM, short task intervals: see tiered_config)
+#   KAFKA_RLMM [kafka]      with KAFKA_TIERED=1, the RLMM: `kafka` = Kafka's own
+#                           TopicBasedRemoteLogMetadataManager, `rlmm` = rlmm's broker plugin (jar from
+#                           RLMM_PLUGIN_JAR or scripts/plugin.sh build; rlmm binary from RLMM_BINARY or
+#                           built into <dir>/bin/rlmm)
+#   KAFKA_RLMM_CLASS, KAFKA_RLMM_CLASS_PATH
+#                           override the RLMM class and its class path (any other implementation)
+#   KAFKA_EXTRA_CONFIG      lines appended to every node's server.properties (last one wins)
+# Run-time settings (read by every command): RLMM_CACHE [~/.cache/rlmm] holds the jars;
+# KAFKA_HEAP [512m]; KAFKA_START_TIMEOUT [90s]; KAFKA_STOP_TIMEOUT [30] seconds.
 set -euo pipefail
 
-KAFKA_VERSION=4.4.0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${RLMM_CACHE:-$HOME/.cache/rlmm}"
-LIBS="$CACHE/kafka-$KAFKA_VERSION/libs"
-PROBE="$CACHE/kafka-$KAFKA_VERSION/probe"
+PROBE="$CACHE/probe/probe"
 HEAP="${KAFKA_HEAP:-512m}"
 START_TIMEOUT="${KAFKA_START_TIMEOUT:-90s}"
-STOP_TIMEOUT_S=30
+STOP_TIMEOUT_S="${KAFKA_STOP_TIMEOUT:-30}"
+KAFKA_RLMM_DEFAULT_CLASS=org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager
+RSM_CLASS=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
 
 log() { echo "kafka.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
+die() {
+	log "$*"
+	exit 1
+}
 
-fetch() {
-	if [[ -f "$LIBS/.complete" ]]; then
+libs_dir() { echo "$CACHE/kafka-$1/libs"; }
+rsm_jar() { echo "$CACHE/kafka-$1/rsm/kafka-storage-$1-test.jar"; }
+
+# fetch_libs VERSION: the broker's main jars and their runtime dependencies.
+fetch_libs() {
+	local version="$1" libs
+	libs="$(libs_dir "$version")"
+	if [[ -f "$libs/.complete" ]]; then
 		return 0
 	fi
 	command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven)"
 	command -v java >/dev/null || die "java not found: install a JDK 17+"
-	log "resolving org.apache.kafka:kafka_2.13:$KAFKA_VERSION from Maven Central into $LIBS"
-	local tmp="$LIBS.tmp.$$"
+	log "resolving org.apache.kafka:kafka_2.13:$version from Maven Central into $libs"
+	local tmp="$libs.tmp.$$"
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
 	if ! mvn -B -q -f "$ROOT/scripts/kafka/pom.xml" dependency:copy-dependencies \
-		-DincludeScope=runtime -DoutputDirectory="$tmp" >&2; then
+		-Dkafka.version="$version" -DincludeScope=runtime -DoutputDirectory="$tmp" >&2; then
 		rm -rf "$tmp"
-		die "maven could not resolve the Kafka jars (see its output above)"
+		die "maven could not resolve the Kafka $version jars (see its output above)"
 	fi
 	# The class names the script relies on; fail here, not at start.
 	local listing
-	listing="$(unzip -l "$tmp/kafka_2.13-$KAFKA_VERSION.jar")"
+	listing="$(unzip -l "$tmp/kafka_2.13-$version.jar")"
 	for class in kafka/Kafka.class kafka/tools/StorageTool.class; do
 		grep -q " $class\$" <<<"$listing" ||
-			die "$class not found in kafka_2.13-$KAFKA_VERSION.jar"
+			die "$class not found in kafka_2.13-$version.jar"
 	done
-	rm -rf "$LIBS"
-	mv "$tmp" "$LIBS"
-	touch "$LIBS/.complete"
+	rm -rf "$libs"
+	mv "$tmp" "$libs"
+	touch "$libs/.complete"
+}
+
+# fetch_rsm VERSION: kafka-storage's test jar, which holds LocalTieredStorage.
+fetch_rsm() {
+	local version="$1" jar
+	jar="$(rsm_jar "$version")"
+	if [[ -f "$jar" ]]; then
+		return 0
+	fi
+	log "resolving org.apache.kafka:kafka-storage:$version:jar:test (LocalTieredStorage) into $(dirname "$jar")"
+	local tmp
+	tmp="$(dirname "$jar").tmp.$$"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	if ! mvn -B -q -f "$ROOT/scripts/kafka/pom.xml" dependency:copy \
+		-Dartifact="org.apache.kafka:kafka-storage:$version:jar:test" -DoutputDirectory="$tmp" >&2; then
+		rm -rf "$tmp"
+		die "maven could not resolve org.apache.kafka:kafka-storage:$version:jar:test (served for 4.3.1, not for 4.4.0)"
+	fi
+	unzip -l "$tmp/kafka-storage-$version-test.jar" | grep -q " ${RSM_CLASS//.//}.class\$" ||
+		die "$RSM_CLASS not found in kafka-storage-$version-test.jar"
+	rm -rf "$(dirname "$jar")"
+	mv "$tmp" "$(dirname "$jar")"
 }
 
 build_probe() {
 	mkdir -p "$(dirname "$PROBE")"
-	(cd "$ROOT" && go build -o "$PROBE" ./scripts/kafka/probe)
+	(cd "$ROOT" && go build -o "$PROBE.$$" ./scripts/kafka/probe && mv -f "$PROBE.$$" "$PROBE")
 }
 
 # prop FILE KEY prints the value of KEY in a properties file.
 prop() { sed -n "s/^$2=//p" "$1" | head -n1; }
 
-running_pid() {
+# load_cluster DIR: the kept settings of DIR (or the defaults, for a directory
+# the script configured before it kept them: a single 4.4.0 node).
+load_cluster() {
 	local dir="$1"
-	[[ -f "$dir/pid" ]] || return 1
+	C_VERSION=4.4.0 C_NODES=1 C_CONTROLLERS=1 C_TIERED=0
+	if [[ -f "$dir/cluster.env" ]]; then
+		# shellcheck disable=SC1091 # written by save_cluster
+		source "$dir/cluster.env"
+	fi
+}
+
+# new_cluster DIR: the settings of a new cluster from the environment, kept.
+new_cluster() {
+	local dir="$1"
+	C_VERSION="${KAFKA_VERSION:-4.4.0}"
+	C_NODES="${KAFKA_NODES:-1}"
+	[[ "$C_NODES" =~ ^[1-9]$ ]] || die "KAFKA_NODES must be 1..9, got '$C_NODES'"
+	local defc=1
+	((C_NODES >= 3)) && defc=3
+	C_CONTROLLERS="${KAFKA_CONTROLLERS:-$defc}"
+	[[ "$C_CONTROLLERS" =~ ^[1-9]$ ]] && ((C_CONTROLLERS <= C_NODES)) ||
+		die "KAFKA_CONTROLLERS must be 1..KAFKA_NODES ($C_NODES), got '$C_CONTROLLERS'"
+	C_TIERED="${KAFKA_TIERED:-0}"
+	[[ "$C_TIERED" == 0 || "$C_TIERED" == 1 ]] || die "KAFKA_TIERED must be 0 or 1, got '$C_TIERED'"
+	{
+		echo "# The cluster's settings, kept by scripts/kafka.sh at its first start."
+		echo "C_VERSION=$C_VERSION"
+		echo "C_NODES=$C_NODES"
+		echo "C_CONTROLLERS=$C_CONTROLLERS"
+		echo "C_TIERED=$C_TIERED"
+	} >"$dir/cluster.env"
+}
+
+node_dir() {
+	if ((C_NODES == 1)); then
+		echo "$1"
+	else
+		echo "$1/node-$2"
+	fi
+}
+
+# node_list DIR [NODE]: the node numbers a command acts on.
+node_list() {
+	if [[ -n "${2:-}" ]]; then
+		[[ "$2" =~ ^[0-9]+$ ]] && (($2 >= 1 && $2 <= C_NODES)) || die "node must be 1..$C_NODES, got '$2'"
+		echo "$2"
+	else
+		seq 1 "$C_NODES"
+	fi
+}
+
+broker_port() {
+	prop "$1/server.properties" listeners | sed -n 's/^PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p'
+}
+
+running_pid() {
+	local ndir="$1"
+	[[ -f "$ndir/pid" ]] || return 1
 	local pid
-	pid="$(cat "$dir/pid")"
+	pid="$(cat "$ndir/pid")"
 	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
 	# A stale pid file may name a pid the system gave to another process.
 	grep -q 'kafka\.Kafka' "/proc/$pid/cmdline" 2>/dev/null || return 1
 	echo "$pid"
 }
 
+# plugin_jar: builds rlmm's broker plugin (scripts/plugin.sh build, or Maven
+# on plugin/pom.xml before that script exists) and prints the shaded jar's path.
+plugin_jar() {
+	if [[ -f "$ROOT/scripts/plugin.sh" ]]; then
+		bash "$ROOT/scripts/plugin.sh" build >&2 || die "scripts/plugin.sh build failed"
+	else
+		mvn -B -q -f "$ROOT/plugin/pom.xml" clean package -DskipTests >&2 || die "building plugin/ failed"
+	fi
+	local jar
+	jar="$(find "$ROOT/plugin/target" -maxdepth 1 -name 'rlmm-plugin-*.jar' ! -name 'original-*' ! -name '*-sources.jar' | sort | tail -n1)"
+	[[ -n "$jar" ]] || die "no plugin/target/rlmm-plugin-*.jar after the build"
+	echo "$jar"
+}
+
+# rlmm_settings DIR: the RLMM lines of server.properties (tiered storage only).
+rlmm_settings() {
+	local dir="$1" mode="${KAFKA_RLMM:-kafka}"
+	local class="${KAFKA_RLMM_CLASS:-}" cp="${KAFKA_RLMM_CLASS_PATH:-}"
+	case "$mode" in
+	kafka)
+		class="${class:-$KAFKA_RLMM_DEFAULT_CLASS}"
+		;;
+	rlmm)
+		local jar="${RLMM_PLUGIN_JAR:-}" bin="${RLMM_BINARY:-}"
+		if [[ -z "$jar" ]]; then
+			jar="$(plugin_jar)"
+		fi
+		[[ -f "$jar" ]] || die "KAFKA_RLMM=rlmm: plugin jar '$jar' not found"
+		if [[ -z "$bin" ]]; then
+			bin="$dir/bin/rlmm"
+			(cd "$ROOT" && go build -o "$bin" ./cmd/rlmm) || die "go build ./cmd/rlmm failed"
+		fi
+		[[ -x "$bin" ]] || die "KAFKA_RLMM=rlmm: rlmm binary '$bin' not executable"
+		class="${class:-${RLMM_PLUGIN_CLASS:-org.rlmm.plugin.RlmmRemoteLogMetadataManager}}"
+		cp="${cp:-$jar}"
+		echo "rlmm.config.rlmm.serve.binary=$bin"
+		;;
+	*) die "KAFKA_RLMM must be kafka or rlmm, got '$mode'" ;;
+	esac
+	echo "remote.log.metadata.manager.class.name=$class"
+	if [[ -n "$cp" ]]; then
+		echo "remote.log.metadata.manager.class.path=$cp"
+	fi
+}
+
+# tiered_config DIR: the tiered-storage lines of every node's server.properties.
+tiered_config() {
+	local dir="$1" rf=$((C_NODES < 3 ? C_NODES : 3))
+	cat <<EOF
+# Tiered storage: LocalTieredStorage over $dir/tiered (shared by every node).
+remote.log.storage.system.enable=true
+remote.log.storage.manager.class.name=$RSM_CLASS
+remote.log.storage.manager.class.path=$(rsm_jar "$C_VERSION")
+rsm.config.dir=$dir/tiered
+rsm.config.delete.on.close=false
+remote.log.metadata.manager.listener.name=PLAINTEXT
+rlmm.config.remote.log.metadata.topic.replication.factor=$rf
+rlmm.config.remote.log.metadata.topic.min.isr=1
+remote.log.manager.task.interval.ms=100
+log.retention.check.interval.ms=100
+log.initial.task.delay.ms=100
+EOF
+	rlmm_settings "$dir"
+}
+
+# configure DIR: every node's ports, server.properties and formatted storage.
 configure() {
-	local dir="$1"
-	local ports port cport cid
-	mapfile -t ports < <("$PROBE" ports 2)
-	port="${ports[0]}"
-	cport="${ports[1]}"
+	local dir="$1" n="$C_NODES" k="$C_CONTROLLERS"
+	local ports cid voters="" i tiered=""
+	mapfile -t ports < <("$PROBE" ports $((2 * n)))
 	cid="$("$PROBE" cluster-id)"
-	mkdir -p "$dir/data"
-	cat >"$dir/log4j2.properties" <<EOF
+	echo "$cid" >"$dir/cluster-id"
+	for ((i = 1; i <= k; i++)); do
+		voters+="${voters:+,}$i@127.0.0.1:${ports[2 * i - 1]}"
+	done
+	if [[ "$C_TIERED" == 1 ]]; then
+		mkdir -p "$dir/tiered"
+		tiered="$(tiered_config "$dir")"
+	fi
+	for ((i = 1; i <= n; i++)); do
+		local ndir port="${ports[2 * i - 2]}" cport="${ports[2 * i - 1]}" roles listeners
+		ndir="$(node_dir "$dir" "$i")"
+		mkdir -p "$ndir/data"
+		if ((i <= k)); then
+			roles=broker,controller
+			listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+		else
+			roles=broker
+			listeners="PLAINTEXT://127.0.0.1:$port"
+		fi
+		cat >"$ndir/log4j2.properties" <<EOF
 appender.file.type=File
 appender.file.name=F
-appender.file.fileName=$dir/broker.log
+appender.file.fileName=$ndir/broker.log
 appender.file.append=true
 appender.file.layout.type=PatternLayout
 appender.file.layout.pattern=[%d] %p %m (%c)%n
@@ -95,18 +294,20 @@ logger.server.name=kafka.server.KafkaRaftServer
 logger.server.level=INFO
 logger.broker.name=kafka.server.BrokerServer
 logger.broker.level=INFO
+logger.rlmmplugin.name=org.rlmm.plugin
+logger.rlmmplugin.level=INFO
 EOF
-	cat >"$dir/server.properties" <<EOF
-# Single-node combined KRaft broker for rlmm tests (written by scripts/kafka.sh).
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+		cat >"$ndir/server.properties" <<EOF
+# Node $i of $n of a KRaft cluster for rlmm tests (written by scripts/kafka.sh).
+process.roles=$roles
+node.id=$i
+controller.quorum.voters=$voters
+listeners=$listeners
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$dir/data
+log.dirs=$ndir/data
 num.partitions=1
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=1
@@ -114,91 +315,179 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
+min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=2
 log.cleaner.dedupe.buffer.size=33554432
 EOF
-	echo "$cid" >"$dir/cluster-id"
-	java -Xmx256m -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$LIBS/*" \
-		kafka.tools.StorageTool format -t "$cid" -c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
-		{ cat "$dir/format.log" >&2; die "formatting $dir/data failed"; }
+		if [[ -n "$tiered" ]]; then
+			echo "$tiered" >>"$ndir/server.properties"
+		fi
+		if [[ -n "${KAFKA_EXTRA_CONFIG:-}" ]]; then
+			printf '# KAFKA_EXTRA_CONFIG\n%s\n' "$KAFKA_EXTRA_CONFIG" >>"$ndir/server.properties"
+		fi
+		java -Xmx256m -Dlog4j2.configurationFile="$ndir/log4j2.properties" -cp "$(libs_dir "$C_VERSION")/*" \
+			kafka.tools.StorageTool format -t "$cid" -c "$ndir/server.properties" >"$ndir/format.log" 2>&1 ||
+			{
+				cat "$ndir/format.log" >&2
+				die "formatting $ndir/data failed"
+			}
+	done
+}
+
+fetch_for_cluster() {
+	fetch_libs "$C_VERSION"
+	if [[ "$C_TIERED" == 1 ]]; then
+		fetch_rsm "$C_VERSION"
+	fi
+}
+
+bootstrap_line() {
+	local dir="$1" i addrs=""
+	for ((i = 1; i <= C_NODES; i++)); do
+		addrs+="${addrs:+,}127.0.0.1:$(broker_port "$(node_dir "$dir" "$i")")"
+	done
+	echo "RLMM_KAFKA_BOOTSTRAP=$addrs"
+	if [[ "$C_TIERED" == 1 ]]; then
+		echo "RLMM_KAFKA_REMOTE_DIR=$dir/tiered"
+	fi
+}
+
+launch_node() {
+	local ndir="$1" pid
+	if pid="$(running_pid "$ndir")"; then
+		log "node in $ndir already running (pid $pid)"
+		return 0
+	fi
+	# setsid: the broker outlives this script and is stopped only by `stop`.
+	setsid nohup java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$ndir/log4j2.properties" -Dkafka.logs.dir="$ndir" \
+		-cp "$(libs_dir "$C_VERSION")/*" kafka.Kafka "$ndir/server.properties" >>"$ndir/broker.out" 2>&1 </dev/null &
+	echo $! >"$ndir/pid"
 }
 
 start() {
-	local dir="$1"
-	fetch
-	build_probe
+	local dir="$1" node="${2:-}"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
-	if pid="$(running_pid "$dir")"; then
-		die "a broker is already running in $dir (pid $pid)"
-	fi
-	if [[ ! -f "$dir/server.properties" ]]; then
+	build_probe
+	if [[ ! -f "$dir/server.properties" && ! -f "$dir/cluster.env" ]]; then
+		[[ -z "$node" ]] || die "$dir is not configured yet: start the whole cluster first"
+		new_cluster "$dir"
+		fetch_for_cluster
 		configure "$dir"
+	else
+		load_cluster "$dir"
+		fetch_for_cluster
 	fi
-	local port
-	port="$(prop "$dir/server.properties" listeners | sed -n 's/^PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\),.*/\1/p')"
-	[[ -n "$port" ]] || die "no PLAINTEXT listener in $dir/server.properties"
-	# setsid: the broker outlives this script and is stopped only by `stop`.
-	setsid nohup java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Djava.awt.headless=true \
-		-Dlog4j2.configurationFile="$dir/log4j2.properties" -Dkafka.logs.dir="$dir" \
-		-cp "$LIBS/*" kafka.Kafka "$dir/server.properties" >>"$dir/broker.out" 2>&1 </dev/null &
-	echo $! >"$dir/pid"
-	if ! "$PROBE" wait "127.0.0.1:$port" "$START_TIMEOUT"; then
-		log "broker did not become ready; last lines of $dir/broker.log and broker.out:"
-		tail -n 30 "$dir/broker.log" "$dir/broker.out" >&2 || true
-		stop "$dir" || true
-		exit 1
-	fi
-	echo "RLMM_KAFKA_BOOTSTRAP=127.0.0.1:$port"
+	local i nodes
+	mapfile -t nodes < <(node_list "$dir" "$node")
+	# Every node first, then the waits: a quorum of several voters forms only
+	# when they run at once.
+	for i in "${nodes[@]}"; do
+		launch_node "$(node_dir "$dir" "$i")"
+	done
+	for i in "${nodes[@]}"; do
+		local ndir port
+		ndir="$(node_dir "$dir" "$i")"
+		port="$(broker_port "$ndir")"
+		[[ -n "$port" ]] || die "no PLAINTEXT listener in $ndir/server.properties"
+		if ! "$PROBE" wait "127.0.0.1:$port" "$START_TIMEOUT" "$i"; then
+			log "node $i did not become ready; last lines of $ndir/broker.log and broker.out:"
+			tail -n 30 "$ndir/broker.log" "$ndir/broker.out" >&2 || true
+			stop "$dir" "$node" || true
+			exit 1
+		fi
+	done
+	bootstrap_line "$dir"
 }
 
-stop() {
-	local dir="$1" pid
-	if ! pid="$(running_pid "$dir")"; then
-		rm -f "$dir/pid"
-		log "no broker running in $dir"
-		return 0
-	fi
-	kill -TERM "$pid" 2>/dev/null || true
-	local waited=0
-	while kill -0 "$pid" 2>/dev/null; do
+stop_pids() {
+	local pid waited=0 alive
+	for pid in "$@"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	while :; do
+		alive=()
+		for pid in "$@"; do
+			if kill -0 "$pid" 2>/dev/null; then alive+=("$pid"); fi
+		done
+		((${#alive[@]} == 0)) && return 0
 		if ((waited >= STOP_TIMEOUT_S * 10)); then
-			log "broker pid $pid ignored SIGTERM for ${STOP_TIMEOUT_S}s: SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			break
+			log "broker pid(s) ${alive[*]} ignored SIGTERM for ${STOP_TIMEOUT_S}s: SIGKILL"
+			kill -KILL "${alive[@]}" 2>/dev/null || true
+			for pid in "${alive[@]}"; do
+				while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+			done
+			return 0
 		fi
 		sleep 0.1
 		waited=$((waited + 1))
 	done
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-	rm -f "$dir/pid"
+}
+
+stop() {
+	local dir="$1" node="${2:-}"
+	[[ -d "$dir" ]] || {
+		log "no broker running in $dir"
+		return 0
+	}
+	load_cluster "$dir"
+	local i pid brokers=() controllers=() ndir
+	for i in $(node_list "$dir" "$node"); do
+		ndir="$(node_dir "$dir" "$i")"
+		if pid="$(running_pid "$ndir")"; then
+			if ((i <= C_CONTROLLERS)); then controllers+=("$pid"); else brokers+=("$pid"); fi
+		else
+			log "no broker running in $ndir"
+		fi
+	done
+	# Broker-only nodes first: their controlled shutdown needs a controller.
+	if ((${#brokers[@]} > 0)); then stop_pids "${brokers[@]}"; fi
+	if ((${#controllers[@]} > 0)); then stop_pids "${controllers[@]}"; fi
+	for i in $(node_list "$dir" "$node"); do
+		ndir="$(node_dir "$dir" "$i")"
+		running_pid "$ndir" >/dev/null || rm -f "$ndir/pid"
+	done
 }
 
 status() {
-	local dir="$1" port
+	local dir="$1" node="${2:-}" i ndir port
+	[[ -f "$dir/server.properties" || -f "$dir/cluster.env" ]] || die "$dir has no cluster"
+	load_cluster "$dir"
 	build_probe
-	[[ -f "$dir/server.properties" ]] || die "$dir has no server.properties"
-	port="$(prop "$dir/server.properties" listeners | sed -n 's/^PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\),.*/\1/p')"
-	"$PROBE" wait "127.0.0.1:$port" 5s
-	echo "RLMM_KAFKA_BOOTSTRAP=127.0.0.1:$port"
+	for i in $(node_list "$dir" "$node"); do
+		ndir="$(node_dir "$dir" "$i")"
+		port="$(broker_port "$ndir")"
+		"$PROBE" wait "127.0.0.1:$port" 5s
+	done
+	bootstrap_line "$dir"
 }
 
 cmd="${1:-}"
 case "$cmd" in
-fetch) fetch ;;
+fetch)
+	C_VERSION="${KAFKA_VERSION:-4.4.0}" C_TIERED="${KAFKA_TIERED:-0}"
+	fetch_for_cluster
+	;;
 start | stop | restart | status)
-	[[ $# -eq 2 ]] || die "usage: $0 $cmd <dir>"
+	[[ $# -eq 2 || $# -eq 3 ]] || die "usage: $0 $cmd <dir> [node]"
 	case "$cmd" in
-	start) start "$2" ;;
-	stop) stop "$2" ;;
+	start) start "$2" "${3:-}" ;;
+	stop) stop "$2" "${3:-}" ;;
 	restart)
-		stop "$2"
-		start "$2"
+		stop "$2" "${3:-}"
+		start "$2" "${3:-}"
 		;;
-	status) status "$2" ;;
+	status) status "$2" "${3:-}" ;;
 	esac
 	;;
-*) die "usage: $0 fetch | start <dir> | stop <dir> | restart <dir> | status <dir>" ;;
+plugin-jar) plugin_jar ;;
+pid)
+	[[ $# -eq 3 ]] || die "usage: $0 pid <dir> <node>"
+	load_cluster "$2"
+	running_pid "$(node_dir "$2" "$(node_list "$2" "$3")")"
+	;;
+*) die "usage: $0 fetch | start <dir> [node] | stop <dir> [node] | restart <dir> [node] | status <dir> [node] | pid <dir> <node> | plugin-jar" ;;
 esac

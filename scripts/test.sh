@@ -66,8 +66,28 @@ if [ "${RLMM_SKIP_S3:-}" != 1 ]; then
 	echo "S3 at $RLMM_S3_ENDPOINT"
 fi
 
+# --- the Kafka broker plugin (plugin/, scripts/plugin.sh) ---------------------------
+# Its tests need Java and Maven like the interop harness; with the broker above they
+# also drive the plugin against it (RLMM_KAFKA_BOOTSTRAP), without it they say why
+# they skip (and fail in CI).
+if [ -f scripts/plugin.sh ]; then
+	step "broker plugin: mvn verify (plugin/)"
+	bash scripts/plugin.sh test
+fi
+# --- end of the broker plugin ------------------------------------------------------
+
 step "go test -race ./..."
-go test -race -timeout 30m ./...
+# brokertest starts its own brokers: the step after this one.
+go test -race -timeout 30m $(go list ./... | grep -v '/brokertest$')
+
+# --- broker tests (issue 11): Kafka 4.3.1 + tiered storage + rlmm's plugin ---
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
+	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
+	bash scripts/broker-test.sh rlmm
+else
+	echo "broker tests skipped: RLMM_SKIP_KAFKA=1 (they need Kafka 4.3.1 brokers)"
+fi
+# --- end of broker tests ---
 
 step "short fuzzing"
 bash scripts/fuzz-short.sh

@@ -17,6 +17,7 @@ var subcommands = []func() *cobra.Command{
 	newInspectCmd,
 	newScrubCmd,
 	newSimulateCmd,
+	newServeCmd,
 	newVerifyCmd,
 }
 

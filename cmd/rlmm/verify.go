@@ -44,6 +44,8 @@ segment or record it concerns:
   misrouted_event       an event in a metadata partition other than Kafka's
                         partitioner gives its user partition: brokers never see it
   overlapping_segments  finished segments covering the same offsets in one leader epoch
+                        (a warning where another broker's segment re-covers the tail
+                        of the one before and goes past it: a new leader's copy)
   offset_gap            offsets of a leader epoch no finished segment covers,
                         between two that do
 

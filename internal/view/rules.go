@@ -33,7 +33,12 @@ const (
 	// the right partition never see it.
 	MisroutedEvent Kind = "misrouted_event"
 	// Overlap: two COPY_SEGMENT_FINISHED segments cover the same offset in
-	// one leader epoch.
+	// one leader epoch. A warning when a segment of another broker than the
+	// one before it re-covers that one's tail and goes past it: a new leader
+	// copies its own local segment that holds the next offset whole, and a
+	// follower's segments need not start where the old leader's did (Kafka's
+	// RemoteLogManager does this, with any RLMM; a lookup takes the segment
+	// with the greatest start offset at or below the offset).
 	Overlap Kind = "overlapping_segments"
 	// Gap: offsets missing between two COPY_SEGMENT_FINISHED segments of one
 	// leader epoch: a fetch of those offsets from remote storage fails.
@@ -145,6 +150,7 @@ func CheckSegments(tp rlmm.TopicIDPartition, segs []rlmm.SegmentMetadata, refMs 
 type epochSpan struct {
 	start, end int64
 	id         rlmm.Uuid
+	broker     int32
 }
 
 // checkCoverage finds overlaps and gaps among the finished segments, per
@@ -161,7 +167,7 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 			if !ok || end < s {
 				continue
 			}
-			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.ID.ID})
+			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.ID.ID, m.BrokerID})
 		}
 	}
 	epochs := make([]int32, 0, len(spans))
@@ -175,16 +181,22 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 		slices.SortFunc(list, func(a, b epochSpan) int {
 			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), slices.Compare(a.id[:], b.id[:]))
 		})
-		maxEnd, maxID := list[0].end, list[0].id
+		maxEnd, maxID, maxBroker := list[0].end, list[0].id, list[0].broker
 		for _, sp := range list[1:] {
 			switch {
 			case sp.start <= maxEnd:
 				last := min(sp.end, maxEnd)
-				out = append(out, Anomaly{Kind: Overlap, TopicIDPartition: name,
+				a := Anomaly{Kind: Overlap, TopicIDPartition: name,
 					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
 					FirstOffset: ptr(sp.start), LastOffset: ptr(last),
 					Detail: fmt.Sprintf("finished segments %s and %s both cover offsets [%d, %d] in leader epoch %d",
-						maxID, sp.id, sp.start, last, epoch)})
+						maxID, sp.id, sp.start, last, epoch)}
+				if sp.end > maxEnd && sp.broker != maxBroker {
+					a.Warning = true
+					a.Detail += fmt.Sprintf(": broker %d re-copied the tail of broker %d's segment and went on "+
+						"(a new leader copies its own segment holding the next offset whole)", sp.broker, maxBroker)
+				}
+				out = append(out, a)
 			case maxEnd < math.MaxInt64 && sp.start > maxEnd+1:
 				out = append(out, Anomaly{Kind: Gap, TopicIDPartition: name,
 					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
@@ -193,7 +205,7 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 						maxEnd+1, sp.start-1, epoch, maxID, sp.id)})
 			}
 			if sp.end > maxEnd {
-				maxEnd, maxID = sp.end, sp.id
+				maxEnd, maxID, maxBroker = sp.end, sp.id, sp.broker
 			}
 		}
 	}

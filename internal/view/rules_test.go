@@ -105,6 +105,41 @@ func TestCheckSegments(t *testing.T) {
 	}
 }
 
+// TestCheckSegmentsNewLeaderOverlap: a segment of another broker that
+// re-covers the tail of the one before it and goes past it is what a new
+// leader's RemoteLogManager copies (a warning); the same from one broker, or
+// a segment inside another's, stays a failure.
+func TestCheckSegmentsNewLeaderOverlap(t *testing.T) {
+	fin := rlmm.CopySegmentFinished
+	by := func(m rlmm.SegmentMetadata, broker int32) rlmm.SegmentMetadata {
+		m.BrokerID = broker
+		return m
+	}
+	tests := []struct {
+		name    string
+		segs    []rlmm.SegmentMetadata
+		warning bool
+	}{
+		{"a new leader re-copies the old leader's tail", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 249, fin, 0), 2), by(seg(2, 250, 2249, fin, 0), 2), by(seg(3, 2000, 2999, fin, 0), 1)}, true},
+		{"one broker's segments overlap", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2249, fin, 0), 2), by(seg(2, 2000, 2999, fin, 0), 2)}, false},
+		{"another broker's segment inside an older one", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2999, fin, 0), 2), by(seg(2, 2000, 2499, fin, 0), 1)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CheckSegments(testTP, tc.segs, 0, time.Hour)
+			if len(got) != 1 || got[0].Kind != Overlap || got[0].Warning != tc.warning {
+				t.Fatalf("got %v, want one %s with warning %v", got, Overlap, tc.warning)
+			}
+			if HasFailures(got) == tc.warning {
+				t.Fatalf("HasFailures(%v) = %v", got, !tc.warning)
+			}
+		})
+	}
+}
+
 func TestHasFailures(t *testing.T) {
 	tests := []struct {
 		name string

@@ -8,7 +8,9 @@
 //
 //	probe ports N            print N free ports, one per line
 //	probe cluster-id         print a random Kafka Uuid (base64url, 22 chars)
-//	probe wait ADDR TIMEOUT  wait until the broker at ADDR lists its brokers
+//	probe wait ADDR TIMEOUT [NODE]
+//	                         wait until the broker at ADDR lists its brokers
+//	                         (with NODE: until the list holds that node id)
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -62,14 +65,22 @@ func run(args []string) error {
 		fmt.Println(id)
 		return nil
 	case "wait":
-		if len(args) != 3 {
-			return errors.New("usage: probe wait ADDR TIMEOUT")
+		if len(args) != 3 && len(args) != 4 {
+			return errors.New("usage: probe wait ADDR TIMEOUT [NODE]")
 		}
 		timeout, err := time.ParseDuration(args[2])
 		if err != nil {
 			return fmt.Errorf("wait: bad timeout %q: %w", args[2], err)
 		}
-		return waitBroker(args[1], timeout)
+		node := int32(-1)
+		if len(args) == 4 {
+			n, err := strconv.ParseInt(args[3], 10, 32)
+			if err != nil || n < 0 {
+				return fmt.Errorf("wait: bad node id %q", args[3])
+			}
+			node = int32(n)
+		}
+		return waitBroker(args[1], timeout, node)
 	default:
 		return fmt.Errorf("unknown command %q", args[0])
 	}
@@ -119,13 +130,14 @@ func clusterID() (string, error) {
 	}
 }
 
-// waitBroker retries a ListBrokers call until it succeeds or timeout passes.
-func waitBroker(addr string, timeout time.Duration) error {
+// waitBroker retries a ListBrokers call until it succeeds (and, when node is
+// not -1, lists that node id) or timeout passes.
+func waitBroker(addr string, timeout time.Duration, node int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last error
 	for {
-		last = listBrokers(ctx, addr)
+		last = listBrokers(ctx, addr, node)
 		if last == nil {
 			return nil
 		}
@@ -137,7 +149,7 @@ func waitBroker(addr string, timeout time.Duration) error {
 	}
 }
 
-func listBrokers(ctx context.Context, addr string) error {
+func listBrokers(ctx context.Context, addr string, node int32) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(2*time.Second))
 	if err != nil {
 		return err
@@ -151,6 +163,9 @@ func listBrokers(ctx context.Context, addr string) error {
 	}
 	if len(brokers) == 0 {
 		return errors.New("metadata lists no broker")
+	}
+	if node >= 0 && !slices.Contains(brokers.NodeIDs(), node) {
+		return fmt.Errorf("metadata lists nodes %v, not yet %d", brokers.NodeIDs(), node)
 	}
 	return nil
 }

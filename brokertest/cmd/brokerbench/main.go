@@ -1,0 +1,526 @@
+// Command brokerbench is the broker half of `make bench-compare`: the same
+// workload on a Kafka 4.3.1 broker with tiered storage (LocalTieredStorage),
+// once with Kafka's own TopicBasedRemoteLogMetadataManager and once with
+// rlmm's plugin, each broker started by scripts/kafka.sh in a fresh temporary
+// directory. It prints one JSON object on stdout.
+//
+//	brokerbench restart --mode kafka|rlmm --events N [--plugin-jar J --rlmm-binary B]
+//	brokerbench copy    --mode kafka|rlmm [--mib M] [--partitions P] [--plugin-jar J --rlmm-binary B]
+//	brokerbench report  --dir RESULTS [--events "N ..."] [--benchmarks docs/BENCHMARKS.md]
+//
+// restart: a one-partition tiered topic with a few segments in remote
+// storage; then N realistic metadata events (segments added and finished, a
+// tenth of them deleted again, for 100 other user partitions) written with
+// package wire straight into the metadata partition that holds the topic's
+// partition, so the RLMM must take them all in before it serves that
+// partition; the broker is stopped (rlmm's sidecar writes its snapshot) and
+// started again. Measured: from launching the broker to its listener
+// answering, and from launching to the first record of offset 0 (only in
+// remote storage) fetched by a consumer that retries until it is served.
+//
+// copy: P tiered partitions (1 MiB segments) and M MiB produced as fast as
+// one client can; measured from the metadata topic's events: per copied
+// segment the span from its COPY_SEGMENT_STARTED event to its
+// COPY_SEGMENT_FINISHED event (the broker takes both timestamps: the span is
+// the add's wait, LocalTieredStorage's copy of the segment and the finish's
+// creation), and segments finished per second over the run.
+//
+// It uses franz-go (kgo, kadm, kmsg) like the tests, and rlmm's wire and
+// eventlog/kafkalog packages for the metadata. Exit status 0 with the JSON
+// result, 1 with {"error": ...}, 2 for bad usage.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+var errUsage = errors.New("usage")
+
+// metadataPartitions is the metadata topic's partition count (Kafka's default).
+const metadataPartitions = 50
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		if err := report(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "brokerbench report:", err)
+			if errors.Is(err, errUsage) {
+				os.Exit(2)
+			}
+			os.Exit(1)
+		}
+		return
+	}
+	out, err := run(os.Args[1:])
+	if err != nil {
+		out = map[string]any{"error": err.Error()}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", " ")
+	_ = enc.Encode(out)
+	switch {
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	mode       string
+	events     int
+	mib        int
+	partitions int
+	pluginJar  string
+	binary     string
+	root       string
+}
+
+func run(args []string) (map[string]any, error) {
+	if len(args) == 0 || (args[0] != "restart" && args[0] != "copy") {
+		return nil, fmt.Errorf("%w: brokerbench restart|copy --mode kafka|rlmm [flags]", errUsage)
+	}
+	var o options
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.StringVar(&o.mode, "mode", "", "the RLMM: kafka or rlmm")
+	fs.IntVar(&o.events, "events", 100000, "restart: metadata events written before the restart")
+	fs.IntVar(&o.mib, "mib", 100, "copy: MiB produced")
+	fs.IntVar(&o.partitions, "partitions", 4, "copy: user partitions")
+	fs.StringVar(&o.pluginJar, "plugin-jar", "", "rlmm's plugin jar (mode rlmm)")
+	fs.StringVar(&o.binary, "rlmm-binary", "", "the rlmm binary (mode rlmm)")
+	fs.StringVar(&o.root, "root", ".", "the repository (scripts/kafka.sh)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if o.mode != "kafka" && o.mode != "rlmm" {
+		return nil, fmt.Errorf("%w: --mode must be kafka or rlmm, got %q", errUsage, o.mode)
+	}
+	if o.mode == "rlmm" && (o.pluginJar == "" || o.binary == "") {
+		return nil, fmt.Errorf("%w: --mode rlmm needs --plugin-jar and --rlmm-binary", errUsage)
+	}
+	if o.events < 2 || o.mib < 2 || o.partitions < 1 {
+		return nil, fmt.Errorf("%w: --events >= 2, --mib >= 2, --partitions >= 1", errUsage)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	b, err := startBroker(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	if args[0] == "restart" {
+		return restart(ctx, o, b)
+	}
+	return copyLoad(ctx, o, b)
+}
+
+// broker is a one-node tiered cluster run by scripts/kafka.sh.
+type broker struct {
+	o    options
+	dir  string
+	addr string
+}
+
+func startBroker(ctx context.Context, o options) (*broker, error) {
+	dir, err := os.MkdirTemp("", "rlmm-brokerbench-")
+	if err != nil {
+		return nil, err
+	}
+	b := &broker{o: o, dir: dir}
+	out, err := b.script(ctx, "start", dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RLMM_KAFKA_BOOTSTRAP="); ok {
+			b.addr = v
+		}
+	}
+	if b.addr == "" {
+		b.close()
+		return nil, fmt.Errorf("scripts/kafka.sh start printed no bootstrap address: %q", out)
+	}
+	return b, nil
+}
+
+func (b *broker) script(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(b.o.root, "scripts", "kafka.sh")}, args...)...)
+	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", "KAFKA_NODES=1",
+		"KAFKA_RLMM="+b.o.mode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("scripts/kafka.sh %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return string(out), nil
+}
+
+func (b *broker) close() {
+	_, _ = b.script(context.Background(), "stop", b.dir)
+	_ = os.RemoveAll(b.dir)
+}
+
+func (b *broker) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1 << 20), kgo.RecordRetries(20)}, opts...)...)
+}
+
+// createTopic creates a tiered topic and returns its id.
+func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int) (rlmm.Uuid, error) {
+	cfg := map[string]*string{}
+	for k, v := range map[string]string{"remote.storage.enable": "true", "segment.bytes": "1048576",
+		"local.retention.bytes": "1", "local.retention.ms": "1000", "file.delete.delay.ms": "100"} {
+		cfg[k] = &v
+	}
+	adm := kadm.NewClient(cl)
+	res, err := adm.CreateTopic(ctx, int32(partitions), 1, cfg, topic)
+	if err != nil {
+		return rlmm.Uuid{}, err
+	}
+	if res.Err != nil {
+		return rlmm.Uuid{}, fmt.Errorf("creating %s: %w %s", topic, res.Err, res.ErrMessage)
+	}
+	return rlmm.Uuid(res.ID), nil
+}
+
+// produce writes n records of 1000 random bytes, round robin over the
+// topic's partitions, as fast as the client goes.
+func produce(ctx context.Context, cl *kgo.Client, topic string, partitions int, n int) error {
+	r := rand.New(rand.NewPCG(1, 2))
+	errs := make(chan error, 1)
+	for i := range n {
+		v := make([]byte, 1000)
+		for j := range v {
+			v[j] = byte(r.Uint32())
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func listOffset(ctx context.Context, cl *kgo.Client, topic string, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = ts
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, errors.New("ListOffsets: unexpected answer")
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.Offset, kerr.ErrorForCode(p.ErrorCode)
+}
+
+// poll retries cond every interval until it is true or ctx ends.
+func poll(ctx context.Context, interval time.Duration, what string, cond func() (bool, error)) error {
+	var last error
+	for {
+		ok, err := cond()
+		if ok && err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last error %v)", what, ctx.Err(), last)
+		case <-time.After(interval):
+		}
+	}
+}
+
+func restart(ctx context.Context, o options, b *broker) (map[string]any, error) {
+	cl, err := b.client()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	const topic = "bench"
+	id, err := createTopic(ctx, cl, topic, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := produce(ctx, cl, topic, 1, 3000); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := poll(wctx, 200*time.Millisecond, "the first segments in remote storage", func() (bool, error) {
+		off, err := listOffset(wctx, cl, topic, -4)
+		return off >= 2000, err
+	}); err != nil {
+		return nil, err
+	}
+	tp := rlmm.TopicIDPartition{TopicID: id, Topic: topic, Partition: 0}
+	mp := wire.MetadataPartition(tp, metadataPartitions)
+	fillStart := time.Now()
+	if err := fill(ctx, cl, mp, o.events); err != nil {
+		return nil, err
+	}
+	fillTook := time.Since(fillStart)
+	cl.Close()
+	// Let the running RLMM take the events in before the stop (rlmm's
+	// sidecar then writes them into its snapshot at the stop; Kafka's RLMM
+	// replays its metadata partitions from the start whatever it had read).
+	time.Sleep(time.Duration(max(3, o.events/100000)) * time.Second)
+	if _, err := b.script(ctx, "stop", b.dir); err != nil {
+		return nil, err
+	}
+
+	launched := time.Now()
+	if _, err := b.script(ctx, "start", b.dir); err != nil {
+		return nil, err
+	}
+	answered := time.Since(launched)
+	fetched, err := firstRemoteFetch(ctx, b, topic)
+	if err != nil {
+		return nil, err
+	}
+	fetchedAt := time.Since(launched)
+	_ = fetched
+	return map[string]any{
+		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp,
+		"fillMs": fillTook.Milliseconds(), "launchToAnswerMs": answered.Milliseconds(),
+		"launchToRemoteFetchMs": fetchedAt.Milliseconds(), "answerToRemoteFetchMs": (fetchedAt - answered).Milliseconds(),
+	}, nil
+}
+
+// firstRemoteFetch consumes offset 0 (in remote storage only) with a client
+// that retries until the broker serves it.
+func firstRemoteFetch(ctx context.Context, b *broker, topic string) (*kgo.Record, error) {
+	cl, err := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxWait(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(fctx)
+		if err := fctx.Err(); err != nil {
+			return nil, fmt.Errorf("no remote fetch served: %w", err)
+		}
+		var rec *kgo.Record
+		fs.EachRecord(func(r *kgo.Record) {
+			if rec == nil {
+				rec = r
+			}
+		})
+		if rec != nil {
+			if rec.Offset != 0 {
+				return nil, fmt.Errorf("first record fetched at offset %d, want 0", rec.Offset)
+			}
+			return rec, nil
+		}
+	}
+}
+
+// fill writes n events into metadata partition mp: segments of 100 user
+// partitions that the partitioner places there, each added and finished,
+// every tenth deleted again (started, finished), with offsets and sizes of
+// 1 MiB segments.
+func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
+	var tps []rlmm.TopicIDPartition
+	r := rand.New(rand.NewPCG(7, 7))
+	for len(tps) < 100 {
+		tp := rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(r.Int64(), r.Int64()), Topic: fmt.Sprintf("filler-%d", len(tps)),
+			Partition: int32(r.IntN(64))}
+		if wire.MetadataPartition(tp, metadataPartitions) == mp {
+			tps = append(tps, tp)
+		}
+	}
+	next := make([]int64, len(tps))
+	now := time.Now().Add(-time.Hour).UnixMilli()
+	errs := make(chan error, 1)
+	send := func(ev wire.Event) error {
+		v, err := wire.AppendEvent(nil, &ev)
+		if err != nil {
+			return err
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+		return nil
+	}
+	written := 0
+	for seg := 0; written < n; seg++ {
+		i := seg % len(tps)
+		tp := tps[i]
+		id := rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(r.Int64(), r.Int64())}
+		start := next[i]
+		next[i] += 1000
+		now += 3
+		m := rlmm.SegmentMetadata{ID: id, StartOffset: start, EndOffset: start + 999, MaxTimestampMs: now, BrokerID: 1,
+			EventTimestampMs: now, LeaderEpochs: []rlmm.EpochStart{{Epoch: 0, StartOffset: start}}, SizeInBytes: 1 << 20,
+			State: rlmm.CopySegmentStarted, TxnIndexEmpty: true}
+		steps := []wire.Event{wire.SegmentEvent(m),
+			wire.UpdateEvent(rlmm.SegmentUpdate{ID: id, EventTimestampMs: now + 1, State: rlmm.CopySegmentFinished, BrokerID: 1})}
+		if seg%10 == 0 {
+			steps = append(steps,
+				wire.UpdateEvent(rlmm.SegmentUpdate{ID: id, EventTimestampMs: now + 2, State: rlmm.DeleteSegmentStarted, BrokerID: 1}),
+				wire.UpdateEvent(rlmm.SegmentUpdate{ID: id, EventTimestampMs: now + 2, State: rlmm.DeleteSegmentFinished, BrokerID: 1}))
+		}
+		for _, ev := range steps {
+			if written == n {
+				break
+			}
+			if err := send(ev); err != nil {
+				return err
+			}
+			written++
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	select {
+	case err := <-errs:
+		return fmt.Errorf("writing the metadata events: %w", err)
+	default:
+		return nil
+	}
+}
+
+// copyLoad produces o.mib MiB over o.partitions tiered partitions and
+// measures the copies from the metadata events.
+func copyLoad(ctx context.Context, o options, b *broker) (map[string]any, error) {
+	cl, err := b.client(kgo.MaxBufferedRecords(20000))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	const topic = "load"
+	id, err := createTopic(ctx, cl, topic, o.partitions)
+	if err != nil {
+		return nil, err
+	}
+	records := o.mib * 1024 * 1024 / 1000
+	start := time.Now()
+	if err := produce(ctx, cl, topic, o.partitions, records); err != nil {
+		return nil, err
+	}
+	produced := time.Since(start)
+	// Every partition's rolled segments are copied when each partition's
+	// earliest local offset is its end (local.retention.ms rolls the last).
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	var segs []*segLife
+	if err := poll(wctx, 500*time.Millisecond, "every segment copied", func() (bool, error) {
+		segs, err = readSegments(wctx, b.addr, id)
+		if err != nil {
+			return false, err
+		}
+		done, started := 0, 0
+		for _, s := range segs {
+			if s.finished > 0 {
+				done++
+			} else {
+				started++
+			}
+		}
+		return started == 0 && done >= o.mib-2*o.partitions, nil
+	}); err != nil {
+		return nil, err
+	}
+	var spans []float64
+	first, last := int64(1<<62), int64(0)
+	for _, s := range segs {
+		spans = append(spans, float64(s.finished-s.started))
+		first = min(first, s.started)
+		last = max(last, s.finished)
+	}
+	slices.Sort(spans)
+	q := func(p float64) float64 { return spans[min(len(spans)-1, int(p*float64(len(spans))))] }
+	window := float64(last-first) / 1000
+	return map[string]any{
+		"workload": "copy", "mode": o.mode, "mib": o.mib, "partitions": o.partitions, "records": records,
+		"produceMs": produced.Milliseconds(), "segments": len(segs),
+		"spanP50Ms": q(0.50), "spanP99Ms": q(0.99), "spanMaxMs": spans[len(spans)-1],
+		"copyWindowS": window, "segmentsPerSecond": float64(len(segs)) / window,
+	}, nil
+}
+
+// segLife is one segment's copy as the metadata events tell it.
+type segLife struct{ started, finished int64 }
+
+// readSegments reads the metadata topic and returns the copies of topic id.
+func readSegments(ctx context.Context, addr string, id rlmm.Uuid) ([]*segLife, error) {
+	log, err := kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: []string{addr}, SkipTopicCreation: true})
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	segs := map[rlmm.Uuid]*segLife{}
+	_, err = view.ReadLog(ctx, log, nil, func(r eventlog.Record) error {
+		ev, err := wire.DecodeEvent(r.Value)
+		if err != nil {
+			return err
+		}
+		switch {
+		case ev.Key == wire.KeySegment && ev.Segment.ID.TopicIDPartition.TopicID == id:
+			segs[ev.Segment.ID.ID] = &segLife{started: ev.Segment.EventTimestampMs}
+		case ev.Key == wire.KeyUpdate && ev.Update.State == rlmm.CopySegmentFinished:
+			if s, ok := segs[ev.Update.ID.ID]; ok {
+				s.finished = ev.Update.EventTimestampMs
+			}
+		}
+		return nil
+	})
+	out := make([]*segLife, 0, len(segs))
+	for _, s := range segs {
+		out = append(out, s)
+	}
+	return out, err
+}

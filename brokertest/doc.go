@@ -1,0 +1,39 @@
+// Package brokertest drives a real Apache Kafka 4.3.1 broker with tiered
+// storage on (Kafka's LocalTieredStorage as the remote storage manager) and
+// checks what it does through the remote log metadata it writes: segments
+// copied and finished, read back from remote storage, deleted by retention,
+// the partition deletion of a deleted topic, a broker restart, the rlmm
+// sidecar killed with -9, and leadership moving between two brokers.
+//
+// The same tests run with either RLMM, selected by one environment variable:
+//
+//	RLMM_BROKER_TEST=rlmm   rlmm's broker plugin (which runs `rlmm serve`)   make broker-test
+//	RLMM_BROKER_TEST=kafka  Kafka's own TopicBasedRemoteLogMetadataManager   make broker-test-kafka
+//
+// With the variable unset every test skips, printing why (and fails when
+// CI=true, so CI never passes on skipped broker tests). By hand:
+//
+//	RLMM_BROKER_TEST=kafka go test -race -v ./brokertest/
+//	RLMM_BROKER_TEST=rlmm RLMM_PLUGIN_JAR=plugin/target/rlmm-plugin-0.1.0.jar go test -race -v ./brokertest/
+//
+// (scripts/broker-test.sh rlmm|kafka, behind the make targets, does the same
+// after fetching the jars.) RLMM_PLUGIN_JAR names the plugin jar; when unset,
+// TestMain builds it with scripts/kafka.sh plugin-jar. make test runs
+// make broker-test as its own step, after the other packages' tests (which
+// leave this package out). TestMain always builds the rlmm binary (the
+// plugin's sidecar and the inspect/verify checks). Every test starts and stops
+// its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1
+// KAFKA_TIERED=1) in a temporary directory of its own; the first run fetches
+// the 4.3.1 jars from Maven Central into ~/.cache/rlmm. A failed test prints
+// the tail of every broker log it started (the plugin logs the sidecar's
+// lines into its broker's log) and keeps its directory;
+// RLMM_BROKER_TEST_KEEP=1 keeps every test's.
+//
+// The package has no library code. The metadata is read with rlmm's own
+// packages (eventlog/kafkalog, internal/view, wire) and with the rlmm binary
+// (inspect --kafka --json, verify --kafka); producing and consuming use
+// franz-go's kgo, and topic administration kadm (the clients the project
+// already depends on) plus raw kmsg requests where kadm has no call (creating
+// a topic with an explicit replica assignment, ListOffsets for the earliest
+// local offset).
+package brokertest

@@ -1,0 +1,928 @@
+package brokertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+const (
+	envMode      = "RLMM_BROKER_TEST"
+	envPluginJar = "RLMM_PLUGIN_JAR"
+	// envKeep set keeps every cluster's directory (logs, data) after the
+	// test; a failed test's is always kept.
+	envKeep   = "RLMM_BROKER_TEST_KEEP"
+	modeKafka = "kafka"
+	modeRlmm  = "rlmm"
+
+	// segmentBytes is the topics' segment.bytes: Kafka 4.x's minimum.
+	segmentBytes = 1 << 20
+	// valueBytes is the size of every record value: about a thousand
+	// records fill a segment.
+	valueBytes = 1000
+	// waitTimeout bounds every wait for something the broker must do.
+	waitTimeout = 3 * time.Minute
+	// testTimeout bounds a whole test.
+	testTimeout = 8 * time.Minute
+)
+
+var (
+	// repoRoot is the module root (the tests run in brokertest/).
+	repoRoot, _ = filepath.Abs("..")
+	// rlmmBinary is the rlmm command built by TestMain ("" when skipped).
+	rlmmBinary string
+	// pluginJar is rlmm's broker plugin (mode rlmm only).
+	pluginJar string
+	// setupErr is why TestMain could not build what the tests need.
+	setupErr error
+)
+
+func TestMain(m *testing.M) {
+	var tmp string
+	mode := os.Getenv(envMode)
+	if mode == modeKafka || mode == modeRlmm {
+		tmp, setupErr = setup(mode)
+	}
+	code := m.Run()
+	if tmp != "" {
+		_ = os.RemoveAll(tmp)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// setup builds the rlmm binary and, for mode rlmm, finds or builds the plugin.
+func setup(mode string) (string, error) {
+	tmp, err := os.MkdirTemp("", "rlmm-brokertest-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(tmp, "rlmm")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/rlmm")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return tmp, fmt.Errorf("go build ./cmd/rlmm: %w\n%s", err, out)
+	}
+	rlmmBinary = bin
+	if mode != modeRlmm {
+		return tmp, nil
+	}
+	if jar := os.Getenv(envPluginJar); jar != "" {
+		if _, err := os.Stat(jar); err != nil {
+			return tmp, fmt.Errorf("%s: %w", envPluginJar, err)
+		}
+		pluginJar, _ = filepath.Abs(jar)
+		return tmp, nil
+	}
+	cmd = exec.Command("bash", "scripts/kafka.sh", "plugin-jar")
+	cmd.Dir = repoRoot
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return tmp, fmt.Errorf("scripts/kafka.sh plugin-jar: %w\n%s", err, stderr.Bytes())
+	}
+	pluginJar = strings.TrimSpace(string(out))
+	if _, err := os.Stat(pluginJar); err != nil {
+		return tmp, fmt.Errorf("scripts/kafka.sh plugin-jar: the jar it named: %w", err)
+	}
+	return tmp, nil
+}
+
+// requireMode returns the RLMM under test, or skips the test with the reason
+// (fails it when CI=true) if none is selected.
+func requireMode(t *testing.T) string {
+	t.Helper()
+	mode := os.Getenv(envMode)
+	if mode != modeKafka && mode != modeRlmm {
+		reason := fmt.Sprintf("broker test needs %s=rlmm (rlmm's plugin) or %s=kafka (Kafka's own RLMM), got %q; "+
+			"make broker-test and make broker-test-kafka set it", envMode, envMode, mode)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(reason)
+		}
+		t.Skip(reason)
+	}
+	if setupErr != nil {
+		t.Fatalf("setup: %v", setupErr)
+	}
+	return mode
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cluster is a tiered-storage Kafka 4.3.1 cluster started by scripts/kafka.sh.
+type cluster struct {
+	t         *testing.T
+	mode      string
+	dir       string
+	nodes     int
+	addrs     []string // broker address of node i+1
+	remoteDir string   // LocalTieredStorage's root (rsm.config.dir)
+}
+
+// startCluster starts a cluster of nodes nodes in a temporary directory and
+// stops it when the test ends (printing the logs' tails if it failed).
+func startCluster(t *testing.T, nodes int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, mode: requireMode(t), nodes: nodes}
+	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
+	must(t, err)
+	c.dir = dir
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
+		if _, err := c.script("stop", c.dir); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+		if t.Failed() || os.Getenv(envKeep) != "" {
+			t.Logf("kept the cluster's directory %s", c.dir)
+		} else {
+			_ = os.RemoveAll(c.dir)
+		}
+	})
+	out, err := c.script("start", c.dir)
+	if err != nil {
+		t.Fatalf("starting a %d-node cluster: %v", nodes, err)
+	}
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_BOOTSTRAP="); ok {
+			c.addrs = strings.Split(v, ",")
+		}
+		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_REMOTE_DIR="); ok {
+			c.remoteDir = v
+		}
+	}
+	if len(c.addrs) != nodes || c.remoteDir == "" {
+		t.Fatalf("scripts/kafka.sh start printed %q: want %d addresses and the remote dir", out, nodes)
+	}
+	t.Logf("%d-node cluster (%s RLMM) at %s in %s", nodes, c.mode, strings.Join(c.addrs, ","), c.dir)
+	return c
+}
+
+// script runs scripts/kafka.sh with the cluster's settings.
+func (c *cluster) script(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "scripts", "kafka.sh")}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
+		"KAFKA_RLMM="+c.mode, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
+		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+extraConfig)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("scripts/kafka.sh %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return string(out), nil
+}
+
+// extraConfig is added to every broker: metadata topic small enough for
+// quick reads and the fastest remote fetch wait.
+const extraConfig = "rlmm.config.remote.log.metadata.topic.num.partitions=10"
+
+// nodeDir is node i's directory (1-based), as scripts/kafka.sh lays it out.
+func (c *cluster) nodeDir(i int) string {
+	if c.nodes == 1 {
+		return c.dir
+	}
+	return filepath.Join(c.dir, "node-"+strconv.Itoa(i))
+}
+
+func (c *cluster) stopNode(i int) {
+	c.t.Helper()
+	start := time.Now()
+	if _, err := c.script("stop", c.dir, strconv.Itoa(i)); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Logf("node %d stopped in %s", i, time.Since(start).Round(time.Millisecond))
+}
+
+func (c *cluster) startNode(i int) {
+	c.t.Helper()
+	start := time.Now()
+	if _, err := c.script("start", c.dir, strconv.Itoa(i)); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Logf("node %d started in %s", i, time.Since(start).Round(time.Millisecond))
+}
+
+// dumpLogs prints the tail of every broker log and sidecar log under the
+// cluster's directory.
+func (c *cluster) dumpLogs() {
+	_ = filepath.WalkDir(c.dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		sidecarLog := (strings.Contains(name, "serve") || strings.Contains(name, "rlmm")) &&
+			(strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".out") || strings.HasSuffix(name, ".err"))
+		if name != "broker.log" && name != "broker.out" && !sidecarLog {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) == 0 {
+			return nil
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		lines = lines[max(0, len(lines)-40):]
+		c.t.Logf("--- tail of %s:\n%s", path, strings.Join(lines, "\n"))
+		return nil
+	})
+}
+
+// client returns a kgo client of the cluster (producer without compression,
+// so segment sizes follow the record sizes), closed at the end of the test.
+func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	cl, err := c.newClient(opts...)
+	must(c.t, err)
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// newClient is client without the cleanup: the caller closes it.
+func (c *cluster) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(c.addrs...),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(256 << 10),
+		kgo.RecordRetries(20),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}
+	return kgo.NewClient(append(base, opts...)...)
+}
+
+// topicConfigs are the settings of every tiered topic of the tests: small
+// segments, everything but the active segment leaves the local log once
+// copied, files go quickly.
+func topicConfigs(extra map[string]string) map[string]*string {
+	m := map[string]*string{}
+	for k, v := range map[string]string{
+		"remote.storage.enable": "true",
+		"segment.bytes":         strconv.Itoa(segmentBytes),
+		"local.retention.bytes": "1",
+		"local.retention.ms":    "1000",
+		"file.delete.delay.ms":  "100",
+	} {
+		m[k] = &v
+	}
+	for k, v := range extra {
+		m[k] = &v
+	}
+	return m
+}
+
+// createTopic creates a one-partition tiered topic whose replicas are
+// replicas (the first is the preferred leader) and returns its partition.
+func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, replicas []int32) rlmm.TopicIDPartition {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = topic
+	rt.NumPartitions = -1
+	rt.ReplicationFactor = -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition = 0
+	a.Replicas = replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	for k, v := range topicConfigs(nil) {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name = k
+		cfg.Value = v
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	must(t, err)
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			msg := ""
+			if rt.ErrorMessage != nil {
+				msg = *rt.ErrorMessage
+			}
+			t.Fatalf("creating topic %s: %v %s", topic, err, msg)
+		}
+	}
+	tp := rlmm.TopicIDPartition{Topic: topic, Partition: 0}
+	adm := kadm.NewClient(cl)
+	waitFor(ctx, t, "topic "+topic+" to have a leader", func() (bool, string, error) {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return false, "", err
+		}
+		d, ok := td[topic]
+		if !ok || d.Err != nil || len(d.Partitions) != 1 || d.Partitions[0].Leader < 0 {
+			return false, fmt.Sprintf("%+v", d), nil
+		}
+		tp.TopicID = rlmm.Uuid(d.ID)
+		return true, "", nil
+	})
+	return tp
+}
+
+// alterTopic sets topic configurations (incrementally).
+func alterTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, configs map[string]string) {
+	t.Helper()
+	var alters []kadm.AlterConfig
+	for k, v := range configs {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	resps, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, alters, topic)
+	must(t, err)
+	for _, r := range resps {
+		if r.Err != nil {
+			t.Fatalf("altering %s %v: %v %s", topic, configs, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+// leader returns the partition's current leader.
+func leader(ctx context.Context, cl *kgo.Client, topic string) (int32, []int32, error) {
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return -1, nil, err
+	}
+	d, ok := td[topic]
+	if !ok || d.Err != nil || len(d.Partitions) != 1 {
+		return -1, nil, fmt.Errorf("topic %s: %+v", topic, d)
+	}
+	p := d.Partitions[0]
+	return p.Leader, p.ISR, nil
+}
+
+// recordValue is record i's value: random bytes from a seed of i, so the
+// segments' sizes do not depend on compression and a read back is checked
+// byte by byte.
+func recordValue(i int64) []byte {
+	r := rand.New(rand.NewPCG(uint64(i), 0x726c6d6d))
+	b := make([]byte, valueBytes)
+	for j := 0; j < len(b); j += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8 && j+k < len(b); k++ {
+			b[j+k] = byte(v >> (8 * k))
+		}
+	}
+	return b
+}
+
+func recordKey(i int64) []byte { return []byte(fmt.Sprintf("key-%09d", i)) }
+
+// produce writes records from..to-1 (acks=all) and checks each lands at the
+// offset equal to its index (one producer, no transactions: offsets are the
+// indexes).
+func produce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, from, to int64) {
+	t.Helper()
+	must(t, produceRecords(ctx, cl, topic, from, to, 0))
+}
+
+// produceRecords is produce returning the error, with a pause after every
+// batch of 250 records (to spread a load over time).
+func produceRecords(ctx context.Context, cl *kgo.Client, topic string, from, to int64, pause time.Duration) error {
+	const batch = 250
+	for i := from; i < to; i += batch {
+		var recs []*kgo.Record
+		for j := i; j < min(i+batch, to); j++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: recordKey(j), Value: recordValue(j)})
+		}
+		res := cl.ProduceSync(ctx, recs...)
+		if err := res.FirstErr(); err != nil {
+			return fmt.Errorf("producing records %d..%d: %w", i, i+int64(len(recs))-1, err)
+		}
+		for k, r := range res {
+			if r.Record.Offset != i+int64(k) {
+				return fmt.Errorf("record %d landed at offset %d", i+int64(k), r.Record.Offset)
+			}
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pause):
+			}
+		}
+	}
+	return nil
+}
+
+// consume reads offsets from..to-1 with a fresh consumer and checks every
+// record is the one produced at that offset.
+func (c *cluster) consume(ctx context.Context, t *testing.T, topic string, from, to int64) {
+	t.Helper()
+	cl, err := c.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}),
+		kgo.FetchMaxBytes(8<<20))
+	must(t, err)
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	next := from
+	start := time.Now()
+	for next < to {
+		fs := cl.PollFetches(rctx)
+		if err := rctx.Err(); err != nil {
+			t.Fatalf("consuming %s from %d: got up to offset %d of %d: %v", topic, from, next, to, err)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			t.Logf("fetch error (retried): %v", ferr)
+			continue
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next {
+				t.Fatalf("consuming %s: offset %d where %d was expected", topic, r.Offset, next)
+			}
+			if !bytes.Equal(r.Key, recordKey(next)) || !bytes.Equal(r.Value, recordValue(next)) {
+				t.Fatalf("consuming %s: record at offset %d is not the one produced (key %q)", topic, next, r.Key)
+			}
+			next++
+		})
+	}
+	t.Logf("read offsets %d..%d of %s back, every byte as produced, in %s", from, to-1, topic, time.Since(start).Round(time.Millisecond))
+}
+
+// listOffset returns the offset ListOffsets gives for a special timestamp:
+// -1 latest, -2 earliest (the log start, remote included), -4 earliest local
+// (KIP-405), -5 latest tiered (KIP-1005).
+func listOffset(ctx context.Context, cl *kgo.Client, topic string, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = 0
+	rp.Timestamp = ts
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, fmt.Errorf("ListOffsets(%d) of %s answered %d topics", ts, topic, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, err
+	}
+	return p.Offset, nil
+}
+
+const (
+	tsLatest        = -1
+	tsEarliest      = -2
+	tsEarliestLocal = -4
+)
+
+// waitFor polls cond every 300 ms until it is true, failing the test with
+// the last status after waitTimeout.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string, error)) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	start := time.Now()
+	var status string
+	var lastErr error
+	for {
+		ok, s, err := cond()
+		if ok && err == nil {
+			t.Logf("waited %s for %s", time.Since(start).Round(time.Millisecond), what)
+			return
+		}
+		status, lastErr = s, err
+		select {
+		case <-wctx.Done():
+			t.Fatalf("waited %s for %s: last status %s (error %v)", waitTimeout, what, status, lastErr)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// segment is one remote segment as the metadata topic tells its life.
+type segment struct {
+	meta   rlmm.SegmentMetadata
+	states []rlmm.SegmentState // every state in event order, COPY_SEGMENT_STARTED first
+	broker []int32             // the broker of each state's event
+}
+
+func (s *segment) state() rlmm.SegmentState { return s.states[len(s.states)-1] }
+
+// metaView is everything the metadata topic holds for the tests' partitions.
+type metaView struct {
+	segs    map[rlmm.Uuid]*segment
+	deletes map[rlmm.TopicIDPartition][]rlmm.PartitionDeleteState
+	events  int
+}
+
+// readMetadata reads the whole __remote_log_metadata topic (up to its end
+// now) with kafkalog and decodes every record with wire.
+func (c *cluster) readMetadata(ctx context.Context) (*metaView, error) {
+	log, err := kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: c.addrs, SkipTopicCreation: true})
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	v := &metaView{segs: map[rlmm.Uuid]*segment{}, deletes: map[rlmm.TopicIDPartition][]rlmm.PartitionDeleteState{}}
+	_, err = view.ReadLog(ctx, log, nil, func(r eventlog.Record) error {
+		ev, err := wire.DecodeEvent(r.Value)
+		if err != nil {
+			return fmt.Errorf("metadata partition %d offset %d: %w", r.Partition, r.Offset, err)
+		}
+		v.events++
+		switch ev.Key {
+		case wire.KeySegment:
+			v.segs[ev.Segment.ID.ID] = &segment{meta: ev.Segment, states: []rlmm.SegmentState{ev.Segment.State},
+				broker: []int32{ev.Segment.BrokerID}}
+		case wire.KeyUpdate:
+			s, ok := v.segs[ev.Update.ID.ID]
+			if !ok {
+				return fmt.Errorf("metadata partition %d offset %d: update of unknown segment %s", r.Partition, r.Offset, ev.Update.ID)
+			}
+			s.states = append(s.states, ev.Update.State)
+			s.broker = append(s.broker, ev.Update.BrokerID)
+		case wire.KeyPartitionDelete:
+			tp := ev.PartitionDelete.TopicIDPartition
+			v.deletes[tp] = append(v.deletes[tp], ev.PartitionDelete.State)
+		}
+		return nil
+	})
+	return v, err
+}
+
+// segments returns tp's segments sorted by start offset (then by their first
+// event's time).
+func (v *metaView) segments(tp rlmm.TopicIDPartition) []*segment {
+	var out []*segment
+	for _, s := range v.segs {
+		if s.meta.ID.TopicIDPartition.TopicID == tp.TopicID && s.meta.ID.TopicIDPartition.Partition == tp.Partition {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *segment) int {
+		if a.meta.StartOffset != b.meta.StartOffset {
+			return int(a.meta.StartOffset - b.meta.StartOffset)
+		}
+		return int(a.meta.EventTimestampMs - b.meta.EventTimestampMs)
+	})
+	return out
+}
+
+// inState returns the segments of segs whose last state is one of states.
+func inState(segs []*segment, states ...rlmm.SegmentState) []*segment {
+	var out []*segment
+	for _, s := range segs {
+		if slices.Contains(states, s.state()) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// contiguous checks that segs (sorted by start offset) cover offsets
+// from..end without a gap, and returns end (from-1 when segs is empty).
+// Every segment must reach past the ones before it. Two may overlap only
+// where the copying broker changes: a new leader copies its own local
+// segment holding the offset after the old leader's last remote one, whole,
+// and the follower's segments need not start where the leader's did (Kafka's
+// RemoteLogManager does this with either RLMM; a lookup takes the segment
+// with the greatest start offset at or below the offset, in the epoch).
+func contiguous(segs []*segment, from int64) (int64, error) {
+	end := from - 1
+	var prev *segment
+	for _, s := range segs {
+		switch {
+		case s.meta.StartOffset > end+1:
+			return end, fmt.Errorf("no segment covers offsets %d..%d (before segment %s at %d..%d)",
+				end+1, s.meta.StartOffset-1, s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset)
+		case s.meta.EndOffset <= end:
+			return end, fmt.Errorf("segment %s covers %d..%d, all covered already (up to %d)",
+				s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset, end)
+		case s.meta.StartOffset <= end && prev != nil && prev.meta.BrokerID == s.meta.BrokerID:
+			return end, fmt.Errorf("segments %s (%d..%d) and %s (%d..%d), both copied by broker %d, overlap",
+				prev.meta.ID.ID, prev.meta.StartOffset, prev.meta.EndOffset, s.meta.ID.ID, s.meta.StartOffset,
+				s.meta.EndOffset, s.meta.BrokerID)
+		}
+		end, prev = s.meta.EndOffset, s
+	}
+	return end, nil
+}
+
+func describe(segs []*segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		fmt.Fprintf(&b, "[%d..%d %v by %v] ", s.meta.StartOffset, s.meta.EndOffset, s.states, s.broker)
+	}
+	return b.String()
+}
+
+// tiered is the state of a partition once every rolled segment is copied.
+type tiered struct {
+	finished   []*segment // COPY_SEGMENT_FINISHED, contiguous from the log start
+	remoteEnd  int64      // the last finished segment's end offset
+	localStart int64      // the earliest local offset (= remoteEnd+1)
+}
+
+// waitTiered waits until every segment of tp below the active one is
+// copied and gone from the local log: finished segments contiguous from
+// logStart to remoteEnd, nothing mid-copy, the earliest local offset
+// remoteEnd+1, at least minSegments finished, and the leader's local log
+// down to one segment.
+func (c *cluster) waitTiered(ctx context.Context, t *testing.T, cl *kgo.Client, tp rlmm.TopicIDPartition, logStart int64, minSegments int) tiered {
+	t.Helper()
+	var res tiered
+	waitFor(ctx, t, fmt.Sprintf("%s: every rolled segment copied (at least %d) and gone locally", tp.Topic, minSegments), func() (bool, string, error) {
+		v, err := c.readMetadata(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		all := v.segments(tp)
+		fin := inState(all, rlmm.CopySegmentFinished)
+		// A COPY_SEGMENT_STARTED segment whose offsets a finished one covers
+		// is a copy the broker gave up and did again (an orphan to clean up,
+		// as rlmm verify reports it once old); any other is still copying.
+		var copying []*segment
+		for _, s := range inState(all, rlmm.CopySegmentStarted) {
+			if !slices.ContainsFunc(fin, func(f *segment) bool {
+				return f.meta.StartOffset <= s.meta.StartOffset && s.meta.StartOffset <= f.meta.EndOffset
+			}) {
+				copying = append(copying, s)
+			}
+		}
+		if len(copying) > 0 {
+			return false, "copying: " + describe(copying), nil
+		}
+		end, err := contiguous(fin, logStart)
+		if err != nil {
+			return false, err.Error() + ": " + describe(all), nil
+		}
+		local, err := listOffset(ctx, cl, tp.Topic, tsEarliestLocal)
+		if err != nil {
+			return false, "", err
+		}
+		ld, _, err := leader(ctx, cl, tp.Topic)
+		if err != nil {
+			return false, "", err
+		}
+		files, err := localSegments(c.nodeDir(int(ld)), tp)
+		if err != nil {
+			return false, "", err
+		}
+		status := fmt.Sprintf("finished %s; earliest local offset %d; leader %d's local segments %v", describe(fin), local, ld, files)
+		if len(fin) < minSegments || local != end+1 || len(files) != 1 || files[0] != local {
+			return false, status, nil
+		}
+		res = tiered{finished: fin, remoteEnd: end, localStart: local}
+		return true, status, nil
+	})
+	return res
+}
+
+// localSegments lists the base offsets of the partition's local .log files
+// in node's data directory.
+func localSegments(node string, tp rlmm.TopicIDPartition) ([]int64, error) {
+	dir := filepath.Join(node, "data", tp.Topic+"-"+strconv.Itoa(int(tp.Partition)))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, e := range ents {
+		if base, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			n, err := strconv.ParseInt(base, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// remoteFiles lists LocalTieredStorage's files of the partition:
+// <root>/kafka-tiered-storage/<topic>-<partition>-<topicId>/<20-digit start>-<segment id>.<ext>,
+// keyed by "<start>-<segment id>", valued by the extensions present.
+func (c *cluster) remoteFiles(tp rlmm.TopicIDPartition) (map[string][]string, error) {
+	dir := filepath.Join(c.remoteDir, "kafka-tiered-storage", fmt.Sprintf("%s-%d-%s", tp.Topic, tp.Partition, tp.TopicID))
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string][]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, e := range ents {
+		name := e.Name()
+		dot := strings.LastIndexByte(name, '.')
+		if dot < 0 {
+			continue
+		}
+		out[name[:dot]] = append(out[name[:dot]], name[dot+1:])
+	}
+	return out, nil
+}
+
+// remoteKey is the LocalTieredStorage file stem of a segment.
+func remoteKey(s *segment) string { return fmt.Sprintf("%020d-%s", s.meta.StartOffset, s.meta.ID.ID) }
+
+// checkRemoteFiles checks that every segment of want has its data file and
+// indexes in remote storage and no other segment of tp has files.
+func (c *cluster) checkRemoteFiles(t *testing.T, tp rlmm.TopicIDPartition, want []*segment) {
+	t.Helper()
+	files, err := c.remoteFiles(tp)
+	must(t, err)
+	for _, s := range want {
+		exts := files[remoteKey(s)]
+		for _, ext := range []string{"log", "index", "timeindex"} {
+			if !slices.Contains(exts, ext) {
+				t.Errorf("segment %s (%d..%d): no .%s file in LocalTieredStorage (has %v)", s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset, ext, exts)
+			}
+		}
+		delete(files, remoteKey(s))
+	}
+	if len(files) > 0 {
+		t.Errorf("LocalTieredStorage holds files of segments that should not be there: %v", files)
+	}
+}
+
+// rlmmRun runs the rlmm binary and returns its stdout and exit code.
+func rlmmRun(ctx context.Context, t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, rlmmBinary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("rlmm %s: %v", strings.Join(args, " "), err)
+	}
+	if code != 0 {
+		t.Logf("rlmm %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout.Bytes(), stderr.Bytes())
+	}
+	return stdout.String(), code
+}
+
+// inspectPartition is the part of `rlmm inspect --json` the tests read.
+type inspectPartition struct {
+	TopicID         string         `json:"topicId"`
+	Topic           string         `json:"topic"`
+	Partition       int32          `json:"partition"`
+	SegmentsByState map[string]int `json:"segmentsByState"`
+	StartOffset     int64          `json:"startOffset"`
+	EndOffset       int64          `json:"endOffset"`
+	DeleteState     string         `json:"partitionDeleteState"`
+	Segments        []struct {
+		ID          string `json:"segmentId"`
+		State       string `json:"state"`
+		StartOffset int64  `json:"startOffset"`
+		EndOffset   int64  `json:"endOffset"`
+		BrokerID    int32  `json:"brokerId"`
+	} `json:"segments"`
+}
+
+// verifyAndInspect runs `rlmm verify --kafka` (which must be clean) and
+// `rlmm inspect --kafka --json --segments`, and checks that inspect shows
+// tp with exactly the segments of v not yet DELETE_SEGMENT_FINISHED.
+func (c *cluster) verifyAndInspect(ctx context.Context, t *testing.T, tp rlmm.TopicIDPartition) {
+	t.Helper()
+	bootstrap := strings.Join(c.addrs, ",")
+	if out, code := rlmmRun(ctx, t, "verify", "--kafka", bootstrap, "-q"); code != 0 {
+		t.Errorf("rlmm verify --kafka %s: exit %d:\n%s", bootstrap, code, out)
+	}
+	v, err := c.readMetadata(ctx)
+	must(t, err)
+	out, code := rlmmRun(ctx, t, "inspect", "--kafka", bootstrap, "-q", "--json", "--segments", "--topic", tp.Topic)
+	if code != 0 {
+		t.Fatalf("rlmm inspect --kafka %s: exit %d", bootstrap, code)
+	}
+	var doc struct {
+		Partitions []inspectPartition `json:"partitions"`
+	}
+	must(t, json.Unmarshal([]byte(out), &doc))
+	var p *inspectPartition
+	for i := range doc.Partitions {
+		if doc.Partitions[i].TopicID == tp.TopicID.String() && doc.Partitions[i].Partition == tp.Partition {
+			p = &doc.Partitions[i]
+		}
+	}
+	if p == nil {
+		t.Fatalf("rlmm inspect shows no partition %s: %s", tp, out)
+	}
+	live := map[string]string{}
+	for _, s := range v.segments(tp) {
+		if s.state() != rlmm.DeleteSegmentFinished {
+			live[s.meta.ID.ID.String()] = s.state().String()
+		}
+	}
+	shown := map[string]string{}
+	for _, s := range p.Segments {
+		shown[s.ID] = s.State
+	}
+	if fmt.Sprint(shown) != fmt.Sprint(live) {
+		t.Errorf("rlmm inspect shows segments %v of %s, the metadata topic says %v", shown, tp, live)
+	}
+	t.Logf("rlmm verify clean; rlmm inspect: %s segments by state %v, finished offsets %d..%d",
+		tp, p.SegmentsByState, p.StartOffset, p.EndOffset)
+}
+
+// sidecars returns the pids of the `rlmm serve` processes whose command
+// line names a path under dir (the plugin's children of that broker).
+func sidecars(dir string) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "rlmm" || args[1] != "serve" {
+			continue
+		}
+		if strings.Contains(string(b), dir+string(filepath.Separator)) {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// grepFile returns the lines of path containing every one of words.
+func grepFile(path string, words ...string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		ok := true
+		for _, w := range words {
+			if !strings.Contains(line, w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, line)
+		}
+	}
+	return out, sc.Err()
+}

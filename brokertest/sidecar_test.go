@@ -1,0 +1,68 @@
+package brokertest
+
+import (
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// TestSidecarKilled kills the broker's `rlmm serve` with SIGKILL while a
+// producer writes: the plugin starts a new one, tiering goes on, and no
+// acknowledged event is lost (every segment finished before the kill is
+// still finished afterwards; every record reads back).
+func TestSidecarKilled(t *testing.T) {
+	if requireMode(t) != modeRlmm {
+		t.Skip("the sidecar (rlmm serve) exists only with rlmm's plugin: RLMM_BROKER_TEST=rlmm (make broker-test)")
+	}
+	ctx := testCtx(t)
+	c := startCluster(t, 1)
+	cl := c.client()
+	tp := createTopic(ctx, t, cl, "sidecar", []int32{1})
+
+	const total = 8000
+	produced := make(chan error, 1)
+	go func() { produced <- produceRecords(ctx, cl, tp.Topic, 0, total, 150*time.Millisecond) }()
+
+	var acked []*segment
+	waitFor(ctx, t, "the first segments copied while producing", func() (bool, string, error) {
+		v, err := c.readMetadata(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		acked = inState(v.segments(tp), rlmm.CopySegmentFinished)
+		return len(acked) >= 2, describe(acked), nil
+	})
+	pids, err := sidecars(c.dir)
+	must(t, err)
+	if len(pids) != 1 {
+		t.Fatalf("%d rlmm serve processes under %s (%v), want the broker's one", len(pids), c.dir, pids)
+	}
+	must(t, syscall.Kill(pids[0], syscall.SIGKILL))
+	t.Logf("killed rlmm serve pid %d with SIGKILL after %d segments finished", pids[0], len(acked))
+
+	waitFor(ctx, t, "the plugin to start a new rlmm serve", func() (bool, string, error) {
+		now, err := sidecars(c.dir)
+		return len(now) == 1 && now[0] != pids[0], "", err
+	})
+	if err := <-produced; err != nil {
+		t.Fatalf("producing across the sidecar's death: %v", err)
+	}
+	ti := c.waitTiered(ctx, t, cl, tp, 0, len(acked)+2)
+	finished := map[rlmm.Uuid]bool{}
+	for _, s := range ti.finished {
+		finished[s.meta.ID.ID] = true
+	}
+	for _, s := range acked {
+		if !finished[s.meta.ID.ID] {
+			t.Errorf("segment %s (%d..%d), finished before the kill, is not finished afterwards", s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset)
+		}
+	}
+	restarts, err := grepFile(filepath.Join(c.dir, "broker.log"), "started rlmm serve pid")
+	must(t, err)
+	t.Logf("%d segments finished in all (%d before the kill); broker.log: %q", len(ti.finished), len(acked), restarts)
+	c.consume(ctx, t, tp.Topic, 0, total)
+	c.verifyAndInspect(ctx, t, tp)
+}

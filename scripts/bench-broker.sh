@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The broker workload of `make bench-compare` (also `make bench-broker`): Kafka
+# 4.3.1 brokers with tiered storage (LocalTieredStorage), Kafka's own
+# TopicBasedRemoteLogMetadataManager against rlmm's plugin, a fresh broker per
+# run (brokertest/cmd/brokerbench):
+#   1. restart to the first remote fetch served, after N metadata events in the
+#      metadata partition of the tiered partition (wire-encoded, written first);
+#   2. per copied segment the COPY_SEGMENT_STARTED-to-FINISHED span, and
+#      segments copied per second, under a produce load.
+# Writes the tables into docs/BENCHMARKS.md between
+#   <!-- bench-broker:begin --> and <!-- bench-broker:end -->
+#
+# Environment (defaults in brackets):
+#   BENCH_BROKER_EVENTS ["100000 1000000"]  event counts of the restart runs
+#   BENCH_BROKER_MIB [100]          MiB produced by the copy run
+#   BENCH_BROKER_PARTITIONS [4]     partitions of the copy run
+#   BENCH_OUT [a temp dir]          where the JSON results go (kept)
+#   BENCH_WRITE [1]                 0: print the tables, do not edit docs/BENCHMARKS.md
+#   RLMM_PLUGIN_JAR                 the plugin jar (default: scripts/kafka.sh plugin-jar builds it)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+EVENTS="${BENCH_BROKER_EVENTS:-100000 1000000}"
+MIB="${BENCH_BROKER_MIB:-100}"
+PARTS="${BENCH_BROKER_PARTITIONS:-4}"
+OUT="${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/rlmm-bench-broker.XXXXXX")}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-bench-broker-work.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+log() { echo "bench-broker: $*" >&2; }
+
+KAFKA_VERSION=4.3.1 KAFKA_TIERED=1 bash scripts/kafka.sh fetch
+JAR="${RLMM_PLUGIN_JAR:-$(bash scripts/kafka.sh plugin-jar)}"
+go build -o "$WORK/rlmm" ./cmd/rlmm
+go build -o "$WORK/brokerbench" ./brokertest/cmd/brokerbench
+common=(--plugin-jar "$JAR" --rlmm-binary "$WORK/rlmm" --root "$ROOT")
+
+# bench OUTFILE ARGS...: one brokerbench run, its JSON kept.
+bench() {
+	local out="$1"
+	shift
+	log "brokerbench $*"
+	if ! "$WORK/brokerbench" "$@" "${common[@]}" >"$out"; then
+		cat "$out" >&2
+		log "brokerbench $1 failed"
+		exit 1
+	fi
+	cat "$out" >&2
+}
+
+log "results in $OUT; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for n in $EVENTS; do
+	for mode in kafka rlmm; do
+		bench "$OUT/restart-$mode-$n.json" restart --mode "$mode" --events "$n"
+	done
+done
+for mode in kafka rlmm; do
+	bench "$OUT/copy-$mode.json" copy --mode "$mode" --mib "$MIB" --partitions "$PARTS"
+done
+
+args=(report --dir "$OUT" --events "$EVENTS")
+if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
+	args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
+fi
+"$WORK/brokerbench" "${args[@]}" | tee "$OUT/tables.md"
+log "raw results kept in $OUT; load average $(cut -d' ' -f1-3 /proc/loadavg)"
