@@ -5,7 +5,7 @@
 // log holds, every state but DELETE_SEGMENT_FINISHED) and a layout (package
 // scrub/layout), then every listed object (package scrub/store) is compared
 // as it streams by; only the segments are held, never the listing, so a
-// bucket of millions of objects costs the memory of its segments (about 90
+// bucket of millions of objects costs the memory of its segments (about 80
 // bytes each: see docs/BENCHMARKS.md). The findings, per user partition:
 //
 //   - missing: a COPY_SEGMENT_FINISHED or DELETE_SEGMENT_STARTED segment
