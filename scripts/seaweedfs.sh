@@ -149,6 +149,12 @@ stop() {
 		waited=$((waited + 1))
 	done
 	rm -f "$dir/pid"
+	# The Unix sockets weed opens beside its gRPC ports (left behind by a
+	# SIGKILL).
+	local p
+	for p in $(cat "$dir/ports" 2>/dev/null); do
+		rm -f /tmp/seaweedfs-*-"$p".sock
+	done
 }
 
 cmd="${1:-}"
