@@ -6,7 +6,8 @@
 # Environment:
 #   RLMM_SKIP_KAFKA=1  do not fetch and start a real Kafka broker (tests that
 #                      need one then say why they skip; in CI they fail); this
-#                      also skips the fault tests' step.
+#                      also skips the broker and fault tests' steps.
+#   RLMM_SKIP_S3=1     do not build and start SeaweedFS (the same for S3 tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,6 +75,20 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	eval "$(bash scripts/kafka.sh start "$RLMM_KAFKA_HOME" | grep '^RLMM_KAFKA_BOOTSTRAP=')"
 	export RLMM_KAFKA_BOOTSTRAP
 	echo "broker at $RLMM_KAFKA_BOOTSTRAP"
+fi
+
+# rlmm scrub's S3 tests: a real S3-compatible server (SeaweedFS, built once
+# into the cache by scripts/seaweedfs.sh) on 127.0.0.1. RLMM_SKIP_S3=1 skips
+# it (those tests then say why they skip; in CI they fail).
+if [ "${RLMM_SKIP_S3:-}" != 1 ]; then
+	step "SeaweedFS (S3 on 127.0.0.1) for the scrub tests"
+	bash scripts/seaweedfs.sh fetch
+	RLMM_S3_HOME="$work/seaweedfs"
+	s3_cleanup() { bash scripts/seaweedfs.sh stop "$RLMM_S3_HOME" || true; cleanup; }
+	trap s3_cleanup EXIT
+	eval "$(bash scripts/seaweedfs.sh start "$RLMM_S3_HOME" | grep '^RLMM_S3_')"
+	export RLMM_S3_ENDPOINT RLMM_S3_ACCESS_KEY RLMM_S3_SECRET_KEY
+	echo "S3 at $RLMM_S3_ENDPOINT"
 fi
 
 # --- the Kafka broker plugin (plugin/, scripts/plugin.sh) ---------------------------

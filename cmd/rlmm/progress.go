@@ -77,9 +77,9 @@ func (p *progress) set(done, total int64, phase string) {
 func (p *progress) line() {
 	elapsed := time.Since(p.start)
 	rate := float64(p.done) / max(elapsed.Seconds(), 1e-9)
-	s := fmt.Sprintf("%s: %s: %d/%d", p.what, p.phase, p.done, p.total)
-	if p.total > 0 {
-		s += fmt.Sprintf(" (%.0f%%)", 100*float64(p.done)/float64(p.total))
+	s := fmt.Sprintf("%s: %s: %d", p.what, p.phase, p.done)
+	if p.total > 0 { // a negative total is unknown (a listing)
+		s += fmt.Sprintf("/%d (%.0f%%)", p.total, 100*float64(p.done)/float64(p.total))
 	}
 	s += fmt.Sprintf(", %.0f/s", rate)
 	if rate > 0 && p.total > p.done {

@@ -1,0 +1,115 @@
+package brokertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/scrub"
+	"github.com/rlmm-go/rlmm/scrub/scrubtest"
+	"github.com/rlmm-go/rlmm/wire"
+)
+
+// scrubDoc is the part of `rlmm scrub --json` these tests read.
+type scrubDoc struct {
+	scrub.Report
+	OK       bool `json:"ok"`
+	Deletion *struct {
+		Planned []scrub.Orphan      `json:"planned"`
+		Result  *scrub.DeleteResult `json:"result"`
+	} `json:"deletion"`
+}
+
+// TestScrubAfterTiering: after a real tiering run (Kafka 4.3.1,
+// LocalTieredStorage, the RLMM under test), `rlmm scrub --layout local` is
+// clean; then one finding of each kind is planted (a log deleted, one
+// truncated, an index deleted, a stray file, a copy left
+// COPY_SEGMENT_STARTED with its files): each is reported exactly, and
+// --delete-orphans removes only the stray file.
+func TestScrubAfterTiering(t *testing.T) {
+	ctx := testCtx(t)
+	c := startCluster(t, 1)
+	cl := c.client()
+	tp := createTopic(ctx, t, cl, "scrubbed", []int32{1})
+	produce(ctx, t, cl, tp.Topic, 0, 5000)
+	ti := c.waitTiered(ctx, t, cl, tp, 0, 4)
+	args := []string{"scrub", "--json", "-q", "--kafka", strings.Join(c.addrs, ","), "--layout", "local", "--remote-dir", c.remoteDir}
+	run := func(extra ...string) (scrubDoc, int) {
+		t.Helper()
+		out, code := rlmmRun(ctx, t, append(slices.Clone(args), extra...)...)
+		var doc scrubDoc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("rlmm scrub: exit %d, not JSON (%v):\n%s", code, err, out)
+		}
+		return doc, code
+	}
+	// Clean once no copy is in flight (a copy between its STARTED and
+	// FINISHED events shows as protected orphans).
+	waitFor(ctx, t, "a clean scrub", func() (bool, string, error) {
+		doc, code := run()
+		return code == 0 && doc.OK, describeScrub(&doc), nil
+	})
+	v, err := c.readMetadata(ctx)
+	must(t, err)
+	var live []rlmm.SegmentMetadata
+	for _, s := range inState(v.segments(tp), rlmm.CopySegmentFinished) {
+		live = append(live, s.meta)
+	}
+	t.Logf("clean: %d finished segments (%d when tiered)", len(live), len(ti.finished))
+
+	plant, err := scrubtest.PlantLocal(c.remoteDir, tp, live)
+	must(t, err)
+	lg, err := kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: c.addrs, Topic: kafkalog.DefaultTopic, SkipTopicCreation: true})
+	must(t, err)
+	ev := wire.SegmentEvent(plant.Started)
+	b, err := wire.AppendEvent(nil, &ev)
+	must(t, err)
+	_, err = lg.Publish(ctx, wire.MetadataPartition(tp, lg.Partitions()), b)
+	must(t, err)
+	must(t, lg.Close())
+
+	doc, code := run()
+	if code != 1 {
+		t.Errorf("planted: exit %d, want 1", code)
+	}
+	var pr *scrub.PartitionReport
+	for i := range doc.Partitions {
+		if doc.Partitions[i].TopicIDPartition == tp.String() {
+			pr = &doc.Partitions[i]
+		} else {
+			t.Errorf("findings in another partition: %+v", doc.Partitions[i])
+		}
+	}
+	for _, problem := range plant.Check(pr) {
+		t.Error(problem)
+	}
+
+	before, err := plant.Files()
+	must(t, err)
+	doc, _ = run("--delete-orphans", "--older-than", "1h", "--yes")
+	if doc.Deletion == nil || doc.Deletion.Result == nil || doc.Deletion.Result.Deleted != 1 || doc.Deletion.Result.Failed != 0 {
+		t.Fatalf("--delete-orphans: %+v", doc.Deletion)
+	}
+	after, err := plant.Files()
+	must(t, err)
+	var gone []string
+	for _, k := range before {
+		if !slices.Contains(after, k) {
+			gone = append(gone, k)
+		}
+	}
+	if !slices.Equal(gone, []string{plant.StrayKey}) {
+		t.Errorf("deleted %v, want only the planted orphan %s", gone, plant.StrayKey)
+	}
+}
+
+// describeScrub sums a scrub report up for waitFor's status.
+func describeScrub(d *scrubDoc) string {
+	s := d.Summary
+	return fmt.Sprintf("%d objects, %d live segments, %d missing, %d orphans, %d mismatches",
+		s.Objects, s.LiveSegments, s.Missing, s.Orphans, s.Mismatches)
+}
