@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build kafka-suite kafka-suite-control kafka-suite-one
 
 test:
 	bash scripts/test.sh
@@ -37,3 +37,16 @@ vectors:
 
 kafka-fetch:
 	bash scripts/kafka.sh fetch
+
+# Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1 test jar, 74 runs) with
+# rlmm's broker plugin as the RLMM (part of make test), with Kafka's own RLMM (the control), or one
+# class of it: make kafka-suite-one CLASS=DeleteTopicTest [RLMM=kafka]. Results: docs/COMPATIBILITY.md.
+kafka-suite:
+	bash scripts/kafkasuite.sh rlmm
+
+kafka-suite-control:
+	bash scripts/kafkasuite.sh kafka
+
+kafka-suite-one:
+	@test -n "$(CLASS)" || { echo "usage: make kafka-suite-one CLASS=DeleteTopicTest [RLMM=kafka]"; exit 2; }
+	bash scripts/kafkasuite.sh one $(CLASS) $(or $(RLMM),rlmm)

@@ -54,5 +54,12 @@ fi
 step "go test -race ./..."
 go test -race -timeout 30m ./...
 
+# Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
+# docs/COMPATIBILITY.md; about 15 minutes or more). RLMM_SKIP_KAFKA_SUITE=1 leaves it out.
+if [ "${RLMM_SKIP_KAFKA_SUITE:-}" != 1 ]; then
+	step "Kafka's tiered-storage integration suite with rlmm's plugin (make kafka-suite)"
+	bash scripts/kafkasuite.sh rlmm
+fi
+
 step "short fuzzing"
 bash scripts/fuzz-short.sh

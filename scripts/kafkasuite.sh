@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1's test jar, package
+# org.apache.kafka.tiered.storage.integration: 17 classes, 74 runs) from kafkasuite/ with a chosen RLMM.
+#
+#   scripts/kafkasuite.sh rlmm              every class with rlmm's broker plugin (make kafka-suite)
+#   scripts/kafkasuite.sh kafka             every class with Kafka's own RLMM (make kafka-suite-control)
+#   scripts/kafkasuite.sh one CLASS [RLMM]  one class (simple name, e.g. DeleteTopicTest), RLMM rlmm
+#                                           (default) or kafka (make kafka-suite-one CLASS=...)
+#   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
+#
+# The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
+# Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
+# Environment: RLMM_SUITE_MVN_ARGS adds Maven arguments (e.g. -Dsurefire.timeout=...).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODULE="$ROOT/kafkasuite"
+
+log() { echo "kafkasuite.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# plugin_args prints the -D settings of the rlmm run: the plugin's jar and class, the rlmm binary.
+plugin_args() {
+	command -v go >/dev/null || die "go not found"
+	log "building bin/rlmm"
+	(cd "$ROOT" && go build -o bin/rlmm ./cmd/rlmm) || die "go build of cmd/rlmm failed"
+	[[ -f "$ROOT/scripts/plugin.sh" ]] || die "scripts/plugin.sh not found: merge the plugin branch"
+	log "building the broker plugin (scripts/plugin.sh build)"
+	bash "$ROOT/scripts/plugin.sh" build >&2 || die "scripts/plugin.sh build failed"
+	local jar
+	jar="$(bash "$ROOT/scripts/plugin.sh" jar 2>/dev/null || true)"
+	if [[ -z "$jar" ]]; then
+		jar="$(ls -t "$ROOT"/plugin/target/*-shaded.jar "$ROOT"/plugin/target/rlmm-plugin*.jar 2>/dev/null | head -1 || true)"
+	fi
+	[[ -n "$jar" && -f "$jar" ]] || die "no plugin jar found under plugin/target"
+	printf '%s\n' "-Dsuite.plugin.jar=$jar" \
+		"-Dsuite.plugin.class=${RLMM_PLUGIN_CLASS:-io.github.rlmmgo.plugin.RlmmRemoteLogMetadataManager}" \
+		"-Dsuite.plugin.binary.setting=${RLMM_PLUGIN_BINARY_SETTING:-rlmm.binary}" \
+		"-Dsuite.rlmm.binary=$ROOT/bin/rlmm"
+}
+
+run() {
+	local rlmm="$1" tests="${2:-}"
+	local args=(-B -f "$MODULE/pom.xml" test "-Dsuite.rlmm=$rlmm")
+	if [[ "$rlmm" == rlmm ]]; then
+		local a
+		while IFS= read -r a; do args+=("$a"); done < <(plugin_args)
+	fi
+	[[ -n "$tests" ]] && args+=("-Dtest=$tests")
+	# shellcheck disable=SC2206 # a list of Maven arguments
+	[[ -n "${RLMM_SUITE_MVN_ARGS:-}" ]] && args+=(${RLMM_SUITE_MVN_ARGS})
+	log "mvn ${args[*]}"
+	local started rc=0
+	started="$(date +%s)"
+	mvn "${args[@]}" || rc=$?
+	log "$rlmm run took $(($(date +%s) - started)) s (exit $rc)"
+	summary "$rlmm" || true
+	return "$rc"
+}
+
+# summary prints one line per class: runs, passed, failed, errors, skipped, seconds.
+summary() {
+	local dir="$MODULE/target/reports-${1:-rlmm}"
+	[[ -d "$dir" ]] || die "no reports in $dir"
+	python3 - "$dir" <<'PY'
+import glob, os, sys
+import xml.etree.ElementTree as ET
+rows = []
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "TEST-*.xml"))):
+    s = ET.parse(f).getroot()
+    n = int(s.get("tests")); fl = int(s.get("failures")); er = int(s.get("errors")); sk = int(s.get("skipped"))
+    rows.append((s.get("name").rsplit(".", 1)[-1], n, n - fl - er - sk, fl, er, sk, float(s.get("time"))))
+print(f"{'class':48} {'runs':>4} {'pass':>4} {'fail':>4} {'err':>4} {'skip':>4} {'seconds':>8}")
+for r in rows:
+    print(f"{r[0]:48} {r[1]:4} {r[2]:4} {r[3]:4} {r[4]:4} {r[5]:4} {r[6]:8.1f}")
+t = [sum(r[i] for r in rows) for i in range(1, 6)]
+print(f"{'total':48} {t[0]:4} {t[1]:4} {t[2]:4} {t[3]:4} {t[4]:4} {sum(r[6] for r in rows):8.1f}")
+PY
+}
+
+case "${1:-}" in
+rlmm | kafka) run "$1" ;;
+one)
+	[[ -n "${2:-}" ]] || die "usage: $0 one CLASS [rlmm|kafka]"
+	run "${3:-rlmm}" "$2"
+	;;
+summary) summary "${2:-rlmm}" ;;
+*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka]" ;;
+esac
