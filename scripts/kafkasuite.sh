@@ -7,6 +7,8 @@
 #   scripts/kafkasuite.sh one CLASS [RLMM]  one class (simple name, e.g. DeleteTopicTest), RLMM rlmm
 #                                           (default) or kafka (make kafka-suite-one CLASS=...)
 #   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
+#   scripts/kafkasuite.sh table             one markdown row per run, both RLMMs side by side (the
+#                                           table of docs/COMPATIBILITY.md), from the last runs' reports
 #
 # The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
 # Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
@@ -34,8 +36,8 @@ plugin_args() {
 	fi
 	[[ -n "$jar" && -f "$jar" ]] || die "no plugin jar found under plugin/target"
 	printf '%s\n' "-Dsuite.plugin.jar=$jar" \
-		"-Dsuite.plugin.class=${RLMM_PLUGIN_CLASS:-io.github.rlmmgo.plugin.RlmmRemoteLogMetadataManager}" \
-		"-Dsuite.plugin.binary.setting=${RLMM_PLUGIN_BINARY_SETTING:-rlmm.binary}" \
+		"-Dsuite.plugin.class=${RLMM_PLUGIN_CLASS:-org.rlmm.plugin.RlmmRemoteLogMetadataManager}" \
+		"-Dsuite.plugin.binary.setting=${RLMM_PLUGIN_BINARY_SETTING:-rlmm.serve.binary}" \
 		"-Dsuite.rlmm.binary=$ROOT/bin/rlmm"
 }
 
@@ -78,6 +80,48 @@ print(f"{'total':48} {t[0]:4} {t[1]:4} {t[2]:4} {t[3]:4} {t[4]:4} {sum(r[6] for 
 PY
 }
 
+# table prints a markdown row per run: class, run, result and time with Kafka's RLMM and with rlmm's.
+# Runs are matched by class, method and their order within the method (Surefire names a run by its
+# display name, e.g. "executeTieredStorageTest(String).groupProtocol=classic", or older reports "[1]").
+table() {
+	python3 - "$MODULE/target/reports-kafka" "$MODULE/target/reports-rlmm" <<'PY'
+import glob, os, re, sys
+import xml.etree.ElementTree as ET
+def load(d):
+    runs = {}
+    for f in sorted(glob.glob(os.path.join(d, "TEST-*.xml"))):
+        s = ET.parse(f).getroot()
+        cls = s.get("name").rsplit(".", 1)[-1]
+        seen = {}
+        for tc in s.iter("testcase"):
+            name = tc.get("name")
+            method = re.split(r"[(\[]", name, 1)[0]
+            seen[method] = seen.get(method, 0) + 1
+            if tc.find("failure") is not None or tc.find("error") is not None:
+                res = "FAIL"
+            elif tc.find("skipped") is not None:
+                res = "skip"
+            else:
+                res = "pass"
+            runs[(cls, method, seen[method])] = (name, res, float(tc.get("time") or 0))
+    return runs
+k, r = load(sys.argv[1]), load(sys.argv[2])
+def label(key):
+    for src in (r, k):
+        if key in src and "[" not in src[key][0]:
+            n = src[key][0]
+            return n.split(")", 1)[1].lstrip(".") if ")" in n else n
+    return "#%d" % key[2]
+print("| class | method | run | Kafka's RLMM | s | rlmm | s |")
+print("|---|---|---|---|---:|---|---:|")
+for key in sorted(set(k) | set(r)):
+    kk = k.get(key); rr = r.get(key)
+    print("| %s | %s | %s | %s | %s | %s | %s |" % (key[0], key[1], label(key),
+          kk[1] if kk else "not run", "%.1f" % kk[2] if kk else "",
+          rr[1] if rr else "not run", "%.1f" % rr[2] if rr else ""))
+PY
+}
+
 case "${1:-}" in
 rlmm | kafka) run "$1" ;;
 one)
@@ -85,5 +129,6 @@ one)
 	run "${3:-rlmm}" "$2"
 	;;
 summary) summary "${2:-rlmm}" ;;
-*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka]" ;;
+table) table ;;
+*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table" ;;
 esac
