@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build kafka-suite kafka-suite-control kafka-suite-one
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto
 
 test:
 	bash scripts/test.sh
@@ -19,6 +19,12 @@ fuzz-short:
 
 build:
 	$(GO) build -o bin/rlmm ./cmd/rlmm
+
+# Regenerates rpc/rlmmpb (committed) from proto/ with buf, run at a pinned
+# version; the protoc-gen-go plugins are go tools of go.mod. No protoc needed.
+BUF_VERSION ?= v1.75.0
+proto:
+	GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION) generate
 
 simulate:
 	$(GO) run ./cmd/rlmm simulate
@@ -41,6 +47,7 @@ kafka-fetch:
 # Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1 test jar, 74 runs) with
 # rlmm's broker plugin as the RLMM (part of make test), with Kafka's own RLMM (the control), or one
 # class of it: make kafka-suite-one CLASS=DeleteTopicTest [RLMM=kafka]. Results: docs/COMPATIBILITY.md.
+.PHONY: kafka-suite kafka-suite-control kafka-suite-one
 kafka-suite:
 	bash scripts/kafkasuite.sh rlmm
 

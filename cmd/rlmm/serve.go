@@ -1,0 +1,488 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/eventlog/filelog"
+	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/server"
+	"github.com/rlmm-go/rlmm/topicbased"
+)
+
+// serveOptions are the flags of rlmm serve.
+type serveOptions struct {
+	dir        string
+	kafka      *kafkalog.FlagValues
+	properties string
+
+	snapshotDir      string
+	logDir           string
+	snapshotInterval time.Duration
+	brokerID         int32
+	consumeWait      time.Duration
+
+	socket      string
+	listenTCP   string
+	allowRemote bool
+	tlsCert     string
+	tlsKey      string
+	tlsClientCA string
+	tokenFile   string
+
+	metricsListen   string
+	logFormat       string
+	logLevel        string
+	readyFile       string
+	shutdownTimeout time.Duration
+}
+
+// defaultSocketName is the socket's name in the snapshot directory when
+// --socket is not given.
+const defaultSocketName = "rlmm.sock"
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the remote log metadata of one broker over gRPC (the sidecar of the broker plugin)",
+		Long: `serve runs the topic-based manager for one Kafka broker over the cluster's
+__remote_log_metadata topic (--kafka, or bootstrap.servers in --properties) or
+over the embedded log of --dir, with its snapshot in --snapshot-dir (default
+<--log-dir>/rlmm), and serves every RemoteLogMetadataManager method over gRPC
+(proto/rlmm/v1/rlmm.proto) to the broker's rlmm plugin.
+
+Callers: a Unix socket (--socket, default <snapshot-dir>/rlmm.sock) created
+with mode 0600; TCP only with --listen-tcp, on loopback unless --allow-remote,
+and only with a bearer token (--token-file) and/or TLS with verified client
+certificates (--listen-tls-cert, --listen-tls-key, --listen-tls-client-ca).
+A second server on the same socket or snapshot directory is refused, naming
+the holder's pid.
+
+The socket accepts calls at once; reads answer NOT_READY and IsReady false
+until the log is open and the assigned metadata partitions are caught up.
+SIGTERM or SIGINT: in-flight calls finish (bounded by --shutdown-timeout), a
+final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level).`,
+		Example: `  rlmm serve --kafka 127.0.0.1:9092 --log-dir /var/lib/kafka/data --broker-id 1 --socket /run/rlmm/broker1.sock
+  rlmm serve --properties /etc/kafka/rlmm.properties --snapshot-dir /var/lib/rlmm --metrics-listen 127.0.0.1:9464
+  rlmm serve --dir ./rlmm-log --snapshot-dir ./rlmm-snap --ready-file ./ready`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
+	}
+	cmd.SetFlagErrorFunc(flagError)
+	f := cmd.Flags()
+	f.StringVar(&o.dir, "dir", "", "directory of the embedded metadata log (created if missing), instead of --kafka")
+	o.kafka = kafkalog.RegisterFlags(f)
+	f.StringVar(&o.properties, "properties", "", "file of Kafka-style remote.log.metadata.* and (remote.log.metadata.common.client.)* client settings")
+	f.StringVar(&o.snapshotDir, "snapshot-dir", "", "snapshot directory, held with a lock file (default: <--log-dir>/rlmm)")
+	f.StringVar(&o.logDir, "log-dir", "", "the broker's log.dir; the default snapshot directory is <log-dir>/rlmm")
+	f.DurationVar(&o.snapshotInterval, "snapshot-interval", topicbased.DefaultSnapshotInterval, "how often a snapshot is written when the metadata changed (negative: only at shutdown)")
+	f.Int32Var(&o.brokerID, "broker-id", -1, "the broker's broker.id (reported by ServerInfo)")
+	f.DurationVar(&o.consumeWait, "consume-wait", 0, "bound of a mutation's waits (default: remote.log.metadata.consume.wait.ms of --properties, or 2m)")
+	f.StringVar(&o.socket, "socket", "", "Unix socket to serve on (default: <snapshot-dir>/"+defaultSocketName+")")
+	f.StringVar(&o.listenTCP, "listen-tcp", "", "also serve on this TCP address (needs --token-file or TLS with --listen-tls-client-ca)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen-tcp / --metrics-listen address (TCP then needs TLS)")
+	f.StringVar(&o.tlsCert, "listen-tls-cert", "", "PEM certificate of the TCP endpoint")
+	f.StringVar(&o.tlsKey, "listen-tls-key", "", "PEM key of the TCP endpoint")
+	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token TCP callers must send (authorization: Bearer <token>)")
+	f.StringVar(&o.metricsListen, "metrics-listen", "", "HTTP address of /metrics, /healthz and /readyz (default: off; loopback unless --allow-remote)")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
+	_ = cmd.MarkFlagDirname("dir")
+	_ = cmd.MarkFlagDirname("snapshot-dir")
+	_ = cmd.MarkFlagDirname("log-dir")
+	_ = cmd.MarkFlagFilename("properties")
+	return cmd
+}
+
+// serveLog is the metadata log serve runs on, how to open it and what
+// ServerInfo calls it.
+type serveLog struct {
+	kafka       *kafkalog.Config // nil: the embedded log
+	dir         string
+	partitions  int32
+	consumeWait time.Duration
+	describe    string
+}
+
+// resolveLog decides the log from the flags and --properties; every error
+// names the flag or setting.
+func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
+	var kc kafkalog.Config
+	if o.properties != "" {
+		props, err := readProperties(o.properties)
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		if kc, err = kafkalog.ParseProperties(props); err != nil {
+			return nil, usageErrorf("--properties %s: %v", o.properties, err)
+		}
+	}
+	flags := cmd.Flags()
+	if o.kafka.Partitions < 0 {
+		return nil, usageErrorf("--kafka-partitions is %d, must be positive", o.kafka.Partitions)
+	}
+	if o.kafka.Partitions > 0 {
+		kc.NumPartitions = o.kafka.Partitions
+	}
+	if kc.NumPartitions == 0 {
+		// Kafka's default; fixed here so the partitioner always matches.
+		kc.NumPartitions = kafkalog.DefaultNumPartitions
+	}
+	sl := &serveLog{partitions: kc.NumPartitions, consumeWait: kc.ConsumeWait}
+	if o.consumeWait < 0 {
+		return nil, usageErrorf("--consume-wait %s is negative", o.consumeWait)
+	}
+	if o.consumeWait > 0 {
+		sl.consumeWait = o.consumeWait
+	}
+	useKafka := o.kafka.Enabled() || len(kc.BootstrapServers) > 0
+	if o.dir != "" {
+		if useKafka {
+			return nil, usageErrorf("give either --dir or --kafka (or bootstrap.servers in --properties), not both")
+		}
+		sl.dir = o.dir
+		sl.describe = "embedded log " + o.dir
+		return sl, nil
+	}
+	if !useKafka {
+		return nil, usageErrorf("give --kafka host:port (or bootstrap.servers in --properties) or --dir DIR: the metadata log to serve")
+	}
+	if o.kafka.Enabled() {
+		fc, err := o.kafka.Config()
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		kc.BootstrapServers = fc.BootstrapServers
+		if securityFlagsChanged(flags.Changed) {
+			kc.TLSEnable, kc.TLSCAFile, kc.TLSCertFile, kc.TLSKeyFile = fc.TLSEnable, fc.TLSCAFile, fc.TLSCertFile, fc.TLSKeyFile
+			kc.TLSInsecureSkipVerify = fc.TLSInsecureSkipVerify
+			kc.SASLMechanism, kc.SASLUser, kc.SASLPassword = fc.SASLMechanism, fc.SASLUser, fc.SASLPassword
+		}
+	}
+	kc.Topic = o.kafka.Topic
+	sl.kafka = &kc
+	sl.describe = fmt.Sprintf("kafka %s at %s", kc.Topic, strings.Join(kc.BootstrapServers, ","))
+	return sl, nil
+}
+
+func securityFlagsChanged(changed func(string) bool) bool {
+	for _, name := range []string{"tls", "tls-ca", "tls-cert", "tls-key", "tls-insecure-skip-verify", "sasl-mechanism", "sasl-user", "sasl-password"} {
+		if changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// open opens the log: the Kafka topic (created if missing, as Kafka's
+// manager does) or the embedded log (created if missing).
+func (sl *serveLog) open(ctx context.Context, logger *slog.Logger) (eventlog.Log, error) {
+	if sl.kafka != nil {
+		c := *sl.kafka
+		c.Logger = logger
+		l, err := kafkalog.Open(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("opening the metadata topic: %w", err)
+		}
+		return l, nil
+	}
+	if err := os.MkdirAll(sl.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("--dir: %w", err)
+	}
+	l, err := filelog.Open(sl.dir, filelog.Options{Partitions: sl.partitions, Logger: logger})
+	if err != nil {
+		return nil, explainFilelog(err, sl.dir)
+	}
+	return l, nil
+}
+
+// newLogger builds the slog logger of --log-format and --log-level.
+func (o *serveOptions) newLogger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", o.logFormat)
+}
+
+// tcpEndpoint checks the TCP flags: TCP needs a token or TLS with client
+// certificates, and TLS when remote callers are allowed; plaintext TCP
+// without a token is refused.
+func (o *serveOptions) tcpEndpoint() (server.Endpoint, error) {
+	var ep server.Endpoint
+	tlsAsked := o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != ""
+	if o.listenTCP == "" {
+		if tlsAsked || o.tokenFile != "" {
+			return ep, usageErrorf("--listen-tls-*/--token-file apply to --listen-tcp, which is not given")
+		}
+		return ep, nil
+	}
+	if tlsAsked {
+		if o.tlsClientCA == "" && o.tokenFile == "" {
+			return ep, usageErrorf("--listen-tcp with TLS needs --listen-tls-client-ca (verified client certificates) or --token-file: TLS alone lets anyone call")
+		}
+		c, err := server.TLSConfig(o.tlsCert, o.tlsKey, o.tlsClientCA)
+		if err != nil {
+			return ep, usageErrorf("--listen-tls-cert/--listen-tls-key/--listen-tls-client-ca: %v", err)
+		}
+		ep.TLS = c
+	}
+	if o.tokenFile != "" {
+		tok, err := server.ReadToken(o.tokenFile)
+		if err != nil {
+			return ep, usageErrorf("--token-file: %v", err)
+		}
+		ep.Token = tok
+	}
+	if ep.TLS == nil && ep.Token == nil {
+		return ep, usageErrorf("--listen-tcp %s without --token-file or TLS (--listen-tls-cert, --listen-tls-key, --listen-tls-client-ca) is refused: anyone could delete segment metadata", o.listenTCP)
+	}
+	if o.allowRemote && ep.TLS == nil {
+		return ep, usageErrorf("--allow-remote needs TLS on --listen-tcp (--listen-tls-cert, --listen-tls-key): a token would cross the network in the clear")
+	}
+	l, err := server.ListenTCP(o.listenTCP, o.allowRemote)
+	if err != nil {
+		if errors.Is(err, rlmm.ErrInvalidArgument) {
+			return ep, usageErrorf("--listen-tcp: %v (--allow-remote allows it)", err)
+		}
+		return ep, couldNotRun(err)
+	}
+	ep.Listener = l
+	return ep, nil
+}
+
+// dirs resolves the snapshot directory and the socket path.
+func (o *serveOptions) dirs() (snapshotDir, socket string, err error) {
+	snapshotDir = o.snapshotDir
+	if snapshotDir == "" {
+		if o.logDir == "" {
+			return "", "", usageErrorf("give --snapshot-dir DIR, or --log-dir (the broker's log.dir) to use <log-dir>/rlmm")
+		}
+		snapshotDir = filepath.Join(o.logDir, "rlmm")
+	}
+	socket = o.socket
+	if socket == "" {
+		socket = filepath.Join(snapshotDir, defaultSocketName)
+	}
+	if len(socket) > server.MaxSocketPath {
+		return "", "", usageErrorf("--socket %s is %d bytes, longer than the %d a Unix socket path allows; give a shorter --socket", socket, len(socket), server.MaxSocketPath)
+	}
+	return snapshotDir, socket, nil
+}
+
+func runServe(cmd *cobra.Command, o *serveOptions) error {
+	logger, err := o.newLogger(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	sl, err := o.resolveLog(cmd)
+	if err != nil {
+		return err
+	}
+	snapshotDir, socket, err := o.dirs()
+	if err != nil {
+		return err
+	}
+	if o.shutdownTimeout <= 0 {
+		return usageErrorf("--shutdown-timeout %s must be positive", o.shutdownTimeout)
+	}
+	if o.metricsListen != "" {
+		if _, _, err := net.SplitHostPort(o.metricsListen); err != nil {
+			return usageErrorf("--metrics-listen %q: %v", o.metricsListen, err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	lock, err := server.LockDir(snapshotDir)
+	if err != nil {
+		return couldNotRun(fmt.Errorf("--snapshot-dir: %w", err))
+	}
+	defer lock.Close()
+
+	tcp, err := o.tcpEndpoint()
+	if err != nil {
+		return err
+	}
+	unix, err := server.ListenUnix(ctx, socket)
+	if err != nil {
+		if tcp.Listener != nil {
+			tcp.Listener.Close()
+		}
+		return couldNotRun(fmt.Errorf("--socket: %w", err))
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := server.New(server.Config{
+		Logger: logger, Version: version(), BrokerID: o.brokerID,
+		MetadataPartitions: sl.partitions, LogDescription: sl.describe,
+	})
+	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
+	defer r.stopServing()
+	if err := r.startEndpoints(unix, tcp, reg); err != nil {
+		return err
+	}
+
+	// The log and the manager come up behind the socket, which already
+	// answers (NOT_READY until then).
+	log, err := sl.open(ctx, logger)
+	if err != nil {
+		if ctx.Err() != nil {
+			logger.Info("serve: stopped while opening the metadata log")
+			return nil
+		}
+		return couldNotRun(err)
+	}
+	defer log.Close()
+	mgr, err := topicbased.Start(ctx, topicbased.Config{
+		Log: log, SnapshotDir: snapshotDir, SnapshotInterval: o.snapshotInterval,
+		ConsumeWait: sl.consumeWait, Logger: logger, Metrics: server.NewMetrics(reg),
+	})
+	if err != nil {
+		return couldNotRun(fmt.Errorf("starting the manager: %w", err))
+	}
+	srv.SetManager(mgr)
+	logger.Info("serve: manager up", "log", sl.describe, "metadata_partitions", sl.partitions, "snapshot_dir", snapshotDir,
+		"snapshot_segments", mgr.Stats().SnapshotSegments)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("serve: stopping", "cause", context.Cause(ctx))
+	case serveErr = <-srv.Errors():
+		logger.Error("serve: an endpoint failed; stopping", "err", serveErr)
+	}
+	r.stopServing()
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := mgr.ShutdownAndFlush(flushCtx); err != nil {
+		return fmt.Errorf("final snapshot in %s: %w", snapshotDir, err)
+	}
+	logger.Info("serve: final snapshot written", "dir", snapshotDir, "took", time.Since(start))
+	if serveErr != nil {
+		return serveErr
+	}
+	return nil
+}
+
+// serveRun holds what runServe started, to stop it once.
+type serveRun struct {
+	o       *serveOptions
+	logger  *slog.Logger
+	srv     *server.Server
+	socket  string
+	ops     *http.Server
+	opsDone chan struct{}
+	stopped bool
+}
+
+// startEndpoints serves the socket (and TCP), starts the ops listener and
+// writes the ready file.
+func (r *serveRun) startEndpoints(unix net.Listener, tcp server.Endpoint, reg *prometheus.Registry) error {
+	if err := r.srv.Serve(server.Endpoint{Listener: unix}); err != nil {
+		unix.Close()
+		return couldNotRun(err)
+	}
+	lines := []string{fmt.Sprintf("pid=%d", os.Getpid()), "socket=" + r.socket}
+	if tcp.Listener != nil {
+		if err := r.srv.Serve(tcp); err != nil {
+			tcp.Listener.Close()
+			return couldNotRun(err)
+		}
+		lines = append(lines, "tcp="+tcp.Listener.Addr().String())
+	}
+	if r.o.metricsListen != "" {
+		l, err := server.ListenTCP(r.o.metricsListen, r.o.allowRemote)
+		if err != nil {
+			if errors.Is(err, rlmm.ErrInvalidArgument) {
+				return usageErrorf("--metrics-listen: %v (--allow-remote allows it)", err)
+			}
+			return couldNotRun(fmt.Errorf("--metrics-listen: %w", err))
+		}
+		r.ops = &http.Server{Handler: r.srv.OpsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+		r.opsDone = make(chan struct{})
+		go func() {
+			defer close(r.opsDone)
+			if err := r.ops.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				r.logger.Error("serve: metrics listener failed", "err", err)
+			}
+		}()
+		lines = append(lines, "metrics="+l.Addr().String())
+		r.logger.Info("serve: operations endpoint", "address", l.Addr().String())
+	}
+	r.logger.Info("serve: accepting calls", "socket", r.socket)
+	if r.o.readyFile != "" {
+		if err := writeFileAtomic(r.o.readyFile, []byte(strings.Join(lines, "\n")+"\n")); err != nil {
+			return couldNotRun(fmt.Errorf("--ready-file: %w", err))
+		}
+	}
+	return nil
+}
+
+// stopServing stops the RPCs (bounded), the ops listener and removes the
+// ready file. Idempotent.
+func (r *serveRun) stopServing() {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.shutdownTimeout)
+	defer cancel()
+	r.srv.Stop(ctx)
+	if r.ops != nil {
+		if err := r.ops.Shutdown(ctx); err != nil {
+			_ = r.ops.Close()
+		}
+		<-r.opsDone
+	}
+	if r.o.readyFile != "" {
+		_ = os.Remove(r.o.readyFile)
+	}
+}
+
+// writeFileAtomic writes path through a temporary file in its directory
+// and a rename, so a reader sees all of it or nothing.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// LockFileName is the lock file LockDir keeps in the data directory.
+const LockFileName = "rlmm-serve.lock"
+
+// DirLock is an exclusive hold of a data (snapshot) directory.
+type DirLock struct {
+	f *os.File
+}
+
+// LockDir takes an exclusive flock on dir/LockFileName (created with mode
+// 0600 if missing, dir too with 0700) and writes this process's id into it.
+// A directory another process holds fails with an *InUseError naming its
+// pid. The kernel drops the lock when the process dies, so a crash never
+// leaves a stale lock.
+func LockDir(dir string) (*DirLock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	path := filepath.Join(dir, LockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("server: opening lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			e := &InUseError{What: "data directory " + dir, Detail: "lock file " + path + " is locked"}
+			if b, rerr := os.ReadFile(path); rerr == nil {
+				e.Pid, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			}
+			return nil, e
+		}
+		return nil, fmt.Errorf("server: locking %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &DirLock{f: f}, nil
+}
+
+// Close releases the lock (the file stays: removing it would let two
+// processes lock two different files of the same name).
+func (l *DirLock) Close() error {
+	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlmm-go/rlmm/topicbased"
+)
+
+// Metrics is topicbased.Metrics in Prometheus form (every method of the
+// interface has its metric families). Create it with NewMetrics and pass it
+// as topicbased.Config.Metrics. Metric names start with "rlmm_"; per
+// metadata partition series carry the label partition.
+type Metrics struct {
+	applied, rejected, undecodable *prometheus.CounterVec
+
+	appliedOffset, highWater, lag *prometheus.GaugeVec
+	assigned, ready, catchUp      *prometheus.GaugeVec
+
+	mutation *prometheus.HistogramVec
+
+	snapWrite         prometheus.Histogram
+	snapWrites        *prometheus.CounterVec
+	snapBytes         prometheus.Gauge
+	snapLoad          prometheus.Gauge
+	snapLoadSegments  prometheus.Gauge
+	snapLoadFailed    prometheus.Gauge
+	snapBuild         prometheus.Gauge
+	snapBuildFailures prometheus.Gauge
+}
+
+var _ topicbased.Metrics = (*Metrics)(nil)
+
+// NewMetrics creates the metric families and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	part := []string{"partition"}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, part)
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, part)
+	}
+	one := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	m := &Metrics{
+		applied:       counter("rlmm_events_applied_total", "Events of a metadata partition applied by the state machine."),
+		rejected:      counter("rlmm_events_rejected_total", "Events of a metadata partition skipped: a forbidden transition, an unknown segment, a misrouted or unexpected record."),
+		undecodable:   counter("rlmm_events_undecodable_total", "Records of a metadata partition that could not be decoded (skipped)."),
+		appliedOffset: gauge("rlmm_partition_applied_offset", "Last applied offset of a metadata partition (-1 for none)."),
+		highWater:     gauge("rlmm_partition_high_water_mark", "Highest high-water mark known for a metadata partition."),
+		lag:           gauge("rlmm_partition_lag", "Events of a metadata partition in the log and not applied yet (high-water mark - applied offset - 1)."),
+		assigned:      gauge("rlmm_partition_assigned", "1 while a metadata partition is consumed by this server."),
+		ready:         gauge("rlmm_partition_ready", "1 while a metadata partition is assigned and caught up."),
+		catchUp:       gauge("rlmm_partition_catch_up_seconds", "Time from assignment to ready of a metadata partition's last catch-up."),
+		mutation: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rlmm_mutation_duration_seconds",
+			Help:    "Latency of a mutation from call to return, by op (AddSegment, UpdateSegment, PutPartitionDelete) and result (ok or the error kind).",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18), // 50 µs .. 6.5 s
+		}, []string{"op", "result"}),
+		snapWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rlmm_snapshot_write_duration_seconds",
+			Help:    "Duration of a snapshot write.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14), // 1 ms .. 8 s
+		}),
+		snapWrites:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rlmm_snapshot_writes_total", Help: "Snapshot writes by result (ok, failed)."}, []string{"result"}),
+		snapBytes:         one("rlmm_snapshot_bytes", "Size of the last snapshot written."),
+		snapLoad:          one("rlmm_snapshot_load_seconds", "Time the start spent loading the snapshot."),
+		snapLoadSegments:  one("rlmm_snapshot_load_segments", "Segments the start loaded from the snapshot."),
+		snapLoadFailed:    one("rlmm_snapshot_load_failed", "1 if the snapshot found at start could not be used (full replay)."),
+		snapBuild:         one("rlmm_snapshot_build_seconds", "Time from start until every partition the snapshot installed was built."),
+		snapBuildFailures: one("rlmm_snapshot_build_failures", "Partitions of the snapshot that could not be built (each replays its metadata partition)."),
+	}
+	reg.MustRegister(m.applied, m.rejected, m.undecodable, m.appliedOffset, m.highWater, m.lag,
+		m.assigned, m.ready, m.catchUp, m.mutation, m.snapWrite, m.snapWrites, m.snapBytes,
+		m.snapLoad, m.snapLoadSegments, m.snapLoadFailed, m.snapBuild, m.snapBuildFailures)
+	return m
+}
+
+func label(p int32) string { return strconv.FormatInt(int64(p), 10) }
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// EventsConsumed counts a batch's applied, rejected and undecodable events.
+func (m *Metrics) EventsConsumed(partition int32, applied, rejected, undecodable int) {
+	l := label(partition)
+	if applied > 0 {
+		m.applied.WithLabelValues(l).Add(float64(applied))
+	}
+	if rejected > 0 {
+		m.rejected.WithLabelValues(l).Add(float64(rejected))
+	}
+	if undecodable > 0 {
+		m.undecodable.WithLabelValues(l).Add(float64(undecodable))
+	}
+}
+
+// PartitionProgress sets the applied offset, high-water mark and lag.
+func (m *Metrics) PartitionProgress(partition int32, appliedOffset, highWaterMark int64) {
+	l := label(partition)
+	m.appliedOffset.WithLabelValues(l).Set(float64(appliedOffset))
+	m.highWater.WithLabelValues(l).Set(float64(highWaterMark))
+	m.lag.WithLabelValues(l).Set(float64(max(0, highWaterMark-appliedOffset-1)))
+}
+
+// PartitionReadiness sets the assignment and readiness gauges.
+func (m *Metrics) PartitionReadiness(partition int32, assigned, ready bool, catchUp time.Duration) {
+	l := label(partition)
+	m.assigned.WithLabelValues(l).Set(boolGauge(assigned))
+	m.ready.WithLabelValues(l).Set(boolGauge(ready))
+	if ready && catchUp > 0 {
+		m.catchUp.WithLabelValues(l).Set(catchUp.Seconds())
+	}
+}
+
+// MutationDone observes a mutation's latency by op and result.
+func (m *Metrics) MutationDone(op topicbased.Op, latency time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		_, kind := classify(err)
+		result = kind.String()
+	}
+	m.mutation.WithLabelValues(op.String(), result).Observe(latency.Seconds())
+}
+
+// SnapshotWritten observes a snapshot write.
+func (m *Metrics) SnapshotWritten(duration time.Duration, bytes int64, err error) {
+	if err != nil {
+		m.snapWrites.WithLabelValues("failed").Inc()
+		return
+	}
+	m.snapWrites.WithLabelValues("ok").Inc()
+	m.snapWrite.Observe(duration.Seconds())
+	m.snapBytes.Set(float64(bytes))
+}
+
+// SnapshotLoaded sets the load time and segment count of the start.
+func (m *Metrics) SnapshotLoaded(duration time.Duration, segments int, err error) {
+	m.snapLoad.Set(duration.Seconds())
+	m.snapLoadSegments.Set(float64(segments))
+	m.snapLoadFailed.Set(boolGauge(err != nil))
+}
+
+// SnapshotBuilt sets the build time and failure count of the snapshot's
+// partitions.
+func (m *Metrics) SnapshotBuilt(sinceStart time.Duration, failures uint64) {
+	m.snapBuild.Set(sinceStart.Seconds())
+	m.snapBuildFailures.Set(float64(failures))
+}

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+	"github.com/rlmm-go/rlmm/topicbased"
+)
+
+// DefaultBatchSize is how many segments one SegmentBatch of a streamed list
+// carries.
+const DefaultBatchSize = 512
+
+// Config configures New. Every field is optional.
+type Config struct {
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// BatchSize is the number of segments per SegmentBatch; 0 means
+	// DefaultBatchSize.
+	BatchSize int
+	// Version, BrokerID, MetadataPartitions and LogDescription are what
+	// ServerInfo answers ("kafka TOPIC at BOOTSTRAP" or "embedded log DIR").
+	Version            string
+	BrokerID           int32
+	MetadataPartitions int32
+	LogDescription     string
+}
+
+// Endpoint is one listener and what its callers must present.
+type Endpoint struct {
+	// Listener accepts the connections (ListenUnix, ListenTCP).
+	Listener net.Listener
+	// TLS, when set, makes the endpoint speak TLS with it (client
+	// certificates are verified if it says so: TLSConfig does).
+	TLS *tls.Config
+	// Token, when set, must be presented by every call as metadata
+	// "authorization: Bearer <token>".
+	Token []byte
+}
+
+// Server serves the RPC over a topicbased.Manager that may come later: it
+// accepts calls as soon as it serves, before the manager is up (reads then
+// answer NOT_READY, IsReady false, mutations and assignment changes wait
+// within their deadline), so a broker plugin can connect at once while the
+// log is opened and the snapshot loaded. Create it with New.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+	svc    *service
+
+	mgr    atomic.Pointer[topicbased.Manager]
+	up     chan struct{} // closed by SetManager
+	upOnce sync.Once
+
+	mu       sync.Mutex
+	grpcs    []*grpc.Server
+	stopping chan struct{} // closed by Stop
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	errs     chan error // Serve errors of the endpoints, buffered
+}
+
+// New returns a server with no manager and no endpoint yet.
+func New(cfg Config) *Server {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger, up: make(chan struct{}), stopping: make(chan struct{}), errs: make(chan error, 8)}
+	s.svc = &service{s: s}
+	return s
+}
+
+// SetManager installs the manager the RPCs run on; calls waiting for it go
+// on. Only the first call has an effect. The server never closes it.
+func (s *Server) SetManager(m *topicbased.Manager) {
+	s.upOnce.Do(func() {
+		s.mgr.Store(m)
+		close(s.up)
+	})
+}
+
+// Manager returns the installed manager, or nil.
+func (s *Server) Manager() *topicbased.Manager { return s.mgr.Load() }
+
+// waitManager returns the manager once it is installed: an error wrapping
+// rlmm.ErrTimeout if ctx ends first, rlmm.ErrClosed if the server stops.
+// Either way nothing was published.
+func (s *Server) waitManager(ctx context.Context) (*topicbased.Manager, error) {
+	if m := s.mgr.Load(); m != nil {
+		return m, nil
+	}
+	select {
+	case <-s.up:
+		return s.mgr.Load(), nil
+	case <-s.stopping:
+		return nil, notPublished{fmt.Errorf("rlmm serve stopped before its manager was up: %w", rlmm.ErrClosed)}
+	case <-ctx.Done():
+		return nil, notPublished{fmt.Errorf("%w: rlmm serve is still starting (opening the metadata log, loading the snapshot); nothing was published: %w",
+			rlmm.ErrTimeout, context.Cause(ctx))}
+	}
+}
+
+// Serve starts serving ep in the background. Its Serve error, if it stops
+// for another reason than Stop, is sent to Errors.
+func (s *Server) Serve(ep Endpoint) error {
+	var opts []grpc.ServerOption
+	if ep.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(ep.TLS)))
+	}
+	if len(ep.Token) > 0 {
+		a := tokenAuth{token: ep.Token}
+		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
+	}
+	g := grpc.NewServer(opts...)
+	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
+	s.mu.Lock()
+	select {
+	case <-s.stopping:
+		s.mu.Unlock()
+		return fmt.Errorf("server: serve %s: %w", ep.Listener.Addr(), rlmm.ErrClosed)
+	default:
+	}
+	s.grpcs = append(s.grpcs, g)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		if err := g.Serve(ep.Listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			select {
+			case s.errs <- fmt.Errorf("server: serving %s: %w", ep.Listener.Addr(), err):
+			default:
+			}
+		}
+	}()
+	s.logger.Info("server: serving", "address", ep.Listener.Addr().String(), "network", ep.Listener.Addr().Network(),
+		"tls", ep.TLS != nil, "token", len(ep.Token) > 0)
+	return nil
+}
+
+// Errors receives the error of an endpoint that stopped serving on its own.
+func (s *Server) Errors() <-chan error { return s.errs }
+
+// Stop stops every endpoint: gracefully (in-flight calls finish, no new
+// ones) until ctx ends, then forcibly. Calls waiting for the manager return
+// ErrClosed. The listeners are closed; the manager is not.
+func (s *Server) Stop(ctx context.Context) {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.mu.Lock()
+	gs := s.grpcs
+	s.grpcs = nil
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		for _, g := range gs {
+			g.GracefulStop()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.logger.Warn("server: graceful stop ran out of time; closing the remaining calls")
+		for _, g := range gs {
+			g.Stop()
+		}
+		<-done
+	}
+	s.wg.Wait()
+}

@@ -1,0 +1,252 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+	"github.com/rlmm-go/rlmm/topicbased"
+)
+
+// service implements every RPC of rlmm.v1.RemoteLogMetadata over the
+// Server's manager.
+type service struct {
+	rlmmpb.UnimplementedRemoteLogMetadataServer
+	s *Server
+}
+
+var _ rlmmpb.RemoteLogMetadataServer = (*service)(nil)
+
+// errStarting is what a read answers before the manager is up.
+func errStarting() error {
+	return notPublished{fmt.Errorf("%w: rlmm serve is starting (opening the metadata log, loading the snapshot)", rlmm.ErrNotReady)}
+}
+
+// reader returns the manager for a read, which never waits: before the
+// manager is up it answers rlmm.ErrNotReady (retriable).
+func (v *service) reader() (*topicbased.Manager, error) {
+	if m := v.s.mgr.Load(); m != nil {
+		return m, nil
+	}
+	return nil, errStarting()
+}
+
+// AddSegment records a new segment (COPY_SEGMENT_STARTED), returning when
+// the manager's mutation returns, with its verdict.
+func (v *service) AddSegment(ctx context.Context, req *rlmmpb.AddSegmentRequest) (*rlmmpb.MutationReply, error) {
+	md, err := segmentFromProto(req.GetSegment())
+	if err != nil {
+		return nil, toStatus(err, true)
+	}
+	m, err := v.s.waitManager(ctx)
+	if err != nil {
+		return nil, toStatus(err, true)
+	}
+	if err := m.AddSegment(ctx, md); err != nil {
+		return nil, toStatus(err, true)
+	}
+	return &rlmmpb.MutationReply{}, nil
+}
+
+// UpdateSegment moves a segment to a new state.
+func (v *service) UpdateSegment(ctx context.Context, req *rlmmpb.UpdateSegmentRequest) (*rlmmpb.MutationReply, error) {
+	u, err := updateFromProto(req.GetUpdate())
+	if err != nil {
+		return nil, toStatus(err, true)
+	}
+	m, err := v.s.waitManager(ctx)
+	if err != nil {
+		return nil, toStatus(err, true)
+	}
+	if err := m.UpdateSegment(ctx, u); err != nil {
+		return nil, toStatus(err, true)
+	}
+	return &rlmmpb.MutationReply{}, nil
+}
+
+// PutPartitionDelete records a partition's deletion state.
+func (v *service) PutPartitionDelete(ctx context.Context, req *rlmmpb.PutPartitionDeleteRequest) (*rlmmpb.MutationReply, error) {
+	d, err := deleteFromProto(req.GetDelete())
+	if err != nil {
+		return nil, toStatus(err, true)
+	}
+	m, err := v.s.waitManager(ctx)
+	if err != nil {
+		return nil, toStatus(err, true)
+	}
+	if err := m.PutPartitionDelete(ctx, d); err != nil {
+		return nil, toStatus(err, true)
+	}
+	return &rlmmpb.MutationReply{}, nil
+}
+
+// SegmentForOffset is the fetch path's lookup.
+func (v *service) SegmentForOffset(_ context.Context, req *rlmmpb.SegmentForOffsetRequest) (*rlmmpb.SegmentReply, error) {
+	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m, err := v.reader()
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	md, ok, err := m.SegmentForOffset(tp, req.LeaderEpoch, req.Offset)
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	if !ok {
+		return &rlmmpb.SegmentReply{}, nil
+	}
+	return &rlmmpb.SegmentReply{Found: true, Segment: segmentToProto(&md)}, nil
+}
+
+// HighestOffsetForEpoch returns the highest offset copied for an epoch.
+func (v *service) HighestOffsetForEpoch(_ context.Context, req *rlmmpb.HighestOffsetForEpochRequest) (*rlmmpb.HighestOffsetForEpochReply, error) {
+	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m, err := v.reader()
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	off, ok, err := m.HighestOffsetForEpoch(tp, req.LeaderEpoch)
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	return &rlmmpb.HighestOffsetForEpochReply{Found: ok, Offset: off}, nil
+}
+
+// ListSegments streams a partition's segments (or one epoch's) in batches
+// of Config.BatchSize, in the manager's order.
+func (v *service) ListSegments(req *rlmmpb.ListSegmentsRequest, stream rlmmpb.RemoteLogMetadata_ListSegmentsServer) error {
+	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return toStatus(err, false)
+	}
+	m, err := v.reader()
+	if err != nil {
+		return toStatus(err, false)
+	}
+	var segs []rlmm.SegmentMetadata
+	if req.LeaderEpoch != nil {
+		segs, err = m.ListSegmentsForEpoch(tp, *req.LeaderEpoch)
+	} else {
+		segs, err = m.ListSegments(tp)
+	}
+	if err != nil {
+		return toStatus(err, false)
+	}
+	n := v.s.cfg.BatchSize
+	for start := 0; start < len(segs); start += n {
+		part := segs[start:min(start+n, len(segs))]
+		batch := &rlmmpb.SegmentBatch{Segments: make([]*rlmmpb.SegmentMetadata, len(part))}
+		for i := range part {
+			batch.Segments[i] = segmentToProto(&part[i])
+		}
+		if err := stream.Send(batch); err != nil {
+			return err // the stream's own status (the client went away)
+		}
+	}
+	return nil
+}
+
+// RemoteLogSize sums the sizes of an epoch's segments.
+func (v *service) RemoteLogSize(_ context.Context, req *rlmmpb.RemoteLogSizeRequest) (*rlmmpb.RemoteLogSizeReply, error) {
+	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m, err := v.reader()
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	size, err := m.RemoteLogSize(tp, req.LeaderEpoch)
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	return &rlmmpb.RemoteLogSizeReply{SizeInBytes: size}, nil
+}
+
+// NextSegmentWithTxnIndex returns the first finished segment at or after
+// an offset that has a transaction index.
+func (v *service) NextSegmentWithTxnIndex(_ context.Context, req *rlmmpb.NextSegmentWithTxnIndexRequest) (*rlmmpb.SegmentReply, error) {
+	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m, err := v.reader()
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	md, ok, err := m.NextSegmentWithTxnIndex(tp, req.LeaderEpoch, req.Offset)
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	if !ok {
+		return &rlmmpb.SegmentReply{}, nil
+	}
+	return &rlmmpb.SegmentReply{Found: true, Segment: segmentToProto(&md)}, nil
+}
+
+// IsReady reports whether a partition's metadata is assigned and caught up
+// (false while the server starts).
+func (v *service) IsReady(_ context.Context, req *rlmmpb.IsReadyRequest) (*rlmmpb.IsReadyReply, error) {
+	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m := v.s.mgr.Load()
+	return &rlmmpb.IsReadyReply{Ready: m != nil && m.IsReady(tp)}, nil
+}
+
+// OnPartitionLeadershipChanges passes the broker's leaders and followers
+// to the manager (waiting, within the call's deadline, for it to be up).
+func (v *service) OnPartitionLeadershipChanges(ctx context.Context, req *rlmmpb.LeadershipChangesRequest) (*rlmmpb.AssignmentReply, error) {
+	leaders, err := tpsFromProto(req.Leaders, "leaders")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	followers, err := tpsFromProto(req.Followers, "followers")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m, err := v.s.waitManager(ctx)
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	if err := m.OnPartitionLeadershipChanges(ctx, leaders, followers); err != nil {
+		return nil, toStatus(err, false)
+	}
+	return &rlmmpb.AssignmentReply{}, nil
+}
+
+// OnStopPartitions tells the manager the broker no longer hosts partitions.
+func (v *service) OnStopPartitions(ctx context.Context, req *rlmmpb.StopPartitionsRequest) (*rlmmpb.AssignmentReply, error) {
+	parts, err := tpsFromProto(req.Partitions, "partitions")
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	m, err := v.s.waitManager(ctx)
+	if err != nil {
+		return nil, toStatus(err, false)
+	}
+	if err := m.OnStopPartitions(ctx, parts); err != nil {
+		return nil, toStatus(err, false)
+	}
+	return &rlmmpb.AssignmentReply{}, nil
+}
+
+// ServerInfo describes this server; it answers while the server starts.
+func (v *service) ServerInfo(context.Context, *rlmmpb.ServerInfoRequest) (*rlmmpb.ServerInfoReply, error) {
+	c := &v.s.cfg
+	return &rlmmpb.ServerInfoReply{
+		Version:            c.Version,
+		BrokerId:           c.BrokerID,
+		MetadataPartitions: c.MetadataPartitions,
+		Log:                c.LogDescription,
+		Pid:                int64(os.Getpid()),
+	}, nil
+}
