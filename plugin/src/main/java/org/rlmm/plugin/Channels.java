@@ -1,0 +1,155 @@
+package org.rlmm.plugin;
+
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * Builds the gRPC channel to {@code rlmm serve}: a Unix domain socket through Netty's epoll
+ * transport (grpc-netty-shaded carries its native library, renamed in this jar for the relocated
+ * package), or TCP with optional TLS and bearer token.
+ */
+final class Channels {
+    private Channels() {}
+
+    /** A channel and the event loop it runs on; both go at {@link #close}. */
+    static final class Conn implements AutoCloseable {
+        final ManagedChannel channel;
+        private final EventLoopGroup group;
+
+        Conn(ManagedChannel channel, EventLoopGroup group) {
+            this.channel = channel;
+            this.group = group;
+        }
+
+        @Override
+        public void close() {
+            channel.shutdownNow();
+            try {
+                channel.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
+    static Conn open(PluginConfig cfg, Executor executor) {
+        if (cfg.mode == PluginConfig.Mode.TCP) {
+            return tcp(cfg, executor);
+        }
+        return unix(cfg, executor);
+    }
+
+    private static Conn unix(PluginConfig cfg, Executor executor) {
+        if (!Epoll.isAvailable()) {
+            throw new IllegalStateException(
+                    "rlmm plugin: Netty's epoll transport, needed for the Unix socket " + cfg.socket
+                            + ", is not available on this host (Linux x86_64 or aarch64 only); use "
+                            + PluginConfig.ADDRESS + " for TCP",
+                    Epoll.unavailabilityCause());
+        }
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), EpollIoHandler.newFactory());
+        ManagedChannel ch = NettyChannelBuilder.forAddress(new DomainSocketAddress(cfg.socket.toString()))
+                .eventLoopGroup(group)
+                .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
+                .overrideAuthority("localhost")
+                .usePlaintext()
+                .executor(executor)
+                .maxInboundMessageSize(64 << 20)
+                .build();
+        return new Conn(ch, group);
+    }
+
+    private static Conn tcp(PluginConfig cfg, Executor executor) {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), NioIoHandler.newFactory());
+        NettyChannelBuilder b = NettyChannelBuilder.forAddress(PluginConfig.host(cfg.address), PluginConfig.port(cfg.address))
+                .eventLoopGroup(group)
+                .channelType(NioSocketChannel.class)
+                .executor(executor)
+                .maxInboundMessageSize(64 << 20);
+        if (cfg.tlsCa != null || cfg.tlsCert != null) {
+            try {
+                SslContextBuilder ssl = GrpcSslContexts.forClient();
+                if (cfg.tlsCa != null) {
+                    ssl.trustManager(cfg.tlsCa.toFile());
+                }
+                if (cfg.tlsCert != null) {
+                    ssl.keyManager(cfg.tlsCert.toFile(), cfg.tlsKey.toFile());
+                }
+                b.sslContext(ssl.build());
+            } catch (IOException | IllegalArgumentException e) {
+                group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+                throw new ConfigException(PluginConfig.TLS_CA, String.valueOf(cfg.tlsCa),
+                        "the TLS files could not be loaded: " + e.getMessage());
+            }
+        } else {
+            b.usePlaintext();
+        }
+        if (cfg.tokenFile != null) {
+            String token;
+            try {
+                token = new String(Files.readAllBytes(cfg.tokenFile), StandardCharsets.UTF_8).trim();
+            } catch (IOException e) {
+                group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+                throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile.toString(), "unreadable: " + e.getMessage());
+            }
+            if (token.isEmpty()) {
+                group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+                throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile.toString(), "the file is empty");
+            }
+            b.intercept(bearer(token));
+        }
+        return new Conn(b.build(), group);
+    }
+
+    /** Sends "authorization: Bearer TOKEN" with every call. */
+    private static ClientInterceptor bearer(String token) {
+        Metadata.Key<String> key = Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+        String value = "Bearer " + token;
+        return new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        headers.put(key, value);
+                        super.start(listener, headers);
+                    }
+                };
+            }
+        };
+    }
+
+    static ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

@@ -1,0 +1,540 @@
+package org.rlmm.plugin;
+
+import io.grpc.Deadline;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
+import org.rlmm.plugin.proto.AddSegmentRequest;
+import org.rlmm.plugin.proto.HighestOffsetForEpochReply;
+import org.rlmm.plugin.proto.HighestOffsetForEpochRequest;
+import org.rlmm.plugin.proto.IsReadyRequest;
+import org.rlmm.plugin.proto.LeadershipChangesRequest;
+import org.rlmm.plugin.proto.ListSegmentsRequest;
+import org.rlmm.plugin.proto.MutationReply;
+import org.rlmm.plugin.proto.NextSegmentWithTxnIndexRequest;
+import org.rlmm.plugin.proto.PutPartitionDeleteRequest;
+import org.rlmm.plugin.proto.RemoteLogMetadataGrpc;
+import org.rlmm.plugin.proto.RemoteLogSizeRequest;
+import org.rlmm.plugin.proto.SegmentBatch;
+import org.rlmm.plugin.proto.SegmentForOffsetRequest;
+import org.rlmm.plugin.proto.SegmentMetadata;
+import org.rlmm.plugin.proto.SegmentReply;
+import org.rlmm.plugin.proto.ServerInfoReply;
+import org.rlmm.plugin.proto.ServerInfoRequest;
+import org.rlmm.plugin.proto.StopPartitionsRequest;
+import org.rlmm.plugin.proto.UpdateSegmentRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * rlmm as the RemoteLogMetadataManager of an Apache Kafka 4.x broker: a thin gRPC client of
+ * {@code rlmm serve} (proto/rlmm/v1/rlmm.proto), which runs rlmm's topic-based manager over the
+ * cluster's {@code __remote_log_metadata} topic. Nothing here decides a segment's state: every
+ * method is one call to the server, whose verdict comes back as Kafka's own exceptions.
+ *
+ * <p>By default {@link #configure} starts the server as a child process on a Unix socket,
+ * restarts it when it dies (handing it the partitions this broker holds again) and stops it at
+ * {@link #close}; with {@code rlmm.serve.socket} or {@code rlmm.serve.address} it connects to a
+ * server that is already running. Mutations return futures completed from the gRPC callback;
+ * reads block with a deadline ({@code rlmm.serve.call.timeout.ms}). The settings are in
+ * plugin/README.md.
+ */
+public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
+    private static final Logger LOG = LoggerFactory.getLogger(RlmmRemoteLogMetadataManager.class);
+
+    private final Object assignLock = new Object();
+    /** The partitions this broker holds, true for a leader: handed to a restarted server again. */
+    private final Map<TopicIdPartition, Boolean> assigned = new LinkedHashMap<>();
+
+    private volatile PluginConfig cfg;
+    private volatile Channels.Conn conn;
+    private volatile RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub blocking;
+    private volatile RemoteLogMetadataGrpc.RemoteLogMetadataStub async;
+    private ExecutorService callbacks;
+    private Assigner assigner;
+    private ServeProcess child;
+    /** Completed while the server answers; replaced by an incomplete one while a child restarts. */
+    private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
+    private volatile String gateReason = "";
+    private volatile boolean closed;
+
+    /** Instantiated by the broker (public no-argument constructor). */
+    public RlmmRemoteLogMetadataManager() {}
+
+    @Override
+    public synchronized void configure(Map<String, ?> configs) {
+        if (closed) {
+            throw new IllegalStateException("rlmm plugin: configure after close");
+        }
+        if (cfg != null) {
+            LOG.info("rlmm plugin: already configured (server {}); ignoring this call", cfg.target());
+            return;
+        }
+        PluginConfig c = PluginConfig.parse(configs);
+        if (!c.ignoredSettings.isEmpty()) {
+            LOG.info("rlmm plugin: settings of Kafka's own manager that rlmm does not use: {}", c.ignoredSettings);
+        }
+        callbacks = Executors.newCachedThreadPool(Channels.daemon("rlmm-plugin-callback"));
+        Channels.Conn cn;
+        try {
+            cn = Channels.open(c, callbacks);
+        } catch (RuntimeException e) {
+            callbacks.shutdownNow();
+            throw e;
+        }
+        conn = cn;
+        assigner = new Assigner(LOG, c.restartBackoff, c.restartBackoffMax);
+        blocking = RemoteLogMetadataGrpc.newBlockingStub(cn.channel);
+        async = RemoteLogMetadataGrpc.newStub(cn.channel);
+        cfg = c;
+        if (c.mode != PluginConfig.Mode.SPAWN) {
+            Optional<ServerInfoReply> info = serverInfo(c.callTimeout);
+            if (info.isPresent()) {
+                LOG.info("rlmm plugin: connected to rlmm serve {} at {} (pid {}, {}, broker id {})", info.get().getVersion(),
+                        c.target(), info.get().getPid(), info.get().getLog(), info.get().getBrokerId());
+            } else {
+                LOG.warn("rlmm plugin: rlmm serve at {} does not answer yet; calls wait up to {} ms for it",
+                        c.target(), c.callTimeout.toMillis());
+            }
+            return;
+        }
+        gate = new CompletableFuture<>();
+        gateReason = "rlmm serve is starting";
+        ServeProcess p = new ServeProcess(c, LOG, new ServeProcess.Hooks() {
+            @Override
+            public Optional<Long> probe(Duration timeout) {
+                cn.channel.resetConnectBackoff();
+                return serverInfo(timeout).map(ServerInfoReply::getPid);
+            }
+
+            @Override
+            public void ready(long pid, boolean restart) {
+                reassign(restart);
+            }
+
+            @Override
+            public void lost(String why) {
+                synchronized (assignLock) {
+                    gateReason = why + ", restarting";
+                    if (gate.isDone()) {
+                        gate = new CompletableFuture<>();
+                    }
+                }
+            }
+        });
+        try {
+            p.start();
+        } catch (RemoteStorageException e) {
+            p.close();
+            assigner.close();
+            shutdownConnection();
+            cfg = null;
+            if (e instanceof ServeProcess.ExitedEarly && ((ServeProcess.ExitedEarly) e).code == ServeProcess.EXIT_COULD_NOT_RUN) {
+                // rlmm refused a flag or setting; its message names it.
+                throw new org.apache.kafka.common.config.ConfigException(e.getMessage());
+            }
+            throw new KafkaException(e.getMessage(), e);
+        }
+        child = p;
+    }
+
+    /** Hands a restarted server the partitions this broker holds, then lets calls through. */
+    private void reassign(boolean restart) {
+        synchronized (assignLock) {
+            if (restart && !assigned.isEmpty()) {
+                Set<TopicIdPartition> leaders = new HashSet<>();
+                Set<TopicIdPartition> followers = new HashSet<>();
+                assigned.forEach((tp, leader) -> (leader ? leaders : followers).add(tp));
+                try {
+                    blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                            .onPartitionLeadershipChanges(LeadershipChangesRequest.newBuilder()
+                                    .addAllLeaders(Convert.partitions(leaders))
+                                    .addAllFollowers(Convert.partitions(followers))
+                                    .build());
+                } catch (StatusRuntimeException e) {
+                    throw new KafkaException(Errors.map(e, "re-assigning " + assigned.size() + " partitions", cfg.target()));
+                }
+                LOG.info("rlmm plugin: handed {} leader and {} follower partitions to the restarted rlmm serve",
+                        leaders.size(), followers.size());
+            }
+            gate.complete(null);
+        }
+    }
+
+    private Optional<ServerInfoReply> serverInfo(Duration timeout) {
+        try {
+            return Optional.of(blocking.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+                    .serverInfo(ServerInfoRequest.getDefaultInstance()));
+        } catch (StatusRuntimeException e) {
+            return Optional.empty();
+        }
+    }
+
+    private PluginConfig config() {
+        PluginConfig c = cfg;
+        if (closed) {
+            throw new IllegalStateException("rlmm plugin: this instance is closed");
+        }
+        if (c == null) {
+            throw new IllegalStateException("rlmm plugin: not configured");
+        }
+        return c;
+    }
+
+    /** Waits for the gate (a restarting child) until the deadline; the wait counts against it. */
+    private void awaitGate(PluginConfig c, Deadline deadline, String what) throws RemoteStorageException {
+        CompletableFuture<Void> g = gate;
+        if (g.isDone()) {
+            return;
+        }
+        try {
+            g.get(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new RemoteStorageException(what + " failed: rlmm serve at " + c.target() + " did not come back within "
+                    + c.callTimeout.toMillis() + " ms (" + gateReason + ")");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RemoteStorageException(what + " interrupted while rlmm serve at " + c.target() + " restarts");
+        } catch (ExecutionException e) {
+            throw new RemoteStorageException(what + " failed: " + e.getCause().getMessage(), e.getCause());
+        }
+    }
+
+    private RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub read(String what, Deadline deadline)
+            throws RemoteStorageException {
+        PluginConfig c = config();
+        awaitGate(c, deadline, what);
+        return blocking.withDeadline(deadline).withWaitForReady();
+    }
+
+    // ---- mutations -------------------------------------------------------------------------
+
+    @Override
+    public CompletableFuture<Void> addRemoteLogSegmentMetadata(RemoteLogSegmentMetadata metadata)
+            throws RemoteStorageException {
+        Objects.requireNonNull(metadata, "remoteLogSegmentMetadata can not be null");
+        if (metadata.state() != RemoteLogSegmentState.COPY_SEGMENT_STARTED) {
+            throw new IllegalArgumentException("Given remoteLogSegmentMetadata should have state as "
+                    + RemoteLogSegmentState.COPY_SEGMENT_STARTED + " but it contains state as: " + metadata.state());
+        }
+        AddSegmentRequest req = AddSegmentRequest.newBuilder().setSegment(Convert.segment(metadata)).build();
+        return mutate("adding segment " + metadata.remoteLogSegmentId(),
+                (stub, obs) -> stub.addSegment(req, obs));
+    }
+
+    @Override
+    public CompletableFuture<Void> updateRemoteLogSegmentMetadata(RemoteLogSegmentMetadataUpdate update)
+            throws RemoteStorageException {
+        Objects.requireNonNull(update, "remoteLogSegmentMetadataUpdate can not be null");
+        if (update.state() == RemoteLogSegmentState.COPY_SEGMENT_STARTED) {
+            throw new IllegalArgumentException("Given remoteLogSegmentMetadata should not have the state as: "
+                    + RemoteLogSegmentState.COPY_SEGMENT_STARTED);
+        }
+        UpdateSegmentRequest req = UpdateSegmentRequest.newBuilder().setUpdate(Convert.update(update)).build();
+        return mutate("updating segment " + update.remoteLogSegmentId() + " to " + update.state(),
+                (stub, obs) -> stub.updateSegment(req, obs));
+    }
+
+    @Override
+    public CompletableFuture<Void> putRemotePartitionDeleteMetadata(RemotePartitionDeleteMetadata metadata)
+            throws RemoteStorageException {
+        Objects.requireNonNull(metadata, "remotePartitionDeleteMetadata can not be null");
+        PutPartitionDeleteRequest req = PutPartitionDeleteRequest.newBuilder()
+                .setDelete(Convert.partitionDelete(metadata)).build();
+        return mutate("recording " + metadata.state() + " of partition " + metadata.topicIdPartition(),
+                (stub, obs) -> stub.putPartitionDelete(req, obs));
+    }
+
+    private interface AsyncCall {
+        void start(RemoteLogMetadataGrpc.RemoteLogMetadataStub stub, StreamObserver<MutationReply> observer);
+    }
+
+    /** Sends a mutation once the gate is open; the future completes from the gRPC callback. */
+    private CompletableFuture<Void> mutate(String what, AsyncCall call) {
+        PluginConfig c = config();
+        Deadline deadline = Deadline.after(c.mutationTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        Runnable send = () -> call.start(async.withDeadline(deadline).withWaitForReady(), new StreamObserver<>() {
+            @Override
+            public void onNext(MutationReply value) {}
+
+            @Override
+            public void onError(Throwable t) {
+                result.completeExceptionally(Errors.map(t, what, c.target(), true));
+            }
+
+            @Override
+            public void onCompleted() {
+                result.complete(null);
+            }
+        });
+        CompletableFuture<Void> g = gate;
+        if (g.isDone()) {
+            send.run();
+            return result;
+        }
+        g.orTimeout(Math.max(1, deadline.timeRemaining(TimeUnit.MILLISECONDS)), TimeUnit.MILLISECONDS)
+                .whenComplete((v, err) -> {
+                    if (err != null) {
+                        result.completeExceptionally(new RemoteStorageException(what + " failed: rlmm serve at "
+                                + c.target() + " did not come back within " + c.mutationTimeout.toMillis()
+                                + " ms (" + gateReason + ")"));
+                    } else {
+                        send.run();
+                    }
+                });
+        return result;
+    }
+
+    // ---- reads -----------------------------------------------------------------------------
+
+    private Deadline callDeadline() {
+        return Deadline.after(config().callTimeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public Optional<RemoteLogSegmentMetadata> remoteLogSegmentMetadata(TopicIdPartition tp, int epochForOffset, long offset)
+            throws RemoteStorageException {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        String what = "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
+        try {
+            SegmentReply r = read(what, callDeadline()).segmentForOffset(SegmentForOffsetRequest.newBuilder()
+                    .setTopicIdPartition(Convert.partition(tp))
+                    .setLeaderEpoch(epochForOffset)
+                    .setOffset(offset)
+                    .build());
+            return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
+        } catch (StatusRuntimeException e) {
+            throw Errors.rethrow(e, what, config().target());
+        }
+    }
+
+    @Override
+    public Optional<Long> highestOffsetForEpoch(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        String what = "highest offset of epoch " + leaderEpoch + " of " + tp;
+        try {
+            HighestOffsetForEpochReply r = read(what, callDeadline()).highestOffsetForEpoch(
+                    HighestOffsetForEpochRequest.newBuilder()
+                            .setTopicIdPartition(Convert.partition(tp))
+                            .setLeaderEpoch(leaderEpoch)
+                            .build());
+            return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
+        } catch (StatusRuntimeException e) {
+            throw Errors.rethrow(e, what, config().target());
+        }
+    }
+
+    @Override
+    public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp) throws RemoteStorageException {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        return list("list of the segments of " + tp,
+                ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build());
+    }
+
+    @Override
+    public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp, int leaderEpoch)
+            throws RemoteStorageException {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        return list("list of the segments of epoch " + leaderEpoch + " of " + tp,
+                ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build());
+    }
+
+    /**
+     * Reads the whole stream before returning: a failure (unknown partition, not ready, a server
+     * gone mid-stream) is thrown from this call as Kafka's exception, and no stream stays open
+     * when the caller stops iterating early.
+     */
+    private Iterator<RemoteLogSegmentMetadata> list(String what, ListSegmentsRequest req) throws RemoteStorageException {
+        List<RemoteLogSegmentMetadata> out = new ArrayList<>();
+        try {
+            Iterator<SegmentBatch> batches = read(what, callDeadline()).listSegments(req);
+            while (batches.hasNext()) {
+                for (SegmentMetadata m : batches.next().getSegmentsList()) {
+                    out.add(Convert.segment(m));
+                }
+            }
+        } catch (StatusRuntimeException e) {
+            throw Errors.rethrow(e, what, config().target());
+        }
+        return Collections.unmodifiableList(out).iterator();
+    }
+
+    @Override
+    public long remoteLogSize(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        String what = "remote log size of epoch " + leaderEpoch + " of " + tp;
+        try {
+            return read(what, callDeadline()).remoteLogSize(RemoteLogSizeRequest.newBuilder()
+                    .setTopicIdPartition(Convert.partition(tp))
+                    .setLeaderEpoch(leaderEpoch)
+                    .build()).getSizeInBytes();
+        } catch (StatusRuntimeException e) {
+            throw Errors.rethrow(e, what, config().target());
+        }
+    }
+
+    @Override
+    public Optional<RemoteLogSegmentMetadata> nextSegmentWithTxnIndex(TopicIdPartition tp, int epoch, long offset)
+            throws RemoteStorageException {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        String what = "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp;
+        try {
+            SegmentReply r = read(what, callDeadline()).nextSegmentWithTxnIndex(NextSegmentWithTxnIndexRequest.newBuilder()
+                    .setTopicIdPartition(Convert.partition(tp))
+                    .setLeaderEpoch(epoch)
+                    .setOffset(offset)
+                    .build());
+            return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
+        } catch (StatusRuntimeException e) {
+            throw Errors.rethrow(e, what, config().target());
+        }
+    }
+
+    /**
+     * Whether the partition's metadata is ready, as the server says; false while the server is
+     * restarting or unreachable (the broker retries on its next task run).
+     */
+    @Override
+    public boolean isReady(TopicIdPartition tp) {
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        PluginConfig c = config();
+        if (!gate.isDone()) {
+            return false;
+        }
+        try {
+            return blocking.withDeadlineAfter(c.callTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                    .isReady(IsReadyRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build())
+                    .getReady();
+        } catch (StatusRuntimeException e) {
+            LOG.warn("rlmm plugin: isReady({}) answered false: {}", tp, Errors.map(e, "isReady", c.target()).getMessage());
+            return false;
+        }
+    }
+
+    // ---- assignment ------------------------------------------------------------------------
+
+    /**
+     * Records the change and hands it to the server in the background, in order (see
+     * {@link Assigner}): this is called from the broker's metadata thread, which must not wait
+     * for a server that is starting. The broker waits for {@link #isReady} before it copies.
+     */
+    @Override
+    public void onPartitionLeadershipChanges(Set<TopicIdPartition> leaderPartitions, Set<TopicIdPartition> followerPartitions) {
+        Objects.requireNonNull(leaderPartitions, "leaderPartitions can not be null");
+        Objects.requireNonNull(followerPartitions, "followerPartitions can not be null");
+        PluginConfig c = config();
+        LeadershipChangesRequest req = LeadershipChangesRequest.newBuilder()
+                .addAllLeaders(Convert.partitions(leaderPartitions))
+                .addAllFollowers(Convert.partitions(followerPartitions))
+                .build();
+        String what = "leadership change of " + leaderPartitions.size() + " leader and " + followerPartitions.size()
+                + " follower partitions";
+        synchronized (assignLock) {
+            leaderPartitions.forEach(tp -> assigned.put(tp, true));
+            followerPartitions.forEach(tp -> assigned.put(tp, false));
+            assigner.submit(change(what, () -> read(what, callDeadline()).onPartitionLeadershipChanges(req)));
+        }
+    }
+
+    /** Like {@link #onPartitionLeadershipChanges}: recorded at once, handed over in the background. */
+    @Override
+    public void onStopPartitions(Set<TopicIdPartition> partitions) {
+        Objects.requireNonNull(partitions, "partitions can not be null");
+        config();
+        StopPartitionsRequest req = StopPartitionsRequest.newBuilder().addAllPartitions(Convert.partitions(partitions)).build();
+        String what = "stopping " + partitions.size() + " partitions";
+        synchronized (assignLock) {
+            partitions.forEach(assigned::remove);
+            assigner.submit(change(what, () -> read(what, callDeadline()).onStopPartitions(req)));
+        }
+    }
+
+    private interface Call {
+        void run() throws RemoteStorageException;
+    }
+
+    private Assigner.Change change(String what, Call call) {
+        return new Assigner.Change() {
+            @Override
+            public void send() throws Exception {
+                try {
+                    call.run();
+                } catch (StatusRuntimeException e) {
+                    throw Errors.map(e, what, cfg.target());
+                }
+            }
+
+            @Override
+            public String describe() {
+                return what;
+            }
+        };
+    }
+
+    /** Whether every assignment change so far has reached the server (for tests). */
+    boolean assignmentsSent() {
+        return assigner == null || assigner.idle();
+    }
+
+    // ---- lifecycle -------------------------------------------------------------------------
+
+    /** The pid of the child this instance started, or -1 (connect mode, or none alive). */
+    long childPid() {
+        ServeProcess p = child;
+        return p == null ? -1 : p.pid();
+    }
+
+    /** Stops the child (SIGTERM, then SIGKILL after rlmm.serve.stop.timeout.ms) and the channel; idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        gate.completeExceptionally(new IllegalStateException("rlmm plugin: closed"));
+        if (assigner != null) {
+            assigner.close();
+        }
+        if (child != null) {
+            child.close();
+            child = null;
+        }
+        shutdownConnection();
+        LOG.info("rlmm plugin: closed");
+    }
+
+    private void shutdownConnection() {
+        Channels.Conn cn = conn;
+        if (cn != null) {
+            cn.close();
+        }
+        if (callbacks != null) {
+            callbacks.shutdownNow();
+        }
+    }
+}

@@ -1,0 +1,429 @@
+package org.rlmm.plugin;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
+import org.slf4j.Logger;
+
+/**
+ * Starts and supervises one {@code rlmm serve} child: writes its properties file into the
+ * plugin's private directory, starts it, forwards its output to the plugin's logger, waits until
+ * it answers, restarts it (with a doubling backoff, logged) when it dies, and stops it at
+ * {@link #close} (SIGTERM, then SIGKILL after the stop timeout). A child left behind by a
+ * previous broker process (its pid file names a live rlmm serve on the same socket) is stopped
+ * before a new one starts.
+ */
+final class ServeProcess implements AutoCloseable {
+    /** What the owner does around a child's life. */
+    interface Hooks {
+        /** Asks the server whether it answers; returns its pid, or empty when it does not yet. */
+        Optional<Long> probe(Duration timeout);
+
+        /** The child answers (first start or restart); called before calls may go to it. */
+        void ready(long pid, boolean restart) throws Exception;
+
+        /** The child died; calls must wait for the next {@link #ready}. */
+        void lost(String why);
+    }
+
+    /** A child that lived this long before dying restarts after the initial backoff again. */
+    private static final Duration STABLE = Duration.ofSeconds(60);
+    private static final int TAIL_LINES = 20;
+    private static final Pattern LEVEL = Pattern.compile("(?:level=|\"level\":\")(DEBUG|INFO|WARN|ERROR)");
+
+    private final PluginConfig cfg;
+    private final Logger log;
+    private final Hooks hooks;
+    private final Path pidFile;
+    private final Path propertiesFile;
+    private final Deque<String> tail = new ArrayDeque<>();
+    private final Object lock = new Object();
+    private Process process;
+    private Thread supervisor;
+    private volatile boolean closing;
+
+    ServeProcess(PluginConfig cfg, Logger log, Hooks hooks) {
+        this.cfg = cfg;
+        this.log = log;
+        this.hooks = hooks;
+        this.pidFile = cfg.workDir.resolve("serve.pid");
+        this.propertiesFile = cfg.workDir.resolve("serve.properties");
+    }
+
+    /** The command line of the child. */
+    List<String> command() {
+        List<String> c = new ArrayList<>();
+        c.add(cfg.binary.toString());
+        c.add("serve");
+        c.add("--socket");
+        c.add(cfg.socket.toString());
+        c.add("--broker-id");
+        c.add(Integer.toString(cfg.brokerId));
+        c.add("--snapshot-dir");
+        c.add(cfg.snapshotDir.toString());
+        if (cfg.embeddedDir != null) {
+            // The embedded log takes no Kafka client settings (serve refuses a properties file
+            // without bootstrap.servers); the two that still apply go as flags.
+            c.add("--dir");
+            c.add(cfg.embeddedDir.toString());
+            String partitions = cfg.kafkaSettings.get("remote.log.metadata.topic.num.partitions");
+            if (partitions != null) {
+                c.add("--kafka-partitions");
+                c.add(partitions);
+            }
+            String wait = cfg.kafkaSettings.get(PluginConfig.CONSUME_WAIT);
+            if (wait != null) {
+                c.add("--consume-wait");
+                c.add(wait + "ms");
+            }
+        } else {
+            c.add("--properties");
+            c.add(propertiesFile.toString());
+        }
+        c.addAll(cfg.extraArgs);
+        return c;
+    }
+
+    /** A child that exited before it answered, with its exit code. */
+    static final class ExitedEarly extends RemoteStorageException {
+        private static final long serialVersionUID = 1L;
+        final int code;
+
+        ExitedEarly(String message, int code) {
+            super(message);
+            this.code = code;
+        }
+    }
+
+    /** rlmm's exit code for bad flags or settings (cmd/rlmm/exitcode.go: exitCouldNotRun). */
+    static final int EXIT_COULD_NOT_RUN = 2;
+
+    /**
+     * Starts the first child and waits until it answers (at most the start timeout).
+     *
+     * @throws ExitedEarly when the child exited before it answered
+     */
+    void start() throws RemoteStorageException {
+        try {
+            prepareDirectories();
+            writeProperties();
+        } catch (IOException e) {
+            throw new RemoteStorageException("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
+        }
+        stopOrphan();
+        long pid = spawnAndAwait();
+        try {
+            hooks.ready(pid, false);
+        } catch (Exception e) {
+            stopChild();
+            throw new RemoteStorageException("rlmm plugin: rlmm serve at " + cfg.target() + " answered but could not be set up: "
+                    + e.getMessage(), e);
+        }
+        Thread t = new Thread(this::supervise, "rlmm-plugin-supervisor");
+        t.setDaemon(true);
+        synchronized (lock) {
+            supervisor = t;
+        }
+        t.start();
+    }
+
+    /** The pid of the running child, or -1. */
+    long pid() {
+        synchronized (lock) {
+            return process != null && process.isAlive() ? process.pid() : -1;
+        }
+    }
+
+    private void prepareDirectories() throws IOException {
+        for (Path d : new Path[] {cfg.workDir, cfg.socket.getParent()}) {
+            if (d == null) {
+                continue;
+            }
+            Files.createDirectories(d);
+            try {
+                Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwx------"));
+            } catch (UnsupportedOperationException e) {
+                // Not a POSIX file system: the socket's own mode (0600) still guards it.
+            }
+        }
+    }
+
+    private void writeProperties() throws IOException {
+        Path tmp = propertiesFile.resolveSibling("serve.properties.tmp");
+        Files.deleteIfExists(tmp);
+        Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+            w.write("# Written by rlmm's broker plugin for `rlmm serve --properties`: Kafka's\n");
+            w.write("# remote.log.metadata.* settings as the broker passed them. Rewritten at every start.\n");
+            for (Map.Entry<String, String> e : cfg.kafkaSettings.entrySet()) {
+                w.write(e.getKey() + "=" + e.getValue() + "\n");
+            }
+        }
+        Files.move(tmp, propertiesFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /** Stops a child that a previous broker process left running on the same socket. */
+    private void stopOrphan() {
+        long pid;
+        try {
+            if (!Files.isRegularFile(pidFile)) {
+                return;
+            }
+            pid = Long.parseLong(new String(Files.readAllBytes(pidFile), StandardCharsets.UTF_8).trim());
+        } catch (IOException | NumberFormatException e) {
+            log.warn("rlmm plugin: ignoring unreadable pid file {}: {}", pidFile, e.toString());
+            return;
+        }
+        Optional<ProcessHandle> h = ProcessHandle.of(pid);
+        if (h.isEmpty() || !h.get().isAlive()) {
+            return;
+        }
+        String cmdline = h.get().info().commandLine().orElse("");
+        if (!cmdline.contains(" serve ") || !cmdline.contains(cfg.socket.toString())) {
+            return; // the pid was reused by another program
+        }
+        log.warn("rlmm plugin: stopping rlmm serve pid {} left running by a previous broker process ({})", pid, cmdline);
+        h.get().destroy();
+        try {
+            h.get().onExit().get(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            log.warn("rlmm plugin: pid {} did not stop within {} ms of SIGTERM; killing it", pid, cfg.stopTimeout.toMillis());
+            h.get().destroyForcibly();
+            try {
+                h.get().onExit().get(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (Exception e2) {
+                log.error("rlmm plugin: pid {} survived SIGKILL for {} ms", pid, cfg.stopTimeout.toMillis());
+            }
+        }
+    }
+
+    /** Starts a child and waits until it answers; the child is stopped again on failure. */
+    private long spawnAndAwait() throws RemoteStorageException {
+        List<String> cmd = command();
+        Process p;
+        synchronized (lock) {
+            if (closing) {
+                throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
+            }
+            tail.clear();
+            try {
+                p = new ProcessBuilder(cmd)
+                        .directory(cfg.workDir.toFile())
+                        .redirectErrorStream(true)
+                        .redirectInput(ProcessBuilder.Redirect.PIPE)
+                        .start();
+            } catch (IOException e) {
+                throw new RemoteStorageException("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
+            }
+            process = p;
+        }
+        log.info("rlmm plugin: started rlmm serve pid {}: {}", p.pid(), String.join(" ", cmd));
+        try {
+            Files.write(pidFile, Long.toString(p.pid()).getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            log.warn("rlmm plugin: cannot write {}: {}", pidFile, e.toString());
+        }
+        Thread pump = new Thread(() -> pump(p), "rlmm-serve-" + p.pid() + "-output");
+        pump.setDaemon(true);
+        pump.start();
+
+        long deadline = System.nanoTime() + cfg.startTimeout.toNanos();
+        while (true) {
+            if (!p.isAlive()) {
+                int code = p.exitValue();
+                joinQuietly(pump);
+                throw new ExitedEarly("rlmm plugin: rlmm serve exited with code " + code
+                        + " before it answered on " + cfg.target() + "; its last output:\n" + tailText(), code);
+            }
+            if (closing) {
+                stopChild();
+                throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
+            }
+            Optional<Long> pid = hooks.probe(Duration.ofMillis(500));
+            if (pid.isPresent()) {
+                if (pid.get() != p.pid()) {
+                    log.warn("rlmm plugin: {} is answered by pid {}, not by the child {}", cfg.target(), pid.get(), p.pid());
+                } else {
+                    log.info("rlmm plugin: rlmm serve pid {} answers on {}", p.pid(), cfg.target());
+                    return p.pid();
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                stopChild();
+                throw new RemoteStorageException("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on "
+                        + cfg.target() + " within " + cfg.startTimeout.toMillis() + " ms (" + PluginConfig.START_TIMEOUT
+                        + "); its last output:\n" + tailText());
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                stopChild();
+                throw new RemoteStorageException("rlmm plugin: interrupted while starting rlmm serve");
+            }
+        }
+    }
+
+    private void supervise() {
+        Duration backoff = cfg.restartBackoff;
+        while (!closing) {
+            Process p;
+            synchronized (lock) {
+                p = process;
+            }
+            long started = p.info().startInstant().map(i -> i.toEpochMilli()).orElse(System.currentTimeMillis());
+            int code;
+            try {
+                code = p.waitFor();
+            } catch (InterruptedException e) {
+                if (closing) {
+                    return;
+                }
+                continue;
+            }
+            if (closing) {
+                return;
+            }
+            String why = "rlmm serve pid " + p.pid() + " exited with code " + code;
+            hooks.lost(why);
+            if (System.currentTimeMillis() - started > STABLE.toMillis()) {
+                backoff = cfg.restartBackoff;
+            }
+            log.error("rlmm plugin: {}; restarting it in {} ms; its last output:\n{}", why, backoff.toMillis(), tailText());
+            while (!closing) {
+                if (!sleep(backoff)) {
+                    return;
+                }
+                try {
+                    long pid = spawnAndAwait();
+                    hooks.ready(pid, true);
+                    log.info("rlmm plugin: rlmm serve restarted as pid {}", pid);
+                    break;
+                } catch (Exception e) {
+                    if (closing) {
+                        return;
+                    }
+                    stopChild();
+                    backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
+                    log.error("rlmm plugin: restarting rlmm serve failed: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
+                }
+            }
+        }
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) < 0 ? a : b;
+    }
+
+    /** Sleeps, returning false when close() interrupted the sleep. */
+    private boolean sleep(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+            return !closing;
+        } catch (InterruptedException e) {
+            return false;
+        }
+    }
+
+    /** Forwards the child's output, line by line, at the level each line names. */
+    private void pump(Process p) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                synchronized (tail) {
+                    if (tail.size() == TAIL_LINES) {
+                        tail.removeFirst();
+                    }
+                    tail.addLast(line);
+                }
+                Matcher m = LEVEL.matcher(line);
+                String level = m.find() ? m.group(1) : "INFO";
+                switch (level) {
+                    case "ERROR": log.error("rlmm serve[{}]: {}", p.pid(), line); break;
+                    case "WARN": log.warn("rlmm serve[{}]: {}", p.pid(), line); break;
+                    case "DEBUG": log.debug("rlmm serve[{}]: {}", p.pid(), line); break;
+                    default: log.info("rlmm serve[{}]: {}", p.pid(), line);
+                }
+            }
+        } catch (IOException e) {
+            // The pipe closes when the child exits.
+        }
+    }
+
+    private String tailText() {
+        synchronized (tail) {
+            return tail.isEmpty() ? "(none)" : String.join("\n", tail);
+        }
+    }
+
+    private static void joinQuietly(Thread t) {
+        try {
+            t.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** SIGTERM, then SIGKILL after the stop timeout. */
+    private void stopChild() {
+        Process p;
+        synchronized (lock) {
+            p = process;
+        }
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        p.destroy();
+        try {
+            if (!p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                log.warn("rlmm plugin: rlmm serve pid {} did not stop within {} ms of SIGTERM ({}); killing it",
+                        p.pid(), cfg.stopTimeout.toMillis(), PluginConfig.STOP_TIMEOUT);
+                p.destroyForcibly();
+                p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+        log.info("rlmm plugin: rlmm serve pid {} stopped{}", p.pid(), p.isAlive() ? " (still alive!)" : " with code " + p.exitValue());
+    }
+
+    /** Stops the child and the supervisor; idempotent. */
+    @Override
+    public void close() {
+        closing = true;
+        Thread t;
+        synchronized (lock) {
+            t = supervisor;
+        }
+        if (t != null) {
+            t.interrupt();
+        }
+        stopChild();
+        if (t != null) {
+            joinQuietly(t);
+        }
+        try {
+            Files.deleteIfExists(pidFile);
+        } catch (IOException e) {
+            log.warn("rlmm plugin: cannot remove {}: {}", pidFile, e.toString());
+        }
+    }
+}

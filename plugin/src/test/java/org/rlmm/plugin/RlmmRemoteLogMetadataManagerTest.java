@@ -1,0 +1,319 @@
+package org.rlmm.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.rlmm.plugin.TestSupport.assignAndAwaitReady;
+import static org.rlmm.plugin.TestSupport.embeddedConfig;
+import static org.rlmm.plugin.TestSupport.newPartition;
+import static org.rlmm.plugin.TestSupport.segment;
+import static org.rlmm.plugin.TestSupport.toList;
+import static org.rlmm.plugin.TestSupport.update;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.errors.ReplicaNotAvailableException;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata.CustomMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
+import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteState;
+import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The plugin against a real `rlmm serve` child over rlmm's embedded log. */
+class RlmmRemoteLogMetadataManagerTest {
+    private static final Duration READY = Duration.ofSeconds(30);
+
+    @TempDir
+    Path dir;
+
+    private RlmmRemoteLogMetadataManager rlmm;
+
+    @AfterEach
+    void closeManager() {
+        if (rlmm != null) {
+            rlmm.close();
+        }
+    }
+
+    private RlmmRemoteLogMetadataManager started(Map<String, Object> config) {
+        rlmm = new RlmmRemoteLogMetadataManager();
+        rlmm.configure(config);
+        return rlmm;
+    }
+
+    @Test
+    void everyMethodRoundTripsKafkasModel() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        TopicIdPartition tp = newPartition("round-trip");
+        assignAndAwaitReady(m, tp, READY);
+
+        // Two epochs, custom metadata present, a transaction index.
+        RemoteLogSegmentMetadata s1 = segment(tp, 0, 99, Optional.of(new CustomMetadata(new byte[] {1, 2, 3})), false,
+                0, 0, 1, 40);
+        // Custom metadata empty (not absent), no transaction index.
+        RemoteLogSegmentMetadata s2 = segment(tp, 100, 199, Optional.of(new CustomMetadata(new byte[0])), true, 1, 100);
+        // Custom metadata absent.
+        RemoteLogSegmentMetadata s3 = segment(tp, 200, 299, Optional.empty(), true, 2, 200);
+        for (RemoteLogSegmentMetadata s : List.of(s1, s2, s3)) {
+            m.addRemoteLogSegmentMetadata(s).get(10, TimeUnit.SECONDS);
+        }
+        // STARTED segments are listed but never found by a lookup; absent and empty custom
+        // metadata stay different.
+        List<RemoteLogSegmentMetadata> started = toList(m.listRemoteLogSegments(tp));
+        assertEquals(List.of(s1, s2, s3), started);
+        assertEquals(Optional.of(new CustomMetadata(new byte[0])), started.get(1).customMetadata());
+        assertEquals(Optional.empty(), started.get(2).customMetadata());
+        assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 10));
+        assertEquals(Optional.empty(), m.highestOffsetForEpoch(tp, 0));
+
+        RemoteLogSegmentMetadataUpdate f1 = update(s1, RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+                Optional.of(new CustomMetadata(new byte[] {9})));
+        RemoteLogSegmentMetadataUpdate f2 = update(s2, RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+                Optional.of(new CustomMetadata(new byte[0])));
+        RemoteLogSegmentMetadataUpdate f3 = update(s3, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+        for (RemoteLogSegmentMetadataUpdate u : List.of(f1, f2, f3)) {
+            m.updateRemoteLogSegmentMetadata(u).get(10, TimeUnit.SECONDS);
+        }
+        RemoteLogSegmentMetadata d1 = s1.createWithUpdates(f1);
+        RemoteLogSegmentMetadata d2 = s2.createWithUpdates(f2);
+        RemoteLogSegmentMetadata d3 = s3.createWithUpdates(f3);
+
+        // Lookups by (epoch, offset), every field as Kafka's model has it.
+        Optional<RemoteLogSegmentMetadata> got = m.remoteLogSegmentMetadata(tp, 0, 10);
+        assertEquals(Optional.of(d1), got);
+        assertArrayEquals(new byte[] {9}, got.get().customMetadata().get().value());
+        assertEquals(Map.of(0, 0L, 1, 40L), got.get().segmentLeaderEpochs());
+        assertFalse(got.get().isTxnIdxEmpty());
+        assertEquals(BROKER_UPDATER, got.get().brokerId());
+        assertEquals(Optional.of(d1), m.remoteLogSegmentMetadata(tp, 1, 99));
+        assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 50), "offset 50 is past epoch 0's end (39)");
+        assertEquals(Optional.of(d2), m.remoteLogSegmentMetadata(tp, 1, 150));
+        assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 9, 150), "unknown epoch");
+
+        // Highest offsets per epoch.
+        assertEquals(Optional.of(39L), m.highestOffsetForEpoch(tp, 0));
+        assertEquals(Optional.of(199L), m.highestOffsetForEpoch(tp, 1));
+        assertEquals(Optional.of(299L), m.highestOffsetForEpoch(tp, 2));
+        assertEquals(Optional.empty(), m.highestOffsetForEpoch(tp, 9));
+
+        // Lists: all, and per epoch in start offset order; absent and empty custom metadata differ.
+        List<RemoteLogSegmentMetadata> all = toList(m.listRemoteLogSegments(tp));
+        assertEquals(List.of(d1, d2, d3), all);
+        assertEquals(Optional.of(new CustomMetadata(new byte[0])), all.get(1).customMetadata());
+        assertEquals(Optional.empty(), all.get(2).customMetadata());
+        assertEquals(List.of(d1, d2), toList(m.listRemoteLogSegments(tp, 1)));
+        assertEquals(List.of(), toList(m.listRemoteLogSegments(tp, 9)));
+
+        // Sizes per epoch (a segment counts in every epoch it carries).
+        assertEquals((long) s1.segmentSizeInBytes() + s2.segmentSizeInBytes(), m.remoteLogSize(tp, 1));
+        assertEquals(s3.segmentSizeInBytes(), m.remoteLogSize(tp, 2));
+        assertEquals(0L, m.remoteLogSize(tp, 9));
+
+        // The next segment with a transaction index: s1 has one, s2 and s3 do not.
+        assertEquals(Optional.of(d1), m.nextSegmentWithTxnIndex(tp, 0, 0));
+        assertEquals(Optional.empty(), m.nextSegmentWithTxnIndex(tp, 2, 200));
+
+        // Deletion: DELETE_SEGMENT_STARTED hides it from lookups, keeps it listed; FINISHED drops it.
+        RemoteLogSegmentMetadataUpdate ds = update(s1, RemoteLogSegmentState.DELETE_SEGMENT_STARTED, Optional.empty());
+        m.updateRemoteLogSegmentMetadata(ds).get(10, TimeUnit.SECONDS);
+        assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 10));
+        assertEquals(List.of(d1.createWithUpdates(ds), d2, d3), toList(m.listRemoteLogSegments(tp)));
+        RemoteLogSegmentMetadataUpdate df = update(s1, RemoteLogSegmentState.DELETE_SEGMENT_FINISHED, Optional.empty());
+        m.updateRemoteLogSegmentMetadata(df).get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(d2, d3), toList(m.listRemoteLogSegments(tp)));
+
+        // Partition deletion: MARKED and STARTED keep the segments; FINISHED drops the partition's
+        // state (rlmm then answers misses where Kafka's manager throws not-found).
+        m.putRemotePartitionDeleteMetadata(new RemotePartitionDeleteMetadata(tp,
+                RemotePartitionDeleteState.DELETE_PARTITION_MARKED, System.currentTimeMillis(), TestSupport.BROKER_ID))
+                .get(10, TimeUnit.SECONDS);
+        m.putRemotePartitionDeleteMetadata(new RemotePartitionDeleteMetadata(tp,
+                RemotePartitionDeleteState.DELETE_PARTITION_STARTED, System.currentTimeMillis(), TestSupport.BROKER_ID))
+                .get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(d2, d3), toList(m.listRemoteLogSegments(tp)));
+        m.putRemotePartitionDeleteMetadata(new RemotePartitionDeleteMetadata(tp,
+                RemotePartitionDeleteState.DELETE_PARTITION_FINISHED, System.currentTimeMillis(), TestSupport.BROKER_ID))
+                .get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(), toList(m.listRemoteLogSegments(tp)));
+        assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 1, 150));
+
+        // Stopping the partition is accepted; another partition stays served.
+        m.onStopPartitions(Set.of(tp));
+    }
+
+    private static final int BROKER_UPDATER = TestSupport.BROKER_ID + 1;
+
+    @Test
+    void errorsMapAsKafkasOwnManagerMapsThem() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        TopicIdPartition tp = newPartition("errors");
+        assignAndAwaitReady(m, tp, READY);
+        RemoteLogSegmentMetadata s = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+
+        // Argument checks, thrown at once as Kafka's manager throws them.
+        RemoteLogSegmentMetadata finished = s.createWithUpdates(update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty()));
+        IllegalArgumentException wrongAdd = assertThrows(IllegalArgumentException.class,
+                () -> m.addRemoteLogSegmentMetadata(finished));
+        assertTrue(wrongAdd.getMessage().contains("COPY_SEGMENT_STARTED"), wrongAdd.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> m.updateRemoteLogSegmentMetadata(
+                update(s, RemoteLogSegmentState.COPY_SEGMENT_STARTED, Optional.empty())));
+
+        // An unknown segment: RemoteResourceNotFoundException in the future.
+        ExecutionException unknown = assertThrows(ExecutionException.class, () -> m.updateRemoteLogSegmentMetadata(
+                update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty())).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(RemoteResourceNotFoundException.class, unknown.getCause());
+        assertTrue(unknown.getCause().getMessage().contains("unix:"), unknown.getCause().getMessage());
+
+        // A transition the state machine forbids: RemoteStorageException with rlmm's verdict.
+        m.addRemoteLogSegmentMetadata(s).get(10, TimeUnit.SECONDS);
+        ExecutionException forbidden = assertThrows(ExecutionException.class, () -> m.updateRemoteLogSegmentMetadata(
+                update(s, RemoteLogSegmentState.DELETE_SEGMENT_FINISHED, Optional.empty())).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(RemoteStorageException.class, forbidden.getCause());
+        assertTrue(forbidden.getCause().getMessage().contains("INVALID_TRANSITION"), forbidden.getCause().getMessage());
+        // The segment is unchanged by the refused event.
+        assertEquals(List.of(s), toList(m.listRemoteLogSegments(tp)));
+
+    }
+
+    @Test
+    void aMutationOfAPartitionNotHeldFailsInTheFuture() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        // Nothing assigned: no metadata partition is consumed, so nothing can be read back.
+        TopicIdPartition tp = newPartition("not-assigned");
+        ExecutionException e = assertThrows(ExecutionException.class, () -> m.addRemoteLogSegmentMetadata(
+                segment(tp, 0, 9, Optional.empty(), true, 0, 0)).get(30, TimeUnit.SECONDS));
+        assertInstanceOf(RemoteStorageException.class, e.getCause());
+        assertFalse(e.getCause() instanceof RemoteResourceNotFoundException, e.getCause().toString());
+        assertTrue(e.getCause().getMessage().contains("NOT_ASSIGNED"), e.getCause().getMessage());
+    }
+
+    @Test
+    void notReadyIsReplicaNotAvailable() throws Exception {
+        // Kafka mode against a port nobody listens on: the server answers, its log never opens.
+        Map<String, Object> c = TestSupport.kafkaConfig(dir, "127.0.0.1:9");
+        c.put("rlmm.serve.call.timeout.ms", "2000");
+        RlmmRemoteLogMetadataManager m = started(c);
+        TopicIdPartition tp = newPartition("not-ready");
+        m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
+        assertFalse(m.isReady(tp));
+        ReplicaNotAvailableException e = assertThrows(ReplicaNotAvailableException.class,
+                () -> m.remoteLogSegmentMetadata(tp, 0, 0));
+        assertTrue(e.getMessage().contains("unix:"), e.getMessage());
+        assertThrows(ReplicaNotAvailableException.class, () -> m.highestOffsetForEpoch(tp, 0));
+        assertThrows(ReplicaNotAvailableException.class, () -> m.listRemoteLogSegments(tp));
+    }
+
+    @Test
+    void childKilledIsRestartedAndNothingAcknowledgedIsLost() throws Exception {
+        Map<String, Object> c = embeddedConfig(dir);
+        RlmmRemoteLogMetadataManager m = started(c);
+        TopicIdPartition tp = newPartition("kill-9");
+        assignAndAwaitReady(m, tp, READY);
+        RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+        m.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+        RemoteLogSegmentMetadataUpdate fa = update(a, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+        m.updateRemoteLogSegmentMetadata(fa).get(10, TimeUnit.SECONDS);
+
+        long pid = m.childPid();
+        assertTrue(pid > 0);
+        ProcessHandle.of(pid).orElseThrow().destroyForcibly();
+        TestSupport.assertGone(pid, Duration.ofSeconds(10));
+
+        // The next calls wait for the restarted child (which got the partition back) and see a.
+        TestSupport.await("a restarted child", READY, () -> m.childPid() > 0 && m.childPid() != pid);
+        TestSupport.await("isReady after restart", READY, () -> m.isReady(tp));
+        assertEquals(Optional.of(a.createWithUpdates(fa)), m.remoteLogSegmentMetadata(tp, 0, 5));
+
+        RemoteLogSegmentMetadata b = segment(tp, 10, 19, Optional.empty(), true, 0, 10);
+        m.addRemoteLogSegmentMetadata(b).get(10, TimeUnit.SECONDS);
+        RemoteLogSegmentMetadataUpdate fb = update(b, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+        m.updateRemoteLogSegmentMetadata(fb).get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(a.createWithUpdates(fa), b.createWithUpdates(fb)), toList(m.listRemoteLogSegments(tp)));
+        assertNotEquals(pid, m.childPid());
+    }
+
+    @Test
+    void closeStopsTheChild() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        long pid = m.childPid();
+        assertTrue(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+        m.close();
+        rlmm = null;
+        TestSupport.assertGone(pid, Duration.ofSeconds(15));
+        assertEquals(List.of(), TestSupport.processesNaming(dir.toString()));
+        assertThrows(IllegalStateException.class, () -> m.remoteLogSegmentMetadata(newPartition("x"), 0, 0));
+        m.close(); // idempotent
+    }
+
+    @Test
+    void aFreshInstanceStartsAFreshChildAfterClose() throws Exception {
+        Map<String, Object> c = embeddedConfig(dir);
+        RlmmRemoteLogMetadataManager first = started(c);
+        TopicIdPartition tp = newPartition("broker-restart");
+        assignAndAwaitReady(first, tp, READY);
+        RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+        first.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+        long firstPid = first.childPid();
+        first.close();
+        TestSupport.assertGone(firstPid, Duration.ofSeconds(15));
+
+        // A broker restart: a new instance, a new bootstrap port, the same log.dir.
+        c.put("remote.log.metadata.common.client.bootstrap.servers", "127.0.0.1:10");
+        RlmmRemoteLogMetadataManager second = started(c);
+        assertNotEquals(firstPid, second.childPid());
+        assignAndAwaitReady(second, tp, READY);
+        assertEquals(List.of(a), toList(second.listRemoteLogSegments(tp)));
+    }
+
+    @Test
+    void connectModeUsesARunningServer() throws Exception {
+        try (TestSupport.Server server = TestSupport.Server.start(dir)) {
+            Map<String, Object> c = Map.of("broker.id", 1, "log.dir", dir.toString(),
+                    "rlmm.serve.socket", server.socket.toString());
+            RlmmRemoteLogMetadataManager m = started(c);
+            TopicIdPartition tp = newPartition("connect");
+            assignAndAwaitReady(m, tp, READY);
+            RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+            m.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+            assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
+            assertEquals(-1, m.childPid());
+            m.close();
+            rlmm = null;
+            assertTrue(server.alive(), "close() in connect mode leaves the server running");
+        }
+    }
+
+    @Test
+    void unreachableServerFailsWithinTheBoundNamingTheAddress() {
+        Path socket = dir.resolve("nobody.sock");
+        RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.socket", socket.toString(),
+                "rlmm.serve.call.timeout.ms", "500", "rlmm.serve.mutation.timeout.ms", "500"));
+        TopicIdPartition tp = newPartition("unreachable");
+        assertTimeoutPreemptively(Duration.ofSeconds(20), () -> {
+            RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 0));
+            assertTrue(e.getMessage().contains(socket.toString()), e.getMessage());
+            ExecutionException f = assertThrows(ExecutionException.class, () -> m.addRemoteLogSegmentMetadata(
+                    segment(tp, 0, 9, Optional.empty(), true, 0, 0)).get());
+            assertTrue(f.getCause().getMessage().contains(socket.toString()), f.getCause().getMessage());
+            assertFalse(m.isReady(tp));
+        });
+    }
+}

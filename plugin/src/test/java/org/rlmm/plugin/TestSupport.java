@@ -1,0 +1,216 @@
+package org.rlmm.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.BooleanSupplier;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentId;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata.CustomMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.junit.jupiter.api.Assumptions;
+
+/** The tests' helpers: the rlmm binary, configurations, Kafka model values, waiting. */
+final class TestSupport {
+    private TestSupport() {}
+
+    static final int BROKER_ID = 7;
+
+    /** The rlmm binary the build passes (-Drlmm.binary); the tests cannot run without it. */
+    static Path rlmmBinary() {
+        String p = System.getProperty("rlmm.binary");
+        if (p == null || p.isEmpty()) {
+            fail("system property rlmm.binary is not set: run the tests with scripts/plugin.sh test");
+        }
+        Path path = Paths.get(p);
+        if (!Files.isExecutable(path)) {
+            fail("no rlmm binary at " + path + " (rlmm.binary): build it with scripts/plugin.sh build");
+        }
+        return path;
+    }
+
+    /** What a broker passes, with the plugin's child running over rlmm's embedded log in dir. */
+    static Map<String, Object> embeddedConfig(Path dir) {
+        Map<String, Object> c = new HashMap<>();
+        c.put("broker.id", BROKER_ID); // an Integer, as the broker passes it
+        c.put("cluster.id", "rlmmPluginTestCluster0");
+        c.put("log.dir", dir.resolve("kafka-logs").toString());
+        c.put("remote.log.metadata.common.client.bootstrap.servers", "127.0.0.1:9");
+        c.put("remote.log.metadata.common.client.security.protocol", "PLAINTEXT");
+        c.put("remote.log.metadata.topic.num.partitions", "5");
+        c.put("rlmm.serve.binary", rlmmBinary().toString());
+        c.put("rlmm.serve.embedded.dir", dir.resolve("log").toString());
+        c.put("rlmm.serve.stop.timeout.ms", "10000");
+        return c;
+    }
+
+    /** What a broker passes for a Kafka broker at bootstrap. */
+    static Map<String, Object> kafkaConfig(Path dir, String bootstrap) {
+        Map<String, Object> c = new HashMap<>();
+        c.put("broker.id", BROKER_ID);
+        c.put("cluster.id", "rlmmPluginTestCluster0");
+        c.put("log.dir", dir.resolve("kafka-logs").toString());
+        c.put("remote.log.metadata.common.client.bootstrap.servers", bootstrap);
+        c.put("remote.log.metadata.common.client.security.protocol", "PLAINTEXT");
+        c.put("remote.log.metadata.topic.replication.factor", "1");
+        c.put("rlmm.serve.binary", rlmmBinary().toString());
+        c.put("rlmm.serve.stop.timeout.ms", "10000");
+        return c;
+    }
+
+    /** The bootstrap of the broker scripts/kafka.sh started; skips (failing in CI) without one. */
+    static String kafkaBootstrap() {
+        String b = System.getenv("RLMM_KAFKA_BOOTSTRAP");
+        if (b == null || b.isEmpty()) {
+            String why = "RLMM_KAFKA_BOOTSTRAP is not set: no Kafka broker (make test starts one with scripts/kafka.sh)";
+            if ("true".equals(System.getenv("CI"))) {
+                fail(why + ", and CI=true needs this test to run");
+            }
+            System.out.println("SKIP: " + why);
+            Assumptions.abort(why);
+        }
+        return b;
+    }
+
+    static TopicIdPartition newPartition(String topic) {
+        return new TopicIdPartition(Uuid.randomUuid(), ThreadLocalRandom.current().nextInt(0, 8), topic);
+    }
+
+    /** A COPY_SEGMENT_STARTED segment [start, end] with the given epoch starts. */
+    static RemoteLogSegmentMetadata segment(TopicIdPartition tp, long start, long end, Optional<CustomMetadata> custom,
+            boolean txnIdxEmpty, long... epochStarts) {
+        TreeMap<Integer, Long> epochs = new TreeMap<>();
+        for (int i = 0; i + 1 < epochStarts.length; i += 2) {
+            epochs.put((int) epochStarts[i], epochStarts[i + 1]);
+        }
+        return new RemoteLogSegmentMetadata(new RemoteLogSegmentId(tp, Uuid.randomUuid()), start, end,
+                1_700_000_000_000L + end, BROKER_ID, System.currentTimeMillis(), (int) (end - start + 1) * 100, custom,
+                RemoteLogSegmentState.COPY_SEGMENT_STARTED, epochs, txnIdxEmpty);
+    }
+
+    static RemoteLogSegmentMetadataUpdate update(RemoteLogSegmentMetadata m, RemoteLogSegmentState state,
+            Optional<CustomMetadata> custom) {
+        return new RemoteLogSegmentMetadataUpdate(m.remoteLogSegmentId(), System.currentTimeMillis(), custom, state, BROKER_ID + 1);
+    }
+
+    static <T> List<T> toList(Iterator<T> it) {
+        List<T> out = new ArrayList<>();
+        it.forEachRemaining(out::add);
+        return out;
+    }
+
+    /** Polls cond every 20 ms until it holds; fails naming what after timeout. */
+    static void await(String what, Duration timeout, BooleanSupplier cond) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after " + timeout + " waiting for " + what);
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                fail("interrupted waiting for " + what);
+            }
+        }
+    }
+
+    /** Assigns tp as a leader and waits until the server says it is ready. */
+    static void assignAndAwaitReady(RemoteLogMetadataManager m, TopicIdPartition tp, Duration timeout) {
+        m.onPartitionLeadershipChanges(java.util.Set.of(tp), java.util.Set.of());
+        await("isReady(" + tp + ")", timeout, () -> m.isReady(tp));
+    }
+
+    /** Whether any live process's command line names this path (a child left behind). */
+    static List<ProcessHandle> processesNaming(String path) {
+        List<ProcessHandle> out = new ArrayList<>();
+        ProcessHandle.allProcesses().forEach(h -> {
+            String cmd = h.info().commandLine().orElse("");
+            if (cmd.contains(" serve ") && cmd.contains(path)) {
+                out.add(h);
+            }
+        });
+        return out;
+    }
+
+    static void assertGone(long pid, Duration timeout) {
+        await("pid " + pid + " to exit", timeout, () -> ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true));
+        assertTrue(ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true));
+    }
+
+    static Path tempDir(String prefix) {
+        try {
+            return Files.createTempDirectory(prefix);
+        } catch (IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /** An `rlmm serve` the test starts itself, for connect mode. */
+    static final class Server implements AutoCloseable {
+        final Path socket;
+        private final Process process;
+
+        private Server(Path socket, Process process) {
+            this.socket = socket;
+            this.process = process;
+        }
+
+        static Server start(Path dir) throws IOException {
+            Path socket = dir.resolve("srv.sock");
+            Path ready = dir.resolve("srv.ready");
+            Process p = new ProcessBuilder(rlmmBinary().toString(), "serve", "--dir", dir.resolve("srv-log").toString(),
+                    "--snapshot-dir", dir.resolve("srv-snap").toString(), "--socket", socket.toString(),
+                    "--broker-id", "1", "--ready-file", ready.toString())
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("srv.out").toFile())
+                    .start();
+            Server s = new Server(socket, p);
+            try {
+                await("rlmm serve's ready file " + ready, Duration.ofSeconds(30), () -> Files.exists(ready) || !p.isAlive());
+            } catch (AssertionError e) {
+                s.close();
+                throw e;
+            }
+            if (!p.isAlive()) {
+                fail("rlmm serve exited with " + p.exitValue() + ": " + Files.readString(dir.resolve("srv.out")));
+            }
+            return s;
+        }
+
+        boolean alive() {
+            return process.isAlive();
+        }
+
+        @Override
+        public void close() {
+            process.destroy();
+            try {
+                if (!process.waitFor(15, java.util.concurrent.TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                    process.waitFor(15, java.util.concurrent.TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
