@@ -26,13 +26,16 @@ plugin_args() {
 	command -v go >/dev/null || die "go not found"
 	log "building bin/rlmm"
 	(cd "$ROOT" && go build -o bin/rlmm ./cmd/rlmm) || die "go build of cmd/rlmm failed"
-	[[ -f "$ROOT/scripts/plugin.sh" ]] || die "scripts/plugin.sh not found: merge the plugin branch"
-	log "building the broker plugin (scripts/plugin.sh build)"
-	bash "$ROOT/scripts/plugin.sh" build >&2 || die "scripts/plugin.sh build failed"
-	local jar
-	jar="$(bash "$ROOT/scripts/plugin.sh" jar 2>/dev/null || true)"
+	local jar=""
+	if [[ -f "$ROOT/scripts/plugin.sh" ]]; then
+		log "building the broker plugin (scripts/plugin.sh build)"
+		jar="$(bash "$ROOT/scripts/plugin.sh" build | tail -1)" || die "scripts/plugin.sh build failed"
+	else
+		log "building the broker plugin (mvn package in plugin/)"
+		mvn -B -q -f "$ROOT/plugin/pom.xml" package -DskipTests >&2 || die "maven build of plugin/ failed"
+	fi
 	if [[ -z "$jar" ]]; then
-		jar="$(ls -t "$ROOT"/plugin/target/*-shaded.jar "$ROOT"/plugin/target/rlmm-plugin*.jar 2>/dev/null | head -1 || true)"
+		jar="$(ls -t "$ROOT"/plugin/target/rlmm-plugin-*.jar 2>/dev/null | head -1 || true)"
 	fi
 	[[ -n "$jar" && -f "$jar" ]] || die "no plugin jar found under plugin/target"
 	printf '%s\n' "-Dsuite.plugin.jar=$jar" \

@@ -390,7 +390,9 @@ final class ServeProcess implements AutoCloseable {
         if (p == null || !p.isAlive()) {
             return;
         }
-        p.destroy();
+        // SIGTERM through the ProcessHandle: Process.destroy() also closes the child's output pipe at
+        // once, so the child's shutdown logging dies of SIGPIPE (exit 141) before its final snapshot.
+        p.toHandle().destroy();
         try {
             if (!p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 log.warn("rlmm plugin: rlmm serve pid {} did not stop within {} ms of SIGTERM ({}); killing it",
