@@ -32,7 +32,7 @@ plugin_args() {
 		jar="$(bash "$ROOT/scripts/plugin.sh" build | tail -1)" || die "scripts/plugin.sh build failed"
 	else
 		log "building the broker plugin (mvn package in plugin/)"
-		mvn -B -q -f "$ROOT/plugin/pom.xml" package -DskipTests >&2 || die "maven build of plugin/ failed"
+		mvn -B -q -f "$ROOT/plugin/pom.xml" clean package -DskipTests >&2 || die "maven build of plugin/ failed"
 	fi
 	if [[ -z "$jar" ]]; then
 		jar="$(ls -t "$ROOT"/plugin/target/rlmm-plugin-*.jar 2>/dev/null | head -1 || true)"
@@ -48,8 +48,9 @@ run() {
 	local rlmm="$1" tests="${2:-}"
 	local args=(-B -f "$MODULE/pom.xml" test "-Dsuite.rlmm=$rlmm")
 	if [[ "$rlmm" == rlmm ]]; then
-		local a
-		while IFS= read -r a; do args+=("$a"); done < <(plugin_args)
+		local settings a
+		settings="$(plugin_args)" || exit 1
+		while IFS= read -r a; do args+=("$a"); done <<<"$settings"
 	fi
 	[[ -n "$tests" ]] && args+=("-Dtest=$tests")
 	# shellcheck disable=SC2206 # a list of Maven arguments
