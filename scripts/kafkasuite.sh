@@ -52,7 +52,11 @@ run() {
 		settings="$(plugin_args)" || exit 1
 		while IFS= read -r a; do args+=("$a"); done <<<"$settings"
 	fi
-	[[ -n "$tests" ]] && args+=("-Dtest=$tests")
+	if [[ -n "$tests" ]]; then
+		args+=("-Dtest=$tests")
+	else
+		rm -rf "$MODULE/target/reports-$rlmm" # a full run's reports are that run's only
+	fi
 	# shellcheck disable=SC2206 # a list of Maven arguments
 	[[ -n "${RLMM_SUITE_MVN_ARGS:-}" ]] && args+=(${RLMM_SUITE_MVN_ARGS})
 	log "mvn ${args[*]}"
