@@ -118,9 +118,9 @@ def load(d):
 k, r = load(sys.argv[1]), load(sys.argv[2])
 def label(key):
     for src in (r, k):
-        if key in src and "[" not in src[key][0]:
+        if key in src and " " in src[key][0]:  # "method(sig) display name"
             n = src[key][0]
-            return n.rsplit(").", 1)[-1]
+            return n.rsplit("] ", 1)[-1] if "] " in n else n.rsplit(").", 1)[-1]
     return "#%d" % key[2]
 print("| class | method | run | Kafka's RLMM | s | rlmm | s |")
 print("|---|---|---|---|---:|---|---:|")
