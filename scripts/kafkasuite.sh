@@ -7,7 +7,7 @@
 #   scripts/kafkasuite.sh one CLASS [RLMM]  one class (simple name, e.g. DeleteTopicTest), RLMM rlmm
 #                                           (default) or kafka (make kafka-suite-one CLASS=...)
 #   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
-#   scripts/kafkasuite.sh table             one markdown row per run, both RLMMs side by side (the
+#   scripts/kafkasuite.sh table [KDIR RDIR] one markdown row per run, both RLMMs side by side (the
 #                                           table of docs/COMPATIBILITY.md), from the last runs' reports
 #
 # The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
@@ -92,7 +92,7 @@ PY
 # Runs are matched by class, method and their order within the method (Surefire names a run by its
 # display name, e.g. "executeTieredStorageTest(String).groupProtocol=classic", or older reports "[1]").
 table() {
-	python3 - "$MODULE/target/reports-kafka" "$MODULE/target/reports-rlmm" <<'PY'
+	python3 - "${1:-$MODULE/target/reports-kafka}" "${2:-$MODULE/target/reports-rlmm}" <<'PY'
 import glob, os, re, sys
 import xml.etree.ElementTree as ET
 def load(d):
@@ -139,6 +139,6 @@ one)
 	run "${3:-rlmm}" "$2"
 	;;
 summary) summary "${2:-rlmm}" ;;
-table) table ;;
+table) table "${2:-}" "${3:-}" ;;
 *) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table" ;;
 esac
