@@ -55,7 +55,7 @@ step "go test -race ./..."
 go test -race -timeout 30m ./...
 
 # Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
-# docs/COMPATIBILITY.md; about 15 minutes or more). RLMM_SKIP_KAFKA_SUITE=1 leaves it out.
+# docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out.
 if [ "${RLMM_SKIP_KAFKA_SUITE:-}" != 1 ]; then
 	step "Kafka's tiered-storage integration suite with rlmm's plugin (make kafka-suite)"
 	bash scripts/kafkasuite.sh rlmm
