@@ -72,15 +72,16 @@ func shortDir(t testing.TB) string {
 // fixture is a server on a Unix socket over a manager on a log, and a
 // client connected to it.
 type fixture struct {
-	srv     *Server
-	mgr     *topicbased.Manager
-	log     eventlog.Log
-	gate    *gatedLog
-	reg     *prometheus.Registry
-	socket  string
-	snapDir string
-	conn    *grpc.ClientConn
-	client  rlmmpb.RemoteLogMetadataClient
+	srv         *Server
+	mgr         *topicbased.Manager
+	log         eventlog.Log
+	gate        *gatedLog
+	reg         *prometheus.Registry
+	socket      string
+	snapDir     string
+	conn        *grpc.ClientConn
+	consumeWait time.Duration
+	client      rlmmpb.RemoteLogMetadataClient
 }
 
 // fixtureOpts vary the fixture.
@@ -89,6 +90,8 @@ type fixtureOpts struct {
 	noManager bool         // serve without a manager (as while starting)
 	log       eventlog.Log // default: a fresh memlog
 	snapDir   string       // default: a fresh directory
+	// consumeWait bounds the manager's mutations (default: topicbased's).
+	consumeWait time.Duration
 }
 
 // newFixture starts a server (and a manager unless noManager) and a client;
@@ -122,6 +125,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		defer cancel()
 		f.srv.Stop(ctx)
 	})
+	f.consumeWait = o.consumeWait
 	if !o.noManager {
 		f.startManager(t)
 	}
@@ -134,7 +138,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 func (f *fixture) startManager(t testing.TB) {
 	t.Helper()
 	m, err := topicbased.Start(testCtx(t), topicbased.Config{
-		Log: f.log, SnapshotDir: f.snapDir, SnapshotInterval: -1, LagInterval: -1,
+		Log: f.log, SnapshotDir: f.snapDir, SnapshotInterval: -1, LagInterval: -1, ConsumeWait: f.consumeWait,
 		Logger: testLogger(t), Metrics: NewMetrics(f.reg),
 	})
 	if err != nil {
@@ -318,4 +322,15 @@ func (s *gatedSub) Poll(ctx context.Context) ([]eventlog.Record, error) {
 		return recs, ctx.Err()
 	}
 	return recs, err
+}
+
+// tpElsewhere returns a fresh user partition whose metadata partition is
+// not tp's (so not assigned when only tp is).
+func (f *fixture) tpElsewhere(tp rlmm.TopicIDPartition) rlmm.TopicIDPartition {
+	for {
+		o := newTP()
+		if f.mgr.MetadataPartitionOf(o) != f.mgr.MetadataPartitionOf(tp) {
+			return o
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -125,6 +126,9 @@ func (s *Server) Serve(ep Endpoint) error {
 		a := tokenAuth{token: ep.Token}
 		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
 	}
+	// A pool of handler goroutines instead of one new goroutine per call:
+	// a few µs off the lookup round trip (BENCHMARKS.md, rlmm serve).
+	opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	g := grpc.NewServer(opts...)
 	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
 	s.mu.Lock()

@@ -116,7 +116,7 @@ func TestEveryRPC(t *testing.T) {
 		if len(got) != len(wantEpoch) || len(got) == 0 {
 			t.Fatalf("epoch 0: %d segments, want %d", len(got), len(wantEpoch))
 		}
-		got, batches = listAll(t, f, &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(newTP())})
+		got, batches = listAll(t, f, &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(f.tpElsewhere(tp))})
 		if len(got) != 0 || batches != 0 {
 			t.Fatalf("unassigned partition: %d segments in %d batches, want none", len(got), batches)
 		}

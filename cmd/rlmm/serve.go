@@ -52,6 +52,7 @@ type serveOptions struct {
 	logLevel        string
 	readyFile       string
 	shutdownTimeout time.Duration
+	exitWithStdin   bool
 }
 
 // defaultSocketName is the socket's name in the snapshot directory when
@@ -79,7 +80,12 @@ the holder's pid.
 The socket accepts calls at once; reads answer NOT_READY and IsReady false
 until the log is open and the assigned metadata partitions are caught up.
 SIGTERM or SIGINT: in-flight calls finish (bounded by --shutdown-timeout), a
-final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level).`,
+final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level).
+
+The metadata partition count is --kafka-partitions, else
+remote.log.metadata.topic.num.partitions of --properties, else 50 (Kafka's
+default), also for --dir: it must match the cluster's, since it decides which
+metadata partition holds each user partition.`,
 		Example: `  rlmm serve --kafka 127.0.0.1:9092 --log-dir /var/lib/kafka/data --broker-id 1 --socket /run/rlmm/broker1.sock
   rlmm serve --properties /etc/kafka/rlmm.properties --snapshot-dir /var/lib/rlmm --metrics-listen 127.0.0.1:9464
   rlmm serve --dir ./rlmm-log --snapshot-dir ./rlmm-snap --ready-file ./ready`,
@@ -101,13 +107,14 @@ final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level)
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen-tcp / --metrics-listen address (TCP then needs TLS)")
 	f.StringVar(&o.tlsCert, "listen-tls-cert", "", "PEM certificate of the TCP endpoint")
 	f.StringVar(&o.tlsKey, "listen-tls-key", "", "PEM key of the TCP endpoint")
-	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required)")
+	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required with TLS unless --token-file)")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token TCP callers must send (authorization: Bearer <token>)")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "HTTP address of /metrics, /healthz and /readyz (default: off; loopback unless --allow-remote)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
+	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -349,6 +356,16 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if o.exitWithStdin {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() {
+			// Ends with the process if stdin never closes; it holds nothing.
+			_, _ = io.Copy(io.Discard, cmd.InOrStdin())
+			cancel(errors.New("standard input closed"))
+		}()
+	}
 
 	lock, err := server.LockDir(snapshotDir)
 	if err != nil {
@@ -395,6 +412,10 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		ConsumeWait: sl.consumeWait, Logger: logger, Metrics: server.NewMetrics(reg),
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			logger.Info("serve: stopped while starting the manager")
+			return nil
+		}
 		return couldNotRun(fmt.Errorf("starting the manager: %w", err))
 	}
 	srv.SetManager(mgr)

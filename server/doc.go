@@ -1,0 +1,122 @@
+// Package server is `rlmm serve`: the gRPC service (proto/rlmm/v1/rlmm.proto,
+// generated into rpc/rlmmpb) through which a Kafka broker's rlmm plugin uses
+// a topicbased.Manager as its RemoteLogMetadataManager, and the operations
+// endpoint (/metrics, /healthz, /readyz) next to it.
+//
+// # Design
+//
+//   - One RPC per method of Kafka's RemoteLogMetadataManager, each a thin
+//     call of the manager (service.go), with the conversions between the
+//     messages and rlmm's types in convert.go. Mutations run with the call's
+//     context, so the client's deadline bounds them (together with the
+//     manager's ConsumeWait), and return when the manager's mutation
+//     returns, with its verdict. Lists are streamed in batches of
+//     Config.BatchSize (512) segments.
+//
+//   - The server accepts calls before its manager is up (SetManager comes
+//     later): the plugin can connect at once while the log is opened and the
+//     snapshot loaded. Until then reads answer NOT_READY, IsReady false,
+//     ServerInfo works, and mutations and assignment changes wait for the
+//     manager within their deadline.
+//
+//   - Errors (errors.go): a failed call's status has the code of the rlmm
+//     sentinel, rlmm's message, and one rlmmpb.ErrorInfo detail (kind,
+//     may_be_recorded):
+//
+//     ErrInvalidArgument   INVALID_ARGUMENT     INVALID_ARGUMENT
+//     ErrInvalidTransition FAILED_PRECONDITION  INVALID_TRANSITION
+//     ErrUnknownSegment    NOT_FOUND            UNKNOWN_SEGMENT
+//     ErrNotReady          UNAVAILABLE          NOT_READY
+//     ErrNotAssigned       FAILED_PRECONDITION  NOT_ASSIGNED
+//     ErrClosed            UNAVAILABLE          CLOSED
+//     ErrCorrupt           DATA_LOSS            CORRUPT
+//     ErrTimeout           DEADLINE_EXCEEDED    TIMEOUT
+//     context canceled     CANCELLED            TIMEOUT
+//     anything else        INTERNAL             INTERNAL
+//
+//     may_be_recorded (mutations only) is derived conservatively, since
+//     topicbased does not type it: false for what is refused before
+//     publishing (argument, transition, unknown segment, not ready, not
+//     assigned, a malformed request, the server still starting), true for a
+//     timeout, a close, a cancellation or an unexpected error, and for the
+//     one ErrNotAssigned topicbased returns after publishing (a metadata
+//     partition unassigned while the mutation waited: "the event is in the
+//     log").
+//
+//   - Who may call (listen.go, auth.go, lock.go): by default only a Unix
+//     socket, created with mode 0600 (under a umask, so there is no window
+//     with a wider mode). A socket file already there is probed: a live
+//     server makes ListenUnix fail with an *InUseError naming its pid (from
+//     ServerInfo); a dead one's file is removed. The data (snapshot)
+//     directory is held with an flock on rlmm-serve.lock holding the pid,
+//     so a second server on it is refused naming the holder. TCP only when
+//     asked, on loopback unless allowed otherwise, and then with TLS
+//     (client certificates verified) and/or a bearer token checked in
+//     constant time by a unary and a stream interceptor (metadata
+//     "authorization: Bearer <token>"); `rlmm serve` refuses plaintext TCP
+//     without a token, and a token without TLS off loopback.
+//
+//   - Operations (ops.go, metrics.go): Metrics implements every method of
+//     topicbased.Metrics with Prometheus families (rlmm_events_*_total,
+//     rlmm_partition_* gauges per metadata partition, the mutation latency
+//     histogram rlmm_mutation_duration_seconds{op,result},
+//     rlmm_snapshot_*); /healthz is 200 until the manager is closed;
+//     /readyz is 200 once the manager is up and every metadata partition
+//     assigned so far is caught up, else 503 with a line saying which is not.
+//
+// Libraries: google.golang.org/grpc (the RPC the issue names; Java's
+// grpc-java speaks it), github.com/prometheus/client_golang (the Prometheus
+// exposition format and its registry), the standard library for the rest.
+//
+// # rlmm serve's command line (cmd/rlmm/serve.go)
+//
+// The metadata log (one of):
+//
+//	--kafka HOST:PORT[,...]     the cluster's __remote_log_metadata (created if missing)
+//	  --kafka-topic NAME        (default __remote_log_metadata)
+//	  --kafka-partitions N      remote.log.metadata.topic.num.partitions (default 50)
+//	  --tls --tls-ca --tls-cert --tls-key --tls-insecure-skip-verify
+//	  --sasl-mechanism --sasl-user --sasl-password   the Kafka client's security
+//	--dir DIR                   the embedded log (created if missing; 50 partitions unless --kafka-partitions)
+//	--properties FILE           key=value lines: remote.log.metadata.topic.{num.partitions,
+//	                            replication.factor,min.isr,retention.ms}, remote.log.metadata.consume.wait.ms,
+//	                            and the client keys bootstrap.servers, security.protocol, sasl.*, ssl.*
+//	                            (ssl stores as PEM), client.id, each optionally prefixed by
+//	                            remote.log.metadata.common.client. (kafkalog.ParseProperties);
+//	                            any other key is refused, naming it. Flags override the file.
+//
+// State and identity:
+//
+//	--snapshot-dir DIR          snapshot directory, locked (default <--log-dir>/rlmm; one of the two is required)
+//	--log-dir DIR               the broker's log.dir
+//	--snapshot-interval D       periodic snapshot (default 1m; negative: only at shutdown)
+//	--broker-id N               reported by ServerInfo (default -1)
+//	--consume-wait D            bound of a mutation's waits (default: consume.wait.ms of --properties, or 2m)
+//
+// Callers:
+//
+//	--socket PATH               Unix socket, mode 0600 (default <snapshot-dir>/rlmm.sock; at most 107 bytes)
+//	--listen-tcp ADDR           also TCP (loopback unless --allow-remote); needs --token-file
+//	                            and/or TLS with --listen-tls-client-ca
+//	--listen-tls-cert FILE --listen-tls-key FILE --listen-tls-client-ca FILE
+//	--token-file FILE           bearer token (authorization: Bearer <token>)
+//	--allow-remote              allow non-loopback --listen-tcp / --metrics-listen (TCP then needs TLS)
+//
+// Operations:
+//
+//	--metrics-listen ADDR       HTTP /metrics /healthz /readyz (default off; loopback unless --allow-remote)
+//	--log-format text|json      logs on stderr (default text)
+//	--log-level debug|info|warn|error   (default info)
+//	--ready-file PATH           written atomically once the socket accepts calls, removed at exit:
+//	                            lines pid=N, socket=PATH, tcp=ADDR, metrics=ADDR
+//	--shutdown-timeout D        bound of the graceful RPC stop and of the final snapshot (default 10s)
+//	--exit-with-stdin           also stop as on SIGTERM when stdin reaches EOF (give the child a pipe:
+//	                            the server then stops when its parent dies, even by kill -9)
+//
+// Nothing is printed on stdout. SIGTERM or SIGINT: the endpoints stop
+// (in-flight calls finish within --shutdown-timeout), the manager writes a
+// final snapshot, exit 0. Exit 2: bad flags or settings (the message names
+// the flag), a socket or snapshot directory held by another server (naming
+// its pid), an unreachable cluster; exit 1 is not used; a final snapshot
+// that fails exits 2 with the reason.
+package server

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm/eventlog/memlog"
+	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestMetrics: after mutations, a snapshot and a restart from it, /metrics
+// carries a family for every method of topicbased.Metrics.
+func TestMetrics(t *testing.T) {
+	ml := memlog.New(metadataPartitions)
+	t.Cleanup(func() { ml.Close() })
+	snap := shortDir(t)
+	first := newFixture(t, fixtureOpts{log: ml, snapDir: snap})
+	tp := newTP()
+	first.assign(t, tp)
+	for i := range 3 {
+		first.addAndFinish(t, segment(tp, int64(i)*100))
+	}
+	bad := finish(segment(tp, 900)) // unknown: a failed mutation
+	if _, err := first.client.UpdateSegment(testCtx(t), bad); err == nil {
+		t.Fatal("update of an unknown segment succeeded")
+	}
+	if err := first.mgr.ShutdownAndFlush(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(first.srv.OpsHandler(first.reg))
+	defer hs.Close()
+	_, body := get(t, hs.URL+"/metrics")
+	for _, want := range []string{
+		`rlmm_events_applied_total{partition="`,
+		`rlmm_partition_applied_offset{partition="`,
+		`rlmm_partition_high_water_mark{partition="`,
+		`rlmm_partition_lag{partition="`,
+		`rlmm_partition_assigned{partition="`,
+		`rlmm_partition_ready{partition="`,
+		`rlmm_mutation_duration_seconds_bucket{op="AddSegment",result="ok"`,
+		`rlmm_mutation_duration_seconds_count{op="UpdateSegment",result="UNKNOWN_SEGMENT"} 1`,
+		`rlmm_snapshot_writes_total{result="ok"} 1`,
+		`rlmm_snapshot_write_duration_seconds_count 1`,
+		`rlmm_snapshot_bytes `,
+		`rlmm_snapshot_load_seconds `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// A restart from the snapshot reports the load and the build.
+	second := newFixture(t, fixtureOpts{log: ml, snapDir: snap})
+	second.assign(t, tp)
+	hs2 := httptest.NewServer(second.srv.OpsHandler(second.reg))
+	defer hs2.Close()
+	ctx := testCtx(t)
+	for {
+		_, body = get(t, hs2.URL+"/metrics")
+		if strings.Contains(body, "rlmm_snapshot_build_seconds ") && strings.Contains(body, "rlmm_snapshot_load_segments 3") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the restart's snapshot metrics never appeared:\n%s", body)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	for _, want := range []string{"rlmm_snapshot_load_failed 0", "rlmm_snapshot_build_failures 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestHealthAndReadiness: /readyz is 503 while starting and while an
+// assigned metadata partition catches up, 200 once it is caught up;
+// /healthz is 200 until the manager closes.
+func TestHealthAndReadiness(t *testing.T) {
+	ml := memlog.New(metadataPartitions)
+	t.Cleanup(func() { ml.Close() })
+	// Events to catch up with.
+	seed := newFixture(t, fixtureOpts{log: ml})
+	tp := newTP()
+	seed.assign(t, tp)
+	seed.addAndFinish(t, segment(tp, 0))
+	seed.mgr.Close()
+
+	f := newFixture(t, fixtureOpts{log: ml, noManager: true})
+	hs := httptest.NewServer(f.srv.OpsHandler(f.reg))
+	defer hs.Close()
+	if code, body := get(t, hs.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
+		t.Fatalf("/readyz while starting: %d %q, want 503 starting", code, body)
+	}
+	if code, _ := get(t, hs.URL+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz while starting: %d", code)
+	}
+	f.gate.hold()
+	f.startManager(t)
+	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+		Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
+		t.Fatal(err)
+	}
+	mp := f.mgr.MetadataPartitionOf(tp)
+	code, body := get(t, hs.URL+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, fmt.Sprintf("catching up: %d (applied", mp)) {
+		t.Fatalf("/readyz while catching up: %d %q, want 503 naming metadata partition %d", code, body, mp)
+	}
+	// Reads of the partition answer NOT_READY meanwhile.
+	_, err := f.client.SegmentForOffset(testCtx(t), &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp)})
+	if _, info := errorInfo(t, err); info.Kind != rlmmpb.ErrorKind_NOT_READY {
+		t.Fatalf("read while catching up: %s", info.Kind)
+	}
+	f.gate.release()
+	f.assign(t, tp)
+	if code, body := get(t, hs.URL+"/readyz"); code != http.StatusOK || !strings.Contains(body, "ready") {
+		t.Fatalf("/readyz caught up: %d %q", code, body)
+	}
+	f.mgr.Close()
+	if code, _ := get(t, hs.URL+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz after close: %d, want 503", code)
+	}
+	if code, _ := get(t, hs.URL+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz after close: %d, want 503", code)
+	}
+}
