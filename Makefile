@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto
+.PHONY: test lint unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test
 
 test:
 	bash scripts/test.sh
@@ -57,3 +57,12 @@ kafka-suite-control:
 kafka-suite-one:
 	@test -n "$(CLASS)" || { echo "usage: make kafka-suite-one CLASS=DeleteTopicTest [RLMM=kafka]"; exit 2; }
 	bash scripts/kafkasuite.sh one $(CLASS) $(or $(RLMM),rlmm)
+
+# The Kafka broker plugin (plugin/): the rlmm binary and the shaded jar; prints the jar's path.
+plugin:
+	bash scripts/plugin.sh build
+
+# The plugin's tests (mvn verify) against a real rlmm serve, and against the broker of
+# RLMM_KAFKA_BOOTSTRAP when it is set.
+plugin-test:
+	bash scripts/plugin.sh test

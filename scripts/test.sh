@@ -51,6 +51,16 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	echo "broker at $RLMM_KAFKA_BOOTSTRAP"
 fi
 
+# --- the Kafka broker plugin (plugin/, scripts/plugin.sh) ---------------------------
+# Its tests need Java and Maven like the interop harness; with the broker above they
+# also drive the plugin against it (RLMM_KAFKA_BOOTSTRAP), without it they say why
+# they skip (and fail in CI).
+if [ -f scripts/plugin.sh ]; then
+	step "broker plugin: mvn verify (plugin/)"
+	bash scripts/plugin.sh test
+fi
+# --- end of the broker plugin ------------------------------------------------------
+
 step "go test -race ./..."
 go test -race -timeout 30m ./...
 

@@ -10,6 +10,7 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
@@ -22,7 +23,6 @@ import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.config.ConfigException;
@@ -57,14 +57,19 @@ final class Channels {
         }
     }
 
-    static Conn open(PluginConfig cfg, Executor executor) {
+    /**
+     * Opens the channel. Its executor is direct: gRPC's callbacks run on the I/O thread, which
+     * saves a thread hand-off per call; blocking calls run their callbacks on the caller's own
+     * thread anyway, and the plugin hands mutations' chained stages to its own pool.
+     */
+    static Conn open(PluginConfig cfg) {
         if (cfg.mode == PluginConfig.Mode.TCP) {
-            return tcp(cfg, executor);
+            return tcp(cfg);
         }
-        return unix(cfg, executor);
+        return unix(cfg);
     }
 
-    private static Conn unix(PluginConfig cfg, Executor executor) {
+    private static Conn unix(PluginConfig cfg) {
         if (!Epoll.isAvailable()) {
             throw new IllegalStateException(
                     "rlmm plugin: Netty's epoll transport, needed for the Unix socket " + cfg.socket
@@ -77,19 +82,22 @@ final class Channels {
                 .eventLoopGroup(group)
                 .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
                 .overrideAuthority("localhost")
+                // gRPC asks every transport for TCP keep-alive; a Unix socket has none, and Netty
+                // would log a warning at every connect. null takes the option away.
+                .withOption(ChannelOption.SO_KEEPALIVE, null)
                 .usePlaintext()
-                .executor(executor)
+                .directExecutor()
                 .maxInboundMessageSize(64 << 20)
                 .build();
         return new Conn(ch, group);
     }
 
-    private static Conn tcp(PluginConfig cfg, Executor executor) {
+    private static Conn tcp(PluginConfig cfg) {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), NioIoHandler.newFactory());
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(PluginConfig.host(cfg.address), PluginConfig.port(cfg.address))
                 .eventLoopGroup(group)
                 .channelType(NioSocketChannel.class)
-                .executor(executor)
+                .directExecutor()
                 .maxInboundMessageSize(64 << 20);
         if (cfg.tlsCa != null || cfg.tlsCert != null) {
             try {

@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
@@ -81,6 +82,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     private volatile String gateReason = "";
     private volatile boolean closed;
+    private volatile int stoppedExit = -1;
+    private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
 
     /** Instantiated by the broker (public no-argument constructor). */
     public RlmmRemoteLogMetadataManager() {}
@@ -101,7 +104,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         callbacks = Executors.newCachedThreadPool(Channels.daemon("rlmm-plugin-callback"));
         Channels.Conn cn;
         try {
-            cn = Channels.open(c, callbacks);
+            cn = Channels.open(c);
         } catch (RuntimeException e) {
             callbacks.shutdownNow();
             throw e;
@@ -132,8 +135,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             }
 
             @Override
-            public void ready(long pid, boolean restart) {
-                reassign(restart);
+            public void ready(long pid, boolean restart) throws RemoteStorageException {
+                reassign(pid, restart);
             }
 
             @Override
@@ -153,7 +156,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             assigner.close();
             shutdownConnection();
             cfg = null;
-            if (e instanceof ServeProcess.ExitedEarly && ((ServeProcess.ExitedEarly) e).code == ServeProcess.EXIT_COULD_NOT_RUN) {
+            if (e instanceof ServeProcess.ExitedEarly && p.refusedSettings((ServeProcess.ExitedEarly) e)) {
                 // rlmm refused a flag or setting; its message names it.
                 throw new org.apache.kafka.common.config.ConfigException(e.getMessage());
             }
@@ -162,25 +165,52 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         child = p;
     }
 
-    /** Hands a restarted server the partitions this broker holds, then lets calls through. */
-    private void reassign(boolean restart) {
-        synchronized (assignLock) {
-            if (restart && !assigned.isEmpty()) {
-                Set<TopicIdPartition> leaders = new HashSet<>();
-                Set<TopicIdPartition> followers = new HashSet<>();
+    /**
+     * Hands a restarted server the partitions this broker holds, then lets calls through. It
+     * tries until the server takes them (it may still be opening its log) or the child dies;
+     * the broker's own assignment calls meanwhile only record and queue (see {@link Assigner}),
+     * so they are never held up, and what they queue reaches the server after this set.
+     */
+    private void reassign(long pid, boolean restart) throws RemoteStorageException {
+        if (restart) {
+            Set<TopicIdPartition> leaders = new HashSet<>();
+            Set<TopicIdPartition> followers = new HashSet<>();
+            synchronized (assignLock) {
                 assigned.forEach((tp, leader) -> (leader ? leaders : followers).add(tp));
-                try {
-                    blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS)
-                            .onPartitionLeadershipChanges(LeadershipChangesRequest.newBuilder()
-                                    .addAllLeaders(Convert.partitions(leaders))
-                                    .addAllFollowers(Convert.partitions(followers))
-                                    .build());
-                } catch (StatusRuntimeException e) {
-                    throw new KafkaException(Errors.map(e, "re-assigning " + assigned.size() + " partitions", cfg.target()));
+            }
+            if (!leaders.isEmpty() || !followers.isEmpty()) {
+                LeadershipChangesRequest req = LeadershipChangesRequest.newBuilder()
+                        .addAllLeaders(Convert.partitions(leaders))
+                        .addAllFollowers(Convert.partitions(followers))
+                        .build();
+                long pause = cfg.restartBackoff.toMillis();
+                while (true) {
+                    try {
+                        blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS).withWaitForReady()
+                                .onPartitionLeadershipChanges(req);
+                        break;
+                    } catch (StatusRuntimeException e) {
+                        if (closed || !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                            throw new RemoteStorageException("rlmm plugin: re-assigning partitions to rlmm serve pid " + pid
+                                    + " failed: it is gone", e);
+                        }
+                        LOG.warn("rlmm plugin: the restarted rlmm serve did not take this broker's {} partitions yet ({});"
+                                + " retrying in {} ms", leaders.size() + followers.size(),
+                                Errors.map(e, "re-assigning", cfg.target()).getMessage(), pause);
+                        try {
+                            Thread.sleep(pause);
+                        } catch (InterruptedException ie) {
+                            Thread.currentThread().interrupt();
+                            throw new RemoteStorageException("rlmm plugin: interrupted while re-assigning partitions");
+                        }
+                        pause = Math.min(pause * 2, cfg.restartBackoffMax.toMillis());
+                    }
                 }
                 LOG.info("rlmm plugin: handed {} leader and {} follower partitions to the restarted rlmm serve",
                         leaders.size(), followers.size());
             }
+        }
+        synchronized (assignLock) {
             gate.complete(null);
         }
     }
@@ -206,7 +236,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     }
 
     /** Waits for the gate (a restarting child) until the deadline; the wait counts against it. */
-    private void awaitGate(PluginConfig c, Deadline deadline, String what) throws RemoteStorageException {
+    private void awaitGate(PluginConfig c, Deadline deadline, Supplier<String> what) throws RemoteStorageException {
         CompletableFuture<Void> g = gate;
         if (g.isDone()) {
             return;
@@ -214,17 +244,17 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         try {
             g.get(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw new RemoteStorageException(what + " failed: rlmm serve at " + c.target() + " did not come back within "
+            throw new RemoteStorageException(what.get() + " failed: rlmm serve at " + c.target() + " did not come back within "
                     + c.callTimeout.toMillis() + " ms (" + gateReason + ")");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new RemoteStorageException(what + " interrupted while rlmm serve at " + c.target() + " restarts");
+            throw new RemoteStorageException(what.get() + " interrupted while rlmm serve at " + c.target() + " restarts");
         } catch (ExecutionException e) {
-            throw new RemoteStorageException(what + " failed: " + e.getCause().getMessage(), e.getCause());
+            throw new RemoteStorageException(what.get() + " failed: " + e.getCause().getMessage(), e.getCause());
         }
     }
 
-    private RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub read(String what, Deadline deadline)
+    private RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub read(Supplier<String> what, Deadline deadline)
             throws RemoteStorageException {
         PluginConfig c = config();
         awaitGate(c, deadline, what);
@@ -284,12 +314,13 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
             @Override
             public void onError(Throwable t) {
-                result.completeExceptionally(Errors.map(t, what, c.target(), true));
+                Exception e = Errors.map(t, what, c.target(), true);
+                settle(result, () -> result.completeExceptionally(e));
             }
 
             @Override
             public void onCompleted() {
-                result.complete(null);
+                settle(result, () -> result.complete(null));
             }
         });
         CompletableFuture<Void> g = gate;
@@ -310,6 +341,24 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return result;
     }
 
+    /**
+     * Completes a mutation's future. The gRPC callback runs on the channel's I/O thread (the
+     * channel has a direct executor: one thread hand-off less per call); a caller waiting in
+     * get() is woken from there, but stages chained on the future run on the plugin's callback
+     * pool, never on the I/O thread, so they cannot stall the channel.
+     */
+    private void settle(CompletableFuture<Void> f, Runnable completion) {
+        if (f.getNumberOfDependents() == 0) {
+            completion.run();
+        } else {
+            try {
+                callbacks.execute(completion);
+            } catch (java.util.concurrent.RejectedExecutionException closing) {
+                completion.run();
+            }
+        }
+    }
+
     // ---- reads -----------------------------------------------------------------------------
 
     private Deadline callDeadline() {
@@ -320,7 +369,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Optional<RemoteLogSegmentMetadata> remoteLogSegmentMetadata(TopicIdPartition tp, int epochForOffset, long offset)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
+        Supplier<String> what = () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
         try {
             SegmentReply r = read(what, callDeadline()).segmentForOffset(SegmentForOffsetRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
@@ -329,14 +378,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     .build());
             return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
     @Override
     public Optional<Long> highestOffsetForEpoch(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "highest offset of epoch " + leaderEpoch + " of " + tp;
+        Supplier<String> what = () -> "highest offset of epoch " + leaderEpoch + " of " + tp;
         try {
             HighestOffsetForEpochReply r = read(what, callDeadline()).highestOffsetForEpoch(
                     HighestOffsetForEpochRequest.newBuilder()
@@ -345,14 +394,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                             .build());
             return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
     @Override
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list("list of the segments of " + tp,
+        return list(() -> "list of the segments of " + tp,
                 ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build());
     }
 
@@ -360,7 +409,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp, int leaderEpoch)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list("list of the segments of epoch " + leaderEpoch + " of " + tp,
+        return list(() -> "list of the segments of epoch " + leaderEpoch + " of " + tp,
                 ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build());
     }
 
@@ -369,7 +418,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * gone mid-stream) is thrown from this call as Kafka's exception, and no stream stays open
      * when the caller stops iterating early.
      */
-    private Iterator<RemoteLogSegmentMetadata> list(String what, ListSegmentsRequest req) throws RemoteStorageException {
+    private Iterator<RemoteLogSegmentMetadata> list(Supplier<String> what, ListSegmentsRequest req) throws RemoteStorageException {
         List<RemoteLogSegmentMetadata> out = new ArrayList<>();
         try {
             Iterator<SegmentBatch> batches = read(what, callDeadline()).listSegments(req);
@@ -379,7 +428,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 }
             }
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
         return Collections.unmodifiableList(out).iterator();
     }
@@ -387,14 +436,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     @Override
     public long remoteLogSize(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "remote log size of epoch " + leaderEpoch + " of " + tp;
+        Supplier<String> what = () -> "remote log size of epoch " + leaderEpoch + " of " + tp;
         try {
             return read(what, callDeadline()).remoteLogSize(RemoteLogSizeRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
                     .setLeaderEpoch(leaderEpoch)
                     .build()).getSizeInBytes();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
@@ -402,7 +451,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Optional<RemoteLogSegmentMetadata> nextSegmentWithTxnIndex(TopicIdPartition tp, int epoch, long offset)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        String what = "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp;
+        Supplier<String> what = () -> "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp;
         try {
             SegmentReply r = read(what, callDeadline()).nextSegmentWithTxnIndex(NextSegmentWithTxnIndexRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
@@ -411,7 +460,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     .build());
             return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
         } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what, config().target());
+            throw Errors.rethrow(e, what.get(), config().target());
         }
     }
 
@@ -431,7 +480,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     .isReady(IsReadyRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build())
                     .getReady();
         } catch (StatusRuntimeException e) {
-            LOG.warn("rlmm plugin: isReady({}) answered false: {}", tp, Errors.map(e, "isReady", c.target()).getMessage());
+            long now = System.nanoTime();
+            if (now - lastReadyWarning > TimeUnit.SECONDS.toNanos(30)) {
+                lastReadyWarning = now; // at most one line per 30 s: the broker asks for every partition, often
+                LOG.warn("rlmm plugin: isReady({}) answers false: {}", tp, Errors.map(e, "isReady", c.target()).getMessage());
+            }
             return false;
         }
     }
@@ -457,7 +510,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         synchronized (assignLock) {
             leaderPartitions.forEach(tp -> assigned.put(tp, true));
             followerPartitions.forEach(tp -> assigned.put(tp, false));
-            assigner.submit(change(what, () -> read(what, callDeadline()).onPartitionLeadershipChanges(req)));
+            assigner.submit(change(what, () -> read(() -> what, callDeadline()).onPartitionLeadershipChanges(req)));
         }
     }
 
@@ -470,7 +523,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         String what = "stopping " + partitions.size() + " partitions";
         synchronized (assignLock) {
             partitions.forEach(assigned::remove);
-            assigner.submit(change(what, () -> read(what, callDeadline()).onStopPartitions(req)));
+            assigner.submit(change(what, () -> read(() -> what, callDeadline()).onStopPartitions(req)));
         }
     }
 
@@ -509,6 +562,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return p == null ? -1 : p.pid();
     }
 
+    /** The exit code of the child close() stopped (-1: none), for tests. */
+    int stoppedChildExitCode() {
+        return stoppedExit;
+    }
+
     /** Stops the child (SIGTERM, then SIGKILL after rlmm.serve.stop.timeout.ms) and the channel; idempotent. */
     @Override
     public synchronized void close() {
@@ -522,6 +580,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         }
         if (child != null) {
             child.close();
+            stoppedExit = child.lastExitCode();
             child = null;
         }
         shutdownConnection();

@@ -58,6 +58,12 @@ final class ServeProcess implements AutoCloseable {
     private Process process;
     private Thread supervisor;
     private volatile boolean closing;
+    private volatile int lastExit = -1;
+
+    /** The exit code of the child stopped last (-1: none stopped yet). */
+    int lastExitCode() {
+        return lastExit;
+    }
 
     ServeProcess(PluginConfig cfg, Logger log, Hooks hooks) {
         this.cfg = cfg;
@@ -78,6 +84,8 @@ final class ServeProcess implements AutoCloseable {
         c.add(Integer.toString(cfg.brokerId));
         c.add("--snapshot-dir");
         c.add(cfg.snapshotDir.toString());
+        // The child's stdin is a pipe from this JVM: it stops when the broker dies, even by kill -9.
+        c.add("--exit-with-stdin");
         if (cfg.embeddedDir != null) {
             // The embedded log takes no Kafka client settings (serve refuses a properties file
             // without bootstrap.servers); the two that still apply go as flags.
@@ -114,6 +122,18 @@ final class ServeProcess implements AutoCloseable {
 
     /** rlmm's exit code for bad flags or settings (cmd/rlmm/exitcode.go: exitCouldNotRun). */
     static final int EXIT_COULD_NOT_RUN = 2;
+
+    /**
+     * Whether an early exit was rlmm refusing a flag or setting (exit 2 with a message naming
+     * it), not another could-not-run reason such as an unreachable cluster.
+     */
+    boolean refusedSettings(ExitedEarly e) {
+        if (e.code != EXIT_COULD_NOT_RUN) {
+            return false;
+        }
+        String out = e.getMessage();
+        return out.contains("--properties") || out.contains("invalid argument") || out.contains("flag");
+    }
 
     /**
      * Starts the first child and waits until it answers (at most the start timeout).
@@ -390,19 +410,22 @@ final class ServeProcess implements AutoCloseable {
         if (p == null || !p.isAlive()) {
             return;
         }
-        // SIGTERM through the ProcessHandle: Process.destroy() also closes the child's output pipe at
-        // once, so the child's shutdown logging dies of SIGPIPE (exit 141) before its final snapshot.
+        // SIGTERM through the process handle: Process.destroy() would also close the pipe of
+        // the child's output, and its last log lines (the final snapshot) would die of SIGPIPE.
         p.toHandle().destroy();
         try {
             if (!p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 log.warn("rlmm plugin: rlmm serve pid {} did not stop within {} ms of SIGTERM ({}); killing it",
                         p.pid(), cfg.stopTimeout.toMillis(), PluginConfig.STOP_TIMEOUT);
-                p.destroyForcibly();
+                p.toHandle().destroyForcibly();
                 p.waitFor(cfg.stopTimeout.toMillis(), TimeUnit.MILLISECONDS);
             }
         } catch (InterruptedException e) {
-            p.destroyForcibly();
+            p.toHandle().destroyForcibly();
             Thread.currentThread().interrupt();
+        }
+        if (!p.isAlive()) {
+            lastExit = p.exitValue();
         }
         log.info("rlmm plugin: rlmm serve pid {} stopped{}", p.pid(), p.isAlive() ? " (still alive!)" : " with code " + p.exitValue());
     }

@@ -251,13 +251,53 @@ class RlmmRemoteLogMetadataManagerTest {
     }
 
     @Test
+    void childKilledWhileCopyingLosesNoAcknowledgedEvent() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        TopicIdPartition tp = newPartition("kill-9-busy");
+        assignAndAwaitReady(m, tp, READY);
+        List<RemoteLogSegmentMetadata> acknowledged = new java.util.ArrayList<>();
+        int failed = 0;
+        long killAfter = 20;
+        long pid = m.childPid();
+        for (int i = 0; i < 60; i++) {
+            if (i == killAfter) {
+                ProcessHandle.of(pid).orElseThrow().destroyForcibly();
+            }
+            RemoteLogSegmentMetadata s = segment(tp, i * 10L, i * 10L + 9, Optional.empty(), true, 0, i * 10L);
+            RemoteLogSegmentMetadataUpdate f = update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+            try {
+                m.addRemoteLogSegmentMetadata(s).get(30, TimeUnit.SECONDS);
+                m.updateRemoteLogSegmentMetadata(f).get(30, TimeUnit.SECONDS);
+                acknowledged.add(s.createWithUpdates(f));
+            } catch (ExecutionException e) {
+                // The broker's copy fails and is retried with a new segment; what it saw
+                // acknowledged must survive, what failed may or may not be there.
+                assertInstanceOf(RemoteStorageException.class, e.getCause());
+                failed++;
+            }
+        }
+        assertNotEquals(pid, m.childPid(), "the child was restarted");
+        TestSupport.await("isReady after restart", READY, () -> m.isReady(tp));
+        List<RemoteLogSegmentMetadata> listed = toList(m.listRemoteLogSegments(tp));
+        for (RemoteLogSegmentMetadata a : acknowledged) {
+            assertTrue(listed.contains(a), "acknowledged " + a.remoteLogSegmentId() + " is missing after the restart");
+            assertEquals(Optional.of(a), m.remoteLogSegmentMetadata(tp, 0, a.startOffset()));
+        }
+        assertTrue(acknowledged.size() > killAfter, "calls went on after the restart (" + acknowledged.size()
+                + " acknowledged, " + failed + " failed)");
+    }
+
+    @Test
     void closeStopsTheChild() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        // Up and serving, so the stop below goes through the final snapshot.
+        assignAndAwaitReady(m, newPartition("close"), READY);
         long pid = m.childPid();
         assertTrue(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
         m.close();
         rlmm = null;
         TestSupport.assertGone(pid, Duration.ofSeconds(15));
+        assertEquals(0, m.stoppedChildExitCode(), "SIGTERM: a graceful stop (final snapshot), exit 0");
         assertEquals(List.of(), TestSupport.processesNaming(dir.toString()));
         assertThrows(IllegalStateException.class, () -> m.remoteLogSegmentMetadata(newPartition("x"), 0, 0));
         m.close(); // idempotent
@@ -298,6 +338,56 @@ class RlmmRemoteLogMetadataManagerTest {
             m.close();
             rlmm = null;
             assertTrue(server.alive(), "close() in connect mode leaves the server running");
+        }
+    }
+
+    @Test
+    void connectModeOverTcpWithABearerToken() throws Exception {
+        Path token = dir.resolve("token");
+        java.nio.file.Files.writeString(token, "s3cret-token-for-the-plugin-test\n");
+        try (TestSupport.Server server = TestSupport.Server.start(dir, "--listen-tcp", "127.0.0.1:0",
+                "--token-file", token.toString())) {
+            assertTrue(server.tcp != null && server.tcp.startsWith("127.0.0.1:"), "ready file names the TCP address: " + server.tcp);
+            RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                    "rlmm.serve.token.file", token.toString()));
+            TopicIdPartition tp = newPartition("tcp");
+            assignAndAwaitReady(m, tp, READY);
+            RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+            m.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+            assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
+            m.close();
+
+            // A wrong token is refused, and the error names the address.
+            Path wrong = dir.resolve("wrong-token");
+            java.nio.file.Files.writeString(wrong, "not-the-token");
+            rlmm = null;
+            RlmmRemoteLogMetadataManager bad = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                    "rlmm.serve.token.file", wrong.toString(), "rlmm.serve.call.timeout.ms", "2000"));
+            RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> bad.remoteLogSegmentMetadata(tp, 0, 0));
+            assertTrue(e.getMessage().contains(server.tcp), e.getMessage());
+            assertTrue(e.getMessage().contains("UNAUTHENTICATED"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aChildLeftRunningByADeadBrokerIsStoppedFirst() throws Exception {
+        // The plugin's own socket and pid file, held by a server nobody stopped.
+        Map<String, Object> c = embeddedConfig(dir);
+        PluginConfig cfg = PluginConfig.parse(c);
+        java.nio.file.Files.createDirectories(cfg.workDir);
+        Process orphan = new ProcessBuilder(TestSupport.rlmmBinary().toString(), "serve", "--dir", dir.resolve("orphan-log").toString(),
+                "--snapshot-dir", dir.resolve("orphan-snap").toString(), "--socket", cfg.socket.toString(), "--broker-id", "7")
+                .redirectErrorStream(true).redirectOutput(dir.resolve("orphan.out").toFile()).start();
+        try {
+            TestSupport.await("the orphan's socket", READY, () -> java.nio.file.Files.exists(cfg.socket));
+            java.nio.file.Files.writeString(cfg.workDir.resolve("serve.pid"), Long.toString(orphan.pid()));
+            RlmmRemoteLogMetadataManager m = started(c);
+            assertTrue(orphan.waitFor(20, TimeUnit.SECONDS), "the orphan was stopped");
+            assertNotEquals(orphan.pid(), m.childPid());
+            TopicIdPartition tp = newPartition("after-orphan");
+            assignAndAwaitReady(m, tp, READY);
+        } finally {
+            orphan.destroyForcibly();
         }
     }
 

@@ -75,6 +75,24 @@ final class TestSupport {
         return c;
     }
 
+    /** The version of the jar Kafka's clients classes come from (its kafka/kafka-version.properties). */
+    static String kafkaClientsVersion() {
+        java.util.Properties p = new java.util.Properties();
+        try (java.util.jar.JarFile j = new java.util.jar.JarFile(
+                Paths.get(Uuid.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toFile())) {
+            java.util.jar.JarEntry e = j.getJarEntry("kafka/kafka-version.properties");
+            if (e == null) {
+                fail(j.getName() + " has no kafka/kafka-version.properties");
+            }
+            try (java.io.InputStream in = j.getInputStream(e)) {
+                p.load(in);
+            }
+        } catch (IOException | java.net.URISyntaxException e) {
+            throw new RuntimeException(e);
+        }
+        return p.getProperty("version");
+    }
+
     /** The bootstrap of the broker scripts/kafka.sh started; skips (failing in CI) without one. */
     static String kafkaBootstrap() {
         String b = System.getenv("RLMM_KAFKA_BOOTSTRAP");
@@ -173,12 +191,17 @@ final class TestSupport {
             this.process = process;
         }
 
-        static Server start(Path dir) throws IOException {
+        /** The TCP address of a server started with extra args --listen-tcp (from its ready file). */
+        String tcp;
+
+        static Server start(Path dir, String... extra) throws IOException {
             Path socket = dir.resolve("srv.sock");
             Path ready = dir.resolve("srv.ready");
-            Process p = new ProcessBuilder(rlmmBinary().toString(), "serve", "--dir", dir.resolve("srv-log").toString(),
+            List<String> cmd = new ArrayList<>(List.of(rlmmBinary().toString(), "serve", "--dir", dir.resolve("srv-log").toString(),
                     "--snapshot-dir", dir.resolve("srv-snap").toString(), "--socket", socket.toString(),
-                    "--broker-id", "1", "--ready-file", ready.toString())
+                    "--broker-id", "1", "--ready-file", ready.toString()));
+            cmd.addAll(List.of(extra));
+            Process p = new ProcessBuilder(cmd)
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve("srv.out").toFile())
                     .start();
@@ -192,7 +215,16 @@ final class TestSupport {
             if (!p.isAlive()) {
                 fail("rlmm serve exited with " + p.exitValue() + ": " + Files.readString(dir.resolve("srv.out")));
             }
+            for (String line : Files.readAllLines(ready)) {
+                if (line.startsWith("tcp=")) {
+                    s.tcp = line.substring("tcp=".length());
+                }
+            }
             return s;
+        }
+
+        long pid() {
+            return process.pid();
         }
 
         boolean alive() {

@@ -1,0 +1,152 @@
+package org.rlmm.plugin;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentId;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+
+/**
+ * A timed loop through the plugin against `rlmm serve`, as the broker's RemoteLogManager sees
+ * it: per copied segment the add-plus-finish time (add(...).get() then update(...).get(), the
+ * broker's two waits), and the lookup round trip (remoteLogSegmentMetadata), p50 and p99.
+ *
+ * <pre>
+ *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--lookups N] [--warmup N]
+ * </pre>
+ *
+ * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log.
+ */
+public final class PluginBenchmark {
+    private PluginBenchmark() {}
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = System.getenv("RLMM_KAFKA_BOOTSTRAP");
+        int segments = 500;
+        int lookups = 200_000;
+        int warmup = 50_000;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--bootstrap": bootstrap = args[++i]; break;
+                case "--embedded": bootstrap = null; break;
+                case "--segments": segments = Integer.parseInt(args[++i]); break;
+                case "--lookups": lookups = Integer.parseInt(args[++i]); break;
+                case "--warmup": warmup = Integer.parseInt(args[++i]); break;
+                default:
+                    System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
+                            + " [--lookups N] [--warmup N]");
+                    System.exit(2);
+            }
+        }
+        Path dir = Files.createTempDirectory("rlmm-plugin-bench");
+        Map<String, Object> c = new HashMap<>(bootstrap == null || bootstrap.isEmpty()
+                ? TestSupport.embeddedConfig(dir) : TestSupport.kafkaConfig(dir, bootstrap));
+        String where = bootstrap == null || bootstrap.isEmpty() ? "embedded log" : "Kafka broker " + bootstrap;
+        RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
+        try {
+            m.configure(c);
+            TopicIdPartition tp = new TopicIdPartition(Uuid.randomUuid(), 0, "bench");
+            m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
+            long readyBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (!m.isReady(tp)) {
+                if (System.nanoTime() > readyBy) {
+                    throw new IllegalStateException("partition not ready within 120 s");
+                }
+                Thread.sleep(20);
+            }
+
+            // Add plus finish per segment, one segment at a time as the broker copies them.
+            long[] copy = new long[segments];
+            long[] adds = new long[segments];
+            long size = 1000;
+            for (int i = 0; i < segments; i++) {
+                long start = i * size;
+                RemoteLogSegmentMetadata s = new RemoteLogSegmentMetadata(new RemoteLogSegmentId(tp, Uuid.randomUuid()),
+                        start, start + size - 1, System.currentTimeMillis(), 0, System.currentTimeMillis(), 1 << 20,
+                        Optional.empty(), RemoteLogSegmentState.COPY_SEGMENT_STARTED, Map.of(0, start), true);
+                RemoteLogSegmentMetadataUpdate f = new RemoteLogSegmentMetadataUpdate(s.remoteLogSegmentId(),
+                        System.currentTimeMillis(), Optional.empty(), RemoteLogSegmentState.COPY_SEGMENT_FINISHED, 0);
+                long t0 = System.nanoTime();
+                m.addRemoteLogSegmentMetadata(s).get(60, TimeUnit.SECONDS);
+                adds[i] = System.nanoTime() - t0;
+                m.updateRemoteLogSegmentMetadata(f).get(60, TimeUnit.SECONDS);
+                copy[i] = System.nanoTime() - t0;
+            }
+            report("add+finish per segment (" + where + ")", copy, segments);
+            report("  of which the add", adds, segments);
+            long[] ready = new long[20_000];
+            for (int i = 0; i < ready.length; i++) {
+                long t0 = System.nanoTime();
+                m.isReady(tp);
+                ready[i] = System.nanoTime() - t0;
+            }
+            report("isReady round trip (the smallest call)", ready, ready.length);
+
+            // Lookups of random offsets, each must find its segment.
+            long max = segments * size;
+            for (int i = 0; i < warmup; i++) {
+                lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
+            }
+            long[] look = new long[lookups];
+            Optional<ProcessHandle> child = ProcessHandle.of(m.childPid());
+            long childCpu0 = child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L);
+            long jvmCpu0 = jvmCpu();
+            long t = System.nanoTime();
+            for (int i = 0; i < lookups; i++) {
+                long off = ThreadLocalRandom.current().nextLong(max);
+                long t0 = System.nanoTime();
+                lookup(m, tp, off);
+                look[i] = System.nanoTime() - t0;
+            }
+            long total = System.nanoTime() - t;
+            long jvmCpu = jvmCpu() - jvmCpu0;
+            long childCpu = child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L) - childCpu0;
+            report("lookup round trip (" + where + ")", look, lookups);
+            System.out.printf(Locale.ROOT, "lookups/s (one thread): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
+                    lookups / (total / 1e9), jvmCpu / 1e3 / lookups, childCpu0 < 0 ? -1 : childCpu / 1e3 / lookups);
+        } finally {
+            m.close();
+        }
+    }
+
+    /** CPU time of this JVM (every thread) in nanoseconds. */
+    private static long jvmCpu() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean) {
+            return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+        }
+        return -1;
+    }
+
+    private static void lookup(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, long offset) throws Exception {
+        if (m.remoteLogSegmentMetadata(tp, 0, offset).isEmpty()) {
+            throw new IllegalStateException("lookup of offset " + offset + " found nothing");
+        }
+    }
+
+    private static void report(String what, long[] nanos, int n) {
+        long[] s = Arrays.copyOf(nanos, n);
+        Arrays.sort(s);
+        double mean = Arrays.stream(s).average().orElse(0);
+        System.out.printf(Locale.ROOT, "%s: n=%d p50=%s p99=%s mean=%s max=%s%n", what, n,
+                fmt(s[(int) (n * 0.50)]), fmt(s[Math.min(n - 1, (int) (n * 0.99))]), fmt((long) mean), fmt(s[n - 1]));
+    }
+
+    private static String fmt(long nanos) {
+        if (nanos >= 1_000_000) {
+            return String.format(Locale.ROOT, "%.2f ms", nanos / 1e6);
+        }
+        return String.format(Locale.ROOT, "%.1f µs", nanos / 1e3);
+    }
+}

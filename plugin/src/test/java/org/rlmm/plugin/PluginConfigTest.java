@@ -1,0 +1,132 @@
+package org.rlmm.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.apache.kafka.common.config.ConfigException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** configure's checks: a missing or wrong setting is a ConfigException naming it. */
+class PluginConfigTest {
+    @TempDir
+    static Path dir;
+
+    /** A change to a good embedded configuration, and the setting the error must name. */
+    static Stream<Arguments> badSettings() {
+        return Stream.of(
+                Arguments.of("broker.id missing", "broker.id", null, "broker.id"),
+                Arguments.of("broker.id not a number", "broker.id", "seven", "broker.id"),
+                Arguments.of("call timeout not a number", "rlmm.serve.call.timeout.ms", "soon", "rlmm.serve.call.timeout.ms"),
+                Arguments.of("call timeout zero", "rlmm.serve.call.timeout.ms", "0", "rlmm.serve.call.timeout.ms"),
+                Arguments.of("start timeout negative", "rlmm.serve.start.timeout.ms", "-5", "rlmm.serve.start.timeout.ms"),
+                Arguments.of("binary missing", "rlmm.serve.binary", "/nonexistent/rlmm", "rlmm.serve.binary"),
+                Arguments.of("backoff max below backoff", "rlmm.serve.restart.backoff.max.ms", "10", "rlmm.serve.restart.backoff.max.ms"),
+                Arguments.of("socket and address", "rlmm.serve.address", "127.0.0.1:7000", "rlmm.serve.socket"),
+                Arguments.of("TLS without TCP", "rlmm.serve.tls.ca", "/nonexistent/ca.pem", "rlmm.serve.tls.ca"),
+                Arguments.of("a line break in a forwarded setting", "remote.log.metadata.common.client.client.id", "a\nb",
+                        "remote.log.metadata.common.client.client.id"));
+    }
+
+    private static Map<String, Object> good() {
+        return TestSupport.embeddedConfig(dir);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badSettings")
+    void badSettingIsNamed(String name, String key, String value, String named) {
+        Map<String, Object> c = new HashMap<>(good());
+        if (key.equals("rlmm.serve.address")) {
+            c.put("rlmm.serve.socket", dir.resolve("s.sock").toString());
+            c.remove("rlmm.serve.binary");
+            c.remove("rlmm.serve.embedded.dir");
+        }
+        if (value == null) {
+            c.remove(key);
+        } else {
+            c.put(key, value);
+        }
+        ConfigException e = assertThrows(ConfigException.class, () -> PluginConfig.parse(c));
+        assertTrue(e.getMessage().contains(named), name + ": " + e.getMessage());
+    }
+
+    @Test
+    void bootstrapIsNeededWithoutTheEmbeddedLog() {
+        Map<String, Object> c = new HashMap<>(good());
+        c.remove("rlmm.serve.embedded.dir");
+        c.remove("remote.log.metadata.common.client.bootstrap.servers");
+        ConfigException e = assertThrows(ConfigException.class, () -> PluginConfig.parse(c));
+        assertTrue(e.getMessage().contains("remote.log.metadata.common.client.bootstrap.servers"), e.getMessage());
+    }
+
+    @Test
+    void aSettingRlmmServeRefusesFailsConfigureNamingIt() {
+        // Kafka mode: the child reads the properties file and refuses the value.
+        Map<String, Object> c = TestSupport.kafkaConfig(dir.resolve("refused"), "127.0.0.1:9");
+        c.put("remote.log.metadata.topic.num.partitions", "0");
+        RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
+        try {
+            ConfigException e = assertThrows(ConfigException.class, () -> m.configure(c));
+            assertTrue(e.getMessage().contains("remote.log.metadata.topic.num.partitions"), e.getMessage());
+        } finally {
+            m.close();
+        }
+        assertTrue(TestSupport.processesNaming(dir.resolve("refused").toString()).isEmpty());
+    }
+
+    @Test
+    void brokerIdArrivesAsAnIntegerOrAString() {
+        Map<String, Object> c = new HashMap<>(good());
+        c.put("broker.id", 12);
+        assertEquals(12, PluginConfig.parse(c).brokerId);
+        c.put("broker.id", "13");
+        assertEquals(13, PluginConfig.parse(c).brokerId);
+    }
+
+    @Test
+    void onlyTheKafkaSettingsRlmmReadsAreForwarded() {
+        Map<String, Object> c = new HashMap<>(good());
+        c.put("remote.log.metadata.producer.acks", "all");
+        c.put("remote.log.metadata.topic.replication.factor", "3");
+        PluginConfig p = PluginConfig.parse(c);
+        assertEquals("3", p.kafkaSettings.get("remote.log.metadata.topic.replication.factor"));
+        assertEquals("PLAINTEXT", p.kafkaSettings.get("remote.log.metadata.common.client.security.protocol"));
+        assertFalse(p.kafkaSettings.containsKey("remote.log.metadata.producer.acks"));
+        assertTrue(p.ignoredSettings.contains("remote.log.metadata.producer.acks"));
+        assertFalse(p.kafkaSettings.containsKey("rlmm.serve.binary"));
+    }
+
+    @Test
+    void thePrivateDirectoryIsBesideTheLogDirectoryNotInIt() {
+        PluginConfig p = PluginConfig.parse(good());
+        Path logDir = dir.resolve("kafka-logs").toAbsolutePath();
+        assertEquals(logDir.resolveSibling("kafka-logs.rlmm"), p.workDir);
+        assertFalse(p.workDir.startsWith(logDir));
+        assertEquals(p.workDir.resolve("serve.sock"), p.socket);
+        assertEquals(p.workDir.resolve("snapshots"), p.snapshotDir);
+    }
+
+    @Test
+    void aSocketPathTooLongMovesUnderTheTempDirectoryKeyedByAHash() {
+        Map<String, Object> c = new HashMap<>(good());
+        Path deep = dir.resolve("d".repeat(60)).resolve("e".repeat(60)).resolve("kafka-logs");
+        c.put("log.dir", deep.toString());
+        PluginConfig p = PluginConfig.parse(c);
+        assertTrue(p.socket.toString().getBytes(StandardCharsets.UTF_8).length <= SocketPath.MAX_BYTES, p.socket.toString());
+        assertFalse(p.socket.startsWith(p.workDir));
+        assertEquals(p.socket, PluginConfig.parse(c).socket, "the same broker finds the same socket again");
+        Map<String, Object> other = new HashMap<>(c);
+        other.put("log.dir", deep.resolveSibling("kafka-logs-2").toString());
+        assertFalse(p.socket.equals(PluginConfig.parse(other).socket), "two brokers never share a socket");
+    }
+}

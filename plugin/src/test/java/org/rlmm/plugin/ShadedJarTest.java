@@ -1,0 +1,132 @@
+package org.rlmm.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The packaged jar as a broker loads it: in a class loader of its own that looks into the jar
+ * first (as Kafka's plugin class path does), with only Kafka's API (4.4.0 here) from the parent.
+ * Runs after `package` (Surefire's shaded-jar execution in the integration-test phase).
+ */
+class ShadedJarTest {
+    static final String CLASS = "org.rlmm.plugin.RlmmRemoteLogMetadataManager";
+
+    @TempDir
+    Path dir;
+
+    static Path jar() {
+        String p = System.getProperty("rlmm.plugin.jar");
+        if (p == null || !Files.isRegularFile(Paths.get(p))) {
+            fail("system property rlmm.plugin.jar does not name the packaged jar (" + p + "): run mvn verify");
+        }
+        return Paths.get(p);
+    }
+
+    /** Child first: the jar's classes win; what the jar does not have comes from the parent. */
+    static final class ChildFirst extends URLClassLoader {
+        ChildFirst(URL jar, ClassLoader parent) {
+            super(new URL[] {jar}, parent);
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            synchronized (getClassLoadingLock(name)) {
+                Class<?> c = findLoadedClass(name);
+                if (c == null && !name.startsWith("java.")) {
+                    try {
+                        c = findClass(name);
+                    } catch (ClassNotFoundException e) {
+                        c = null;
+                    }
+                }
+                if (c == null) {
+                    c = getParent().loadClass(name);
+                }
+                if (resolve) {
+                    resolveClass(c);
+                }
+                return c;
+            }
+        }
+    }
+
+    @Test
+    void everyClassIsTheProjectsOrRelocatedAndKafkaIsNotInside() throws IOException {
+        List<String> stray = new ArrayList<>();
+        boolean epollLib = false;
+        try (JarFile j = new JarFile(jar().toFile())) {
+            for (JarEntry e : Collections.list(j.entries())) {
+                String n = e.getName();
+                if (n.endsWith(".class") && !n.startsWith("org/rlmm/plugin/")) {
+                    stray.add(n);
+                }
+                if (n.equals("META-INF/native/liborg_rlmm_plugin_shaded_io_grpc_netty_shaded_netty_transport_native_epoll_x86_64.so")) {
+                    epollLib = true;
+                }
+            }
+            assertNotNull(j.getEntry(CLASS.replace('.', '/') + ".class"));
+        }
+        assertEquals(List.of(), stray, "classes outside org/rlmm/plugin/ (unrelocated, or Kafka's)");
+        assertTrue(epollLib, "the epoll library renamed for the relocated package");
+    }
+
+    @Test
+    void theJarLoadedAsABrokerLoadsItServesOverTheUnixSocket() throws Exception {
+        ClassLoader parent = RemoteLogMetadataManager.class.getClassLoader();
+        try (ChildFirst loader = new ChildFirst(jar().toUri().toURL(), parent)) {
+            Class<?> cls = loader.loadClass(CLASS);
+            assertEquals(loader, cls.getClassLoader(), "the plugin class comes from the jar");
+            RemoteLogMetadataManager m = (RemoteLogMetadataManager) cls.getDeclaredConstructor().newInstance();
+            try {
+                m.configure(TestSupport.embeddedConfig(dir));
+                TopicIdPartition tp = TestSupport.newPartition("shaded");
+                TestSupport.assignAndAwaitReady(m, tp, Duration.ofSeconds(30));
+                RemoteLogSegmentMetadata s = TestSupport.segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+                m.addRemoteLogSegmentMetadata(s).get(10, TimeUnit.SECONDS);
+                RemoteLogSegmentMetadataUpdate f = TestSupport.update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+                m.updateRemoteLogSegmentMetadata(f).get(10, TimeUnit.SECONDS);
+                assertEquals(Optional.of(s.createWithUpdates(f)), m.remoteLogSegmentMetadata(tp, 0, 3));
+                // The transport really is the relocated epoll one.
+                Class<?> epoll = loader.loadClass("org.rlmm.plugin.shaded.io.grpc.netty.shaded.io.netty.channel.epoll.Epoll");
+                assertTrue((Boolean) epoll.getMethod("isAvailable").invoke(null), "relocated epoll is available");
+                assertFalse(classVisible(parent, "io.grpc.ManagedChannel"), "the test's parent loader has no gRPC");
+            } finally {
+                m.close();
+            }
+        }
+    }
+
+    private static boolean classVisible(ClassLoader l, String name) {
+        try {
+            Class.forName(name, false, l);
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+}
