@@ -61,6 +61,20 @@ vectors:
 kafka-fetch:
 	bash scripts/kafka.sh fetch
 
+# Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1 test jar, 74 runs) with
+# rlmm's broker plugin as the RLMM (part of make test), with Kafka's own RLMM (the control), or one
+# class of it: make kafka-suite-one CLASS=DeleteTopicTest [RLMM=kafka]. Results: docs/COMPATIBILITY.md.
+.PHONY: kafka-suite kafka-suite-control kafka-suite-one
+kafka-suite:
+	bash scripts/kafkasuite.sh rlmm
+
+kafka-suite-control:
+	bash scripts/kafkasuite.sh kafka
+
+kafka-suite-one:
+	@test -n "$(CLASS)" || { echo "usage: make kafka-suite-one CLASS=DeleteTopicTest [RLMM=kafka]"; exit 2; }
+	bash scripts/kafkasuite.sh one $(CLASS) $(or $(RLMM),rlmm)
+
 # The Kafka broker plugin (plugin/): the rlmm binary and the shaded jar; prints the jar's path.
 plugin:
 	bash scripts/plugin.sh build

@@ -123,5 +123,12 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	faults
 fi
 
+# Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
+# docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out.
+if [ "${RLMM_SKIP_KAFKA_SUITE:-}" != 1 ]; then
+	step "Kafka's tiered-storage integration suite with rlmm's plugin (make kafka-suite)"
+	bash scripts/kafkasuite.sh rlmm
+fi
+
 step "short fuzzing"
 bash scripts/fuzz-short.sh

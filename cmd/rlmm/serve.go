@@ -202,17 +202,45 @@ func securityFlagsChanged(changed func(string) bool) bool {
 	return false
 }
 
+// Retries of opening the metadata topic, as Kafka's manager retries its
+// initialization (remote.log.metadata.initialization.retry.interval.ms and
+// .retry.max.timeout.ms, whose defaults these are).
+const (
+	openRetryInterval = 100 * time.Millisecond
+	openRetryMaxWait  = 2 * time.Minute
+)
+
 // open opens the log: the Kafka topic (created if missing, as Kafka's
 // manager does) or the embedded log (created if missing).
+//
+// A broker starts its RLMM before its own listener serves, and a cluster's
+// first broker cannot create the topic with its replication factor until
+// the others have registered: so a cluster that does not answer, or refuses
+// the topic for now, is retried (the socket answers NOT_READY meanwhile) for
+// up to openRetryMaxWait, as Kafka's manager does. A bad setting
+// (rlmm.ErrInvalidArgument, e.g. a partition count that does not match the
+// topic) fails at once.
 func (sl *serveLog) open(ctx context.Context, logger *slog.Logger) (eventlog.Log, error) {
 	if sl.kafka != nil {
 		c := *sl.kafka
 		c.Logger = logger
-		l, err := kafkalog.Open(ctx, c)
-		if err != nil {
-			return nil, fmt.Errorf("opening the metadata topic: %w", err)
+		deadline := time.Now().Add(openRetryMaxWait)
+		for attempt := 1; ; attempt++ {
+			l, err := kafkalog.Open(ctx, c)
+			if err == nil {
+				return l, nil
+			}
+			if errors.Is(err, rlmm.ErrInvalidArgument) || ctx.Err() != nil || time.Now().After(deadline) {
+				return nil, fmt.Errorf("opening the metadata topic (attempt %d): %w", attempt, err)
+			}
+			logger.Warn("serve: opening the metadata topic failed; retrying", "attempt", attempt,
+				"retry_in", openRetryInterval, "gives_up_in", time.Until(deadline).Round(time.Second), "err", err)
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("opening the metadata topic: %w", ctx.Err())
+			case <-time.After(openRetryInterval):
+			}
 		}
-		return l, nil
 	}
 	if err := os.MkdirAll(sl.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("--dir: %w", err)

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Runs Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1's test jar, package
+# org.apache.kafka.tiered.storage.integration: 17 classes, 74 runs) from kafkasuite/ with a chosen RLMM.
+#
+#   scripts/kafkasuite.sh rlmm              every class with rlmm's broker plugin (make kafka-suite)
+#   scripts/kafkasuite.sh kafka             every class with Kafka's own RLMM (make kafka-suite-control)
+#   scripts/kafkasuite.sh one CLASS [RLMM]  one class (simple name, e.g. DeleteTopicTest), RLMM rlmm
+#                                           (default) or kafka (make kafka-suite-one CLASS=...)
+#   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
+#   scripts/kafkasuite.sh table [KDIR RDIR] one markdown row per run, both RLMMs side by side (the
+#                                           table of docs/COMPATIBILITY.md), from the last runs' reports
+#
+# The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
+# Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
+# Environment: RLMM_SUITE_MVN_ARGS adds Maven arguments (e.g. -Dsurefire.timeout=...).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODULE="$ROOT/kafkasuite"
+
+log() { echo "kafkasuite.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# plugin_args prints the -D settings of the rlmm run: the plugin's jar and class, the rlmm binary.
+plugin_args() {
+	command -v go >/dev/null || die "go not found"
+	log "building bin/rlmm"
+	(cd "$ROOT" && go build -o bin/rlmm ./cmd/rlmm) || die "go build of cmd/rlmm failed"
+	local jar=""
+	if [[ -f "$ROOT/scripts/plugin.sh" ]]; then
+		log "building the broker plugin (scripts/plugin.sh build)"
+		jar="$(bash "$ROOT/scripts/plugin.sh" build | tail -1)" || die "scripts/plugin.sh build failed"
+	else
+		log "building the broker plugin (mvn package in plugin/)"
+		mvn -B -q -f "$ROOT/plugin/pom.xml" clean package -DskipTests >&2 || die "maven build of plugin/ failed"
+	fi
+	if [[ -z "$jar" ]]; then
+		jar="$(ls -t "$ROOT"/plugin/target/rlmm-plugin-*.jar 2>/dev/null | head -1 || true)"
+	fi
+	[[ -n "$jar" && -f "$jar" ]] || die "no plugin jar found under plugin/target"
+	printf '%s\n' "-Dsuite.plugin.jar=$jar" \
+		"-Dsuite.plugin.class=${RLMM_PLUGIN_CLASS:-org.rlmm.plugin.RlmmRemoteLogMetadataManager}" \
+		"-Dsuite.plugin.binary.setting=${RLMM_PLUGIN_BINARY_SETTING:-rlmm.serve.binary}" \
+		"-Dsuite.rlmm.binary=$ROOT/bin/rlmm"
+}
+
+run() {
+	local rlmm="$1" tests="${2:-}"
+	local args=(-B -f "$MODULE/pom.xml" test "-Dsuite.rlmm=$rlmm")
+	if [[ "$rlmm" == rlmm ]]; then
+		local settings a
+		settings="$(plugin_args)" || exit 1
+		while IFS= read -r a; do args+=("$a"); done <<<"$settings"
+	fi
+	if [[ -n "$tests" ]]; then
+		args+=("-Dtest=$tests")
+	else
+		rm -rf "$MODULE/target/reports-$rlmm" # a full run's reports are that run's only
+	fi
+	# shellcheck disable=SC2206 # a list of Maven arguments
+	[[ -n "${RLMM_SUITE_MVN_ARGS:-}" ]] && args+=(${RLMM_SUITE_MVN_ARGS})
+	log "mvn ${args[*]}"
+	local started rc=0
+	started="$(date +%s)"
+	mvn "${args[@]}" || rc=$?
+	log "$rlmm run took $(($(date +%s) - started)) s (exit $rc)"
+	summary "$rlmm" || true
+	return "$rc"
+}
+
+# summary prints one line per class: runs, passed, failed, errors, skipped, seconds.
+summary() {
+	local dir="$MODULE/target/reports-${1:-rlmm}"
+	[[ -d "$dir" ]] || die "no reports in $dir"
+	python3 - "$dir" <<'PY'
+import glob, os, sys
+import xml.etree.ElementTree as ET
+rows = []
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "TEST-*.xml"))):
+    s = ET.parse(f).getroot()
+    n = int(s.get("tests")); fl = int(s.get("failures")); er = int(s.get("errors")); sk = int(s.get("skipped"))
+    rows.append((s.get("name").rsplit(".", 1)[-1], n, n - fl - er - sk, fl, er, sk, float(s.get("time"))))
+print(f"{'class':48} {'runs':>4} {'pass':>4} {'fail':>4} {'err':>4} {'skip':>4} {'seconds':>8}")
+for r in rows:
+    print(f"{r[0]:48} {r[1]:4} {r[2]:4} {r[3]:4} {r[4]:4} {r[5]:4} {r[6]:8.1f}")
+t = [sum(r[i] for r in rows) for i in range(1, 6)]
+print(f"{'total':48} {t[0]:4} {t[1]:4} {t[2]:4} {t[3]:4} {t[4]:4} {sum(r[6] for r in rows):8.1f}")
+PY
+}
+
+# table prints a markdown row per run: class, run, result and time with Kafka's RLMM and with rlmm's.
+# Runs are matched by class, method and their order within the method (Surefire names a run by its
+# display name, e.g. "executeTieredStorageTest(String).groupProtocol=classic", or older reports "[1]").
+table() {
+	python3 - "${1:-$MODULE/target/reports-kafka}" "${2:-$MODULE/target/reports-rlmm}" <<'PY'
+import glob, os, re, sys
+import xml.etree.ElementTree as ET
+def load(d):
+    runs = {}
+    for f in sorted(glob.glob(os.path.join(d, "TEST-*.xml"))):
+        s = ET.parse(f).getroot()
+        cls = s.get("name").rsplit(".", 1)[-1]
+        if cls == "SuiteCoverageTest":
+            continue  # this module's own check, not one of Kafka's runs
+        seen = {}
+        for tc in s.iter("testcase"):
+            name = tc.get("name")
+            method = re.split(r"[(\[]", name, 1)[0]
+            seen[method] = seen.get(method, 0) + 1
+            if tc.find("failure") is not None or tc.find("error") is not None:
+                res = "FAIL"
+            elif tc.find("skipped") is not None:
+                res = "skip"
+            else:
+                res = "pass"
+            runs[(cls, method, seen[method])] = (name, res, float(tc.get("time") or 0))
+    return runs
+k, r = load(sys.argv[1]), load(sys.argv[2])
+def label(key):
+    for src in (r, k):
+        if key in src and " " in src[key][0]:  # "method(sig) display name"
+            n = src[key][0]
+            return n.rsplit("] ", 1)[-1] if "] " in n else n.rsplit(").", 1)[-1]
+    return "#%d" % key[2]
+print("| class | method | run | Kafka's RLMM | s | rlmm | s |")
+print("|---|---|---|---|---:|---|---:|")
+for key in sorted(set(k) | set(r)):
+    kk = k.get(key); rr = r.get(key)
+    print("| %s | %s | %s | %s | %s | %s | %s |" % (key[0], key[1], label(key),
+          kk[1] if kk else "not run", "%.1f" % kk[2] if kk else "",
+          rr[1] if rr else "not run", "%.1f" % rr[2] if rr else ""))
+PY
+}
+
+case "${1:-}" in
+rlmm | kafka) run "$1" ;;
+one)
+	[[ -n "${2:-}" ]] || die "usage: $0 one CLASS [rlmm|kafka]"
+	run "${3:-rlmm}" "$2"
+	;;
+summary) summary "${2:-rlmm}" ;;
+table) table "${2:-}" "${3:-}" ;;
+*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table" ;;
+esac
