@@ -9,6 +9,13 @@
 #   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
 #   scripts/kafkasuite.sh table [KDIR RDIR] one markdown row per run, both RLMMs side by side (the
 #                                           table of docs/COMPATIBILITY.md), from the last runs' reports
+#   scripts/kafkasuite.sh gate [RLMM]       after a full run: exit 0 when all 74 of Kafka's runs ran and
+#                                           every failing one is listed in kafkasuite/known-failures.txt
+#                                           (each printed with its reason), 1 otherwise
+#
+# `rlmm` (make kafka-suite, and make test) ends with the gate: a run known to fail (a defect of
+# rlmm's, tracked in docs/COMPATIBILITY.md and open issue 12) is reported, not hidden, and any
+# other failure, or fewer than 74 runs, fails the command.
 #
 # The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
 # Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
@@ -132,13 +139,69 @@ for key in sorted(set(k) | set(r)):
 PY
 }
 
+# gate checks the last full run's reports against kafkasuite/known-failures.txt.
+gate() {
+	local dir="$MODULE/target/reports-${1:-rlmm}"
+	[[ -d "$dir" ]] || die "no reports in $dir"
+	python3 - "$dir" "$MODULE/known-failures.txt" <<'PY'
+import glob, os, re, sys
+import xml.etree.ElementTree as ET
+known = []
+for line in open(sys.argv[2]):
+    line = line.strip()
+    if line and not line.startswith("#"):
+        cls, method, reason = line.split(None, 2)
+        known.append([cls, re.compile(method), reason, 0])
+runs, failed, coverage_ok = 0, [], False
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "TEST-*.xml"))):
+    s = ET.parse(f).getroot()
+    cls = s.get("name").rsplit(".", 1)[-1]
+    for tc in s.iter("testcase"):
+        bad = tc.find("failure") is not None or tc.find("error") is not None
+        if cls == "SuiteCoverageTest":
+            coverage_ok = not bad
+            continue
+        runs += 1
+        if bad:
+            failed.append((cls, tc.get("name")))
+unexpected = []
+for cls, name in failed:
+    method = re.split(r"[(\[]", name, 1)[0]
+    for k in known:
+        if k[0] == cls and k[1].fullmatch(method):
+            k[3] += 1
+            print("KNOWN FAILURE (issue 12, docs/COMPATIBILITY.md): %s %s: %s" % (cls, name, k[2]))
+            break
+    else:
+        unexpected.append((cls, name))
+for k in known:
+    if k[3] == 0:
+        print("known failure not seen in this run (fixed? then delete its line): %s %s: %s" % (k[0], k[1].pattern, k[2]))
+print("kafka suite with rlmm: %d runs, %d passed, %d known failures, %d unexpected failures" % (
+    runs, runs - len(failed), len(failed) - len(unexpected), len(unexpected)))
+for cls, name in unexpected:
+    print("UNEXPECTED FAILURE: %s %s" % (cls, name))
+if runs != 74:
+    print("expected Kafka's 74 runs, the reports hold %d" % runs)
+if not coverage_ok:
+    print("SuiteCoverageTest did not pass: a class of Kafka's package has no wrapper, or it did not run")
+sys.exit(0 if runs == 74 and coverage_ok and not unexpected else 1)
+PY
+}
+
 case "${1:-}" in
-rlmm | kafka) run "$1" ;;
+rlmm)
+	# mvn's own exit status is not the verdict: the gate is (it also fails when runs are missing).
+	run rlmm || log "maven reported failures; the gate decides which are known"
+	gate rlmm
+	;;
+kafka) run kafka ;;
 one)
 	[[ -n "${2:-}" ]] || die "usage: $0 one CLASS [rlmm|kafka]"
 	run "${3:-rlmm}" "$2"
 	;;
 summary) summary "${2:-rlmm}" ;;
+gate) gate "${2:-rlmm}" ;;
 table) table "${2:-}" "${3:-}" ;;
-*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table" ;;
+*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table | gate [rlmm|kafka]" ;;
 esac
