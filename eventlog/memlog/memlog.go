@@ -77,29 +77,17 @@ func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64
 
 // HighWaterMarks returns the next offset of each given partition.
 func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, p := range partitions {
-		if err := l.checkPartition(p); err != nil {
-			return nil, err
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, fmt.Errorf("memlog: high-water marks: %w", rlmm.ErrClosed)
-	}
-	hw := make([]int64, len(partitions))
-	for i, p := range partitions {
-		hw[i] = int64(len(l.records[p]))
-	}
-	return hw, nil
+	return l.offsets(ctx, "high-water marks", partitions, func(p int32) int64 { return int64(len(l.records[p])) })
 }
 
 // StartOffsets returns the log start offset of each given partition: 0
 // unless DeleteRecordsBefore moved it.
 func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
+	return l.offsets(ctx, "start offsets", partitions, func(p int32) int64 { return l.start[p] })
+}
+
+// offsets checks the partitions, then reads one offset of each under mu.
+func (l *Log) offsets(ctx context.Context, what string, partitions []int32, of func(p int32) int64) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -111,13 +99,13 @@ func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, fmt.Errorf("memlog: start offsets: %w", rlmm.ErrClosed)
+		return nil, fmt.Errorf("memlog: %s: %w", what, rlmm.ErrClosed)
 	}
-	so := make([]int64, len(partitions))
+	out := make([]int64, len(partitions))
 	for i, p := range partitions {
-		so[i] = l.start[p]
+		out[i] = of(p)
 	}
-	return so, nil
+	return out, nil
 }
 
 // DeleteRecordsBefore deletes the records of partition below offset, as
