@@ -36,39 +36,27 @@ func (v *service) reader() (*topicbased.Manager, error) {
 // AddSegment records a new segment (COPY_SEGMENT_STARTED), returning when
 // the manager's mutation returns, with its verdict.
 func (v *service) AddSegment(ctx context.Context, req *rlmmpb.AddSegmentRequest) (*rlmmpb.MutationReply, error) {
-	md, err := segmentFromProto(req.GetSegment())
-	if err != nil {
-		return nil, toStatus(err, true)
-	}
-	m, err := v.s.waitManager(ctx)
-	if err != nil {
-		return nil, toStatus(err, true)
-	}
-	if err := m.AddSegment(ctx, md); err != nil {
-		return nil, toStatus(err, true)
-	}
-	return &rlmmpb.MutationReply{}, nil
+	return mutate(ctx, v, func() (rlmm.SegmentMetadata, error) { return segmentFromProto(req.GetSegment()) },
+		(*topicbased.Manager).AddSegment)
 }
 
 // UpdateSegment moves a segment to a new state.
 func (v *service) UpdateSegment(ctx context.Context, req *rlmmpb.UpdateSegmentRequest) (*rlmmpb.MutationReply, error) {
-	u, err := updateFromProto(req.GetUpdate())
-	if err != nil {
-		return nil, toStatus(err, true)
-	}
-	m, err := v.s.waitManager(ctx)
-	if err != nil {
-		return nil, toStatus(err, true)
-	}
-	if err := m.UpdateSegment(ctx, u); err != nil {
-		return nil, toStatus(err, true)
-	}
-	return &rlmmpb.MutationReply{}, nil
+	return mutate(ctx, v, func() (rlmm.SegmentUpdate, error) { return updateFromProto(req.GetUpdate()) },
+		(*topicbased.Manager).UpdateSegment)
 }
 
 // PutPartitionDelete records a partition's deletion state.
 func (v *service) PutPartitionDelete(ctx context.Context, req *rlmmpb.PutPartitionDeleteRequest) (*rlmmpb.MutationReply, error) {
-	d, err := deleteFromProto(req.GetDelete())
+	return mutate(ctx, v, func() (rlmm.PartitionDelete, error) { return deleteFromProto(req.GetDelete()) },
+		(*topicbased.Manager).PutPartitionDelete)
+}
+
+// mutate is the path of every mutation: decode the request, wait for the
+// manager within the call's deadline, apply, and answer with the verdict.
+func mutate[T any](ctx context.Context, v *service, decode func() (T, error),
+	apply func(*topicbased.Manager, context.Context, T) error) (*rlmmpb.MutationReply, error) {
+	arg, err := decode()
 	if err != nil {
 		return nil, toStatus(err, true)
 	}
@@ -76,7 +64,7 @@ func (v *service) PutPartitionDelete(ctx context.Context, req *rlmmpb.PutPartiti
 	if err != nil {
 		return nil, toStatus(err, true)
 	}
-	if err := m.PutPartitionDelete(ctx, d); err != nil {
+	if err := apply(m, ctx, arg); err != nil {
 		return nil, toStatus(err, true)
 	}
 	return &rlmmpb.MutationReply{}, nil
