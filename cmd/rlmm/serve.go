@@ -213,9 +213,11 @@ const (
 // open opens the log: the Kafka topic (created if missing, as Kafka's
 // manager does) or the embedded log (created if missing).
 //
-// A broker starts its RLMM before its own listener serves, and a cluster's
-// first broker cannot create the topic with its replication factor until
-// the others have registered: so a cluster that does not answer, or refuses
+// A broker starts its RLMM before its own listener serves (a Kafka 4.3.1
+// broker's listener opened 11 s after configure on a loaded 2-core
+// machine), and a cluster's first broker cannot create the topic with its
+// replication factor until the others have registered: so a cluster that
+// does not answer, or refuses
 // the topic for now, is retried (the socket answers NOT_READY meanwhile) for
 // up to openRetryMaxWait, as Kafka's manager does. A bad setting
 // (rlmm.ErrInvalidArgument, e.g. a partition count that does not match the
@@ -250,28 +252,6 @@ func (sl *serveLog) open(ctx context.Context, logger *slog.Logger) (eventlog.Log
 		return nil, explainFilelog(err, sl.dir)
 	}
 	return l, nil
-}
-
-// openWaiting is open, retried every second while the Kafka cluster does not
-// answer (rlmm.ErrTimeout): a broker calls its RLMM's configure, which
-// starts this process, before its own listener accepts connections, so the
-// sidecar of a cluster's first or only broker must wait for it instead of
-// exiting (a Kafka 4.3.1 broker's listener opened 11 s after configure on a
-// loaded 2-core machine). The socket answers NOT_READY meanwhile; any other
-// error ends the wait.
-func (sl *serveLog) openWaiting(ctx context.Context, logger *slog.Logger) (eventlog.Log, error) {
-	for {
-		l, err := sl.open(ctx, logger)
-		if err == nil || !errors.Is(err, rlmm.ErrTimeout) || ctx.Err() != nil {
-			return l, err
-		}
-		logger.Warn("serve: the Kafka cluster does not answer yet; retrying in 1s", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // newLogger builds the slog logger of --log-format and --log-level.
@@ -423,7 +403,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 
 	// The log and the manager come up behind the socket, which already
 	// answers (NOT_READY until then).
-	log, err := sl.openWaiting(ctx, logger)
+	log, err := sl.open(ctx, logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			logger.Info("serve: stopped while opening the metadata log")

@@ -519,7 +519,7 @@ func TestServeWaitsForTheCluster(t *testing.T) {
 	p := startServe(t, "--kafka", "127.0.0.1:1", "--snapshot-dir", filepath.Join(dir, "snap"), "--socket", socket, "--ready-file", ready)
 	waitFile(t, ready, p.done, &p.stderr)
 	deadline := time.After(30 * time.Second)
-	for !strings.Contains(p.stderr.String(), "does not answer yet; retrying") {
+	for !strings.Contains(p.stderr.String(), "opening the metadata topic failed; retrying") {
 		select {
 		case code := <-p.done:
 			t.Fatalf("serve exited (%d) while the cluster did not answer:\n%s", code, p.stderr.String())
