@@ -125,7 +125,20 @@ fetch_rsm() {
 	mv "$tmp" "$(dirname "$jar")"
 }
 
+# trace DIR WHAT: appends a UTC timestamp and WHAT to DIR/kafka.sh.trace (where
+# a start's seconds go).
+trace() { echo "$(date -u +%FT%T.%3N) $2" >>"$1/kafka.sh.trace"; }
+
+# build_probe: builds scripts/kafka/probe once per version of its source (the
+# binary is named by a hash of main.go, go.mod and go.sum, so worktrees with
+# different versions do not overwrite each other's), and points PROBE at it:
+# a start then does not spend a `go build` (1-3 s on a loaded machine) before
+# it launches the broker.
 build_probe() {
+	local sum
+	sum="$(cat "$ROOT/scripts/kafka/probe/main.go" "$ROOT/go.mod" "$ROOT/go.sum" | sha256sum | cut -c1-16)"
+	PROBE="$CACHE/probe/probe-$sum"
+	[[ -x "$PROBE" ]] && return 0
 	mkdir -p "$(dirname "$PROBE")"
 	(cd "$ROOT" && go build -o "$PROBE.$$" ./scripts/kafka/probe && mv -f "$PROBE.$$" "$PROBE")
 }
@@ -404,7 +417,9 @@ start() {
 	local dir="$1" node="${2:-}"
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
+	trace "$dir" "start: begin"
 	build_probe
+	trace "$dir" "start: probe built"
 	if [[ ! -f "$dir/server.properties" && ! -f "$dir/cluster.env" ]]; then
 		[[ -z "$node" ]] || die "$dir is not configured yet: start the whole cluster first"
 		new_cluster "$dir"
@@ -421,6 +436,7 @@ start() {
 	for i in "${nodes[@]}"; do
 		launch_node "$(node_dir "$dir" "$i")"
 	done
+	trace "$dir" "start: launched"
 	for i in "${nodes[@]}"; do
 		local ndir port
 		ndir="$(node_dir "$dir" "$i")"
@@ -433,6 +449,7 @@ start() {
 			exit 1
 		fi
 	done
+	trace "$dir" "start: every node answers"
 	bootstrap_line "$dir"
 }
 
@@ -476,9 +493,11 @@ stop() {
 			log "no broker running in $ndir"
 		fi
 	done
+	trace "$dir" "stop: begin"
 	# Broker-only nodes first: their controlled shutdown needs a controller.
 	if ((${#brokers[@]} > 0)); then stop_pids "${brokers[@]}"; fi
 	if ((${#controllers[@]} > 0)); then stop_pids "${controllers[@]}"; fi
+	trace "$dir" "stop: every node gone"
 	for i in $(node_list "$dir" "$node"); do
 		ndir="$(node_dir "$dir" "$i")"
 		running_pid "$ndir" >/dev/null || rm -f "$ndir/pid"

@@ -251,6 +251,11 @@ func (c Config) clientOpts(role string) ([]kgo.Opt, error) {
 		// After a broker restart or a leader move, let the clients refresh
 		// leadership sooner than kgo's default of 5 s between refreshes.
 		kgo.MetadataMinAge(250 * time.Millisecond),
+		// Retries (a broker not listening yet, a leader moving) back off
+		// 50, 100, 200, then 250 ms, not up to kgo's 1 s: a sidecar
+		// started by its broker's RLMM plugin before the broker's listener
+		// opens connects within 250 ms of it, not up to a second later.
+		kgo.RetryBackoffFn(retryBackoff),
 	}
 	if tlsCfg != nil {
 		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
@@ -259,6 +264,12 @@ func (c Config) clientOpts(role string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(m))
 	}
 	return opts, nil
+}
+
+// retryBackoff is the wait before retry number tries (from 1): 50 ms
+// doubling, at most 250 ms.
+func retryBackoff(tries int) time.Duration {
+	return min(25*time.Millisecond<<min(max(tries, 1), 4), 250*time.Millisecond)
 }
 
 // slogAdapter routes franz-go's logging to a *slog.Logger. franz-go's info

@@ -181,6 +181,11 @@ func (b *broker) script(ctx context.Context, args ...string) (string, error) {
 
 func (b *broker) close() {
 	_, _ = b.script(context.Background(), "stop", b.dir)
+	if os.Getenv("BROKERBENCH_KEEP") != "" {
+		// Kept for a look at the broker's and the sidecar's logs.
+		fmt.Fprintf(os.Stderr, "brokerbench: BROKERBENCH_KEEP: broker directory %s kept\n", b.dir)
+		return
+	}
 	_ = os.RemoveAll(b.dir)
 }
 

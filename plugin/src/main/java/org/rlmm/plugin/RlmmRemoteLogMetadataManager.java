@@ -57,8 +57,11 @@ import org.slf4j.LoggerFactory;
  * cluster's {@code __remote_log_metadata} topic. Nothing here decides a segment's state: every
  * method is one call to the server, whose verdict comes back as Kafka's own exceptions.
  *
- * <p>By default {@link #configure} starts the server as a child process on a Unix socket,
- * restarts it when it dies (handing it the partitions this broker holds again) and stops it at
+ * <p>By default {@link #configure} starts the server as a child process on a Unix socket and
+ * returns without waiting for it (as Kafka's own manager initializes in the background): calls
+ * wait for it within their deadlines, {@link #isReady} answers false until it answers, and a
+ * setting the child refuses is logged at ERROR and fails every call naming it. It restarts the
+ * child when it dies (handing it the partitions this broker holds again) and stops it at
  * {@link #close}; with {@code rlmm.serve.socket} or {@code rlmm.serve.address} it connects to a
  * server that is already running. Mutations return futures completed from the gRPC callback;
  * reads block with a deadline ({@code rlmm.serve.call.timeout.ms}). The settings are in
@@ -90,6 +93,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
     @Override
     public synchronized void configure(Map<String, ?> configs) {
+        long began = System.nanoTime();
         if (closed) {
             throw new IllegalStateException("rlmm plugin: configure after close");
         }
@@ -148,6 +152,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     }
                 }
             }
+
+            @Override
+            public void failed(String why) {
+                synchronized (assignLock) {
+                    gateReason = why;
+                    gate.completeExceptionally(new org.apache.kafka.common.config.ConfigException(why));
+                }
+            }
         });
         try {
             p.start();
@@ -156,13 +168,25 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             assigner.close();
             shutdownConnection();
             cfg = null;
-            if (e instanceof ServeProcess.ExitedEarly && p.refusedSettings((ServeProcess.ExitedEarly) e)) {
-                // rlmm refused a flag or setting; its message names it.
-                throw new org.apache.kafka.common.config.ConfigException(e.getMessage());
-            }
             throw new KafkaException(e.getMessage(), e);
         }
         child = p;
+        LOG.info("rlmm plugin: configured in {} ms; rlmm serve starts in the background (calls wait up to {} ms for it)",
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.callTimeout.toMillis());
+    }
+
+    /**
+     * Waits until the server answers (the child started, or came back), at most {@code timeout};
+     * false when it did not, or when it refused its settings (for tests and tools that need the
+     * child up before they look at it).
+     */
+    boolean awaitServer(Duration timeout) throws InterruptedException {
+        try {
+            gate.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            return true;
+        } catch (TimeoutException | ExecutionException e) {
+            return false;
+        }
     }
 
     /**
@@ -238,7 +262,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     /** Waits for the gate (a restarting child) until the deadline; the wait counts against it. */
     private void awaitGate(PluginConfig c, Deadline deadline, Supplier<String> what) throws RemoteStorageException {
         CompletableFuture<Void> g = gate;
-        if (g.isDone()) {
+        if (g.isDone() && !g.isCompletedExceptionally()) {
             return;
         }
         try {
@@ -324,16 +348,21 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             }
         });
         CompletableFuture<Void> g = gate;
-        if (g.isDone()) {
+        if (g.isDone() && !g.isCompletedExceptionally()) {
             send.run();
             return result;
         }
-        g.orTimeout(Math.max(1, deadline.timeRemaining(TimeUnit.MILLISECONDS)), TimeUnit.MILLISECONDS)
+        // A copy: orTimeout completes the future it is called on, and the gate is shared.
+        g.copy().orTimeout(Math.max(1, deadline.timeRemaining(TimeUnit.MILLISECONDS)), TimeUnit.MILLISECONDS)
                 .whenComplete((v, err) -> {
-                    if (err != null) {
+                    Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                            ? err.getCause() : err;
+                    if (cause instanceof TimeoutException) {
                         result.completeExceptionally(new RemoteStorageException(what + " failed: rlmm serve at "
                                 + c.target() + " did not come back within " + c.mutationTimeout.toMillis()
                                 + " ms (" + gateReason + ")"));
+                    } else if (cause != null) {
+                        result.completeExceptionally(new RemoteStorageException(what + " failed: " + cause.getMessage(), cause));
                     } else {
                         send.run();
                     }
@@ -472,7 +501,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public boolean isReady(TopicIdPartition tp) {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         PluginConfig c = config();
-        if (!gate.isDone()) {
+        CompletableFuture<Void> g = gate;
+        if (!g.isDone() || g.isCompletedExceptionally()) {
             return false;
         }
         try {

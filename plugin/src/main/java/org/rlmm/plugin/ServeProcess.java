@@ -24,11 +24,13 @@ import org.slf4j.Logger;
 
 /**
  * Starts and supervises one {@code rlmm serve} child: writes its properties file into the
- * plugin's private directory, starts it, forwards its output to the plugin's logger, waits until
- * it answers, restarts it (with a doubling backoff, logged) when it dies, and stops it at
+ * plugin's private directory, then, on its own thread (the broker's start does not wait for it),
+ * starts the child, forwards its output to the plugin's logger, waits until it answers, restarts
+ * it (with a doubling backoff, logged) when it dies or does not answer, and stops it at
  * {@link #close} (SIGTERM, then SIGKILL after the stop timeout). A child left behind by a
  * previous broker process (its pid file names a live rlmm serve on the same socket) is stopped
- * before a new one starts.
+ * before a new one starts. A first child that refuses its settings is not started again: the
+ * owner hears of it through {@link Hooks#failed}.
  */
 final class ServeProcess implements AutoCloseable {
     /** What the owner does around a child's life. */
@@ -41,6 +43,12 @@ final class ServeProcess implements AutoCloseable {
 
         /** The child died; calls must wait for the next {@link #ready}. */
         void lost(String why);
+
+        /**
+         * The first child refused a flag or setting (the message names it): no child runs, and
+         * none will until the broker is reconfigured.
+         */
+        void failed(String why);
     }
 
     /** A child that lived this long before dying restarts after the initial backoff again. */
@@ -136,9 +144,10 @@ final class ServeProcess implements AutoCloseable {
     }
 
     /**
-     * Starts the first child and waits until it answers (at most the start timeout).
+     * Writes the child's directory and properties file, then returns: the first child starts,
+     * and is waited for, on the supervisor thread ({@link Hooks#ready} says when it answers).
      *
-     * @throws ExitedEarly when the child exited before it answered
+     * @throws RemoteStorageException when the private directory cannot be prepared
      */
     void start() throws RemoteStorageException {
         try {
@@ -147,21 +156,50 @@ final class ServeProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new RemoteStorageException("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
         }
-        stopOrphan();
-        long pid = spawnAndAwait();
-        try {
-            hooks.ready(pid, false);
-        } catch (Exception e) {
-            stopChild();
-            throw new RemoteStorageException("rlmm plugin: rlmm serve at " + cfg.target() + " answered but could not be set up: "
-                    + e.getMessage(), e);
-        }
-        Thread t = new Thread(this::supervise, "rlmm-plugin-supervisor");
+        Thread t = new Thread(this::run, "rlmm-plugin-supervisor");
         t.setDaemon(true);
         synchronized (lock) {
             supervisor = t;
         }
         t.start();
+    }
+
+    /** The supervisor thread: the first start (retried until it answers), then {@link #supervise}. */
+    private void run() {
+        long began = System.nanoTime();
+        stopOrphan();
+        Duration backoff = cfg.restartBackoff;
+        while (!closing) {
+            try {
+                long pid = spawnAndAwait();
+                hooks.ready(pid, false);
+                log.info("rlmm plugin: rlmm serve pid {} ready {} ms after configure", pid,
+                        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began));
+                break;
+            } catch (ExitedEarly e) {
+                if (closing) {
+                    return;
+                }
+                if (refusedSettings(e)) {
+                    log.error("rlmm plugin: rlmm serve refused its settings; every call fails until the broker is"
+                            + " reconfigured and restarted: {}", e.getMessage());
+                    hooks.failed(e.getMessage());
+                    return;
+                }
+                log.error("rlmm plugin: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
+            } catch (Exception e) {
+                if (closing) {
+                    return;
+                }
+                stopChild();
+                log.error("rlmm plugin: starting rlmm serve failed: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
+            }
+            if (!sleep(backoff)) {
+                return;
+            }
+            backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
+        }
+        supervise();
     }
 
     /** The pid of the running child, or -1. */

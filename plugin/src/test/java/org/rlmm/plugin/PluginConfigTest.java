@@ -9,8 +9,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -70,14 +74,26 @@ class PluginConfigTest {
     }
 
     @Test
-    void aSettingRlmmServeRefusesFailsConfigureNamingIt() {
-        // Kafka mode: the child reads the properties file and refuses the value.
+    void aSettingRlmmServeRefusesFailsEveryCallNamingIt() throws Exception {
+        // Kafka mode: the child reads the properties file and refuses the value. configure does
+        // not wait for the child; the refusal then fails every call, naming the setting.
         Map<String, Object> c = TestSupport.kafkaConfig(dir.resolve("refused"), "127.0.0.1:9");
         c.put("remote.log.metadata.topic.num.partitions", "0");
+        c.put("rlmm.serve.call.timeout.ms", "30000");
+        c.put("rlmm.serve.mutation.timeout.ms", "30000");
         RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
         try {
-            ConfigException e = assertThrows(ConfigException.class, () -> m.configure(c));
+            m.configure(c);
+            TopicIdPartition tp = TestSupport.newPartition("refused");
+            RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 0));
             assertTrue(e.getMessage().contains("remote.log.metadata.topic.num.partitions"), e.getMessage());
+            assertFalse(m.awaitServer(java.time.Duration.ofSeconds(1)), "a refused child never answers");
+            assertFalse(m.isReady(tp));
+            ExecutionException mutation = assertThrows(ExecutionException.class, () -> m.addRemoteLogSegmentMetadata(
+                    TestSupport.segment(tp, 0, 9, java.util.Optional.empty(), true, 0, 0)).get(30, TimeUnit.SECONDS));
+            assertTrue(mutation.getCause().getMessage().contains("remote.log.metadata.topic.num.partitions"),
+                    mutation.getCause().getMessage());
+            assertTrue(TestSupport.processesNaming(dir.resolve("refused").toString()).isEmpty(), "no child is running");
         } finally {
             m.close();
         }

@@ -59,6 +59,13 @@ class RlmmRemoteLogMetadataManagerTest {
         return rlmm;
     }
 
+    /** started, then waits until the child answers (configure does not wait for it). */
+    private RlmmRemoteLogMetadataManager startedAndUp(Map<String, Object> config) throws InterruptedException {
+        RlmmRemoteLogMetadataManager m = started(config);
+        assertTrue(m.awaitServer(READY), "rlmm serve answered within " + READY);
+        return m;
+    }
+
     @Test
     void everyMethodRoundTripsKafkasModel() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
@@ -210,7 +217,7 @@ class RlmmRemoteLogMetadataManagerTest {
         // Kafka mode against a port nobody listens on: the server answers, its log never opens.
         Map<String, Object> c = TestSupport.kafkaConfig(dir, "127.0.0.1:9");
         c.put("rlmm.serve.call.timeout.ms", "2000");
-        RlmmRemoteLogMetadataManager m = started(c);
+        RlmmRemoteLogMetadataManager m = startedAndUp(c);
         TopicIdPartition tp = newPartition("not-ready");
         m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
         assertFalse(m.isReady(tp));
@@ -317,7 +324,7 @@ class RlmmRemoteLogMetadataManagerTest {
 
         // A broker restart: a new instance, a new bootstrap port, the same log.dir.
         c.put("remote.log.metadata.common.client.bootstrap.servers", "127.0.0.1:10");
-        RlmmRemoteLogMetadataManager second = started(c);
+        RlmmRemoteLogMetadataManager second = startedAndUp(c);
         assertNotEquals(firstPid, second.childPid());
         assignAndAwaitReady(second, tp, READY);
         assertEquals(List.of(a), toList(second.listRemoteLogSegments(tp)));
@@ -381,7 +388,7 @@ class RlmmRemoteLogMetadataManagerTest {
         try {
             TestSupport.await("the orphan's socket", READY, () -> java.nio.file.Files.exists(cfg.socket));
             java.nio.file.Files.writeString(cfg.workDir.resolve("serve.pid"), Long.toString(orphan.pid()));
-            RlmmRemoteLogMetadataManager m = started(c);
+            RlmmRemoteLogMetadataManager m = startedAndUp(c);
             assertTrue(orphan.waitFor(20, TimeUnit.SECONDS), "the orphan was stopped");
             assertNotEquals(orphan.pid(), m.childPid());
             TopicIdPartition tp = newPartition("after-orphan");
