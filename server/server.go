@@ -23,6 +23,11 @@ import (
 // carries.
 const DefaultBatchSize = 512
 
+// flowWindow is the HTTP/2 flow-control window of every stream and of every
+// connection the server accepts: fixed, so that grpc-go does not estimate the
+// bandwidth-delay product with a PING per request (see Serve).
+const flowWindow = 1 << 20
+
 // Config configures New. Every field is optional.
 type Config struct {
 	// Logger receives the server's logs; nil discards them.
@@ -129,6 +134,14 @@ func (s *Server) Serve(ep Endpoint) error {
 	// A pool of handler goroutines instead of one new goroutine per call:
 	// a few µs off the lookup round trip (BENCHMARKS.md, rlmm serve).
 	opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	// Fixed flow-control windows (at least 64 KiB each) turn grpc-go's BDP
+	// estimation off. With it on, every request's DATA frame made the server
+	// send a connection WINDOW_UPDATE and a BDP PING, and the client's PING
+	// ack came back as a read of its own: two more frames and one more
+	// wake-up per call on each side, most of rlmm serve's CPU per lookup
+	// under grpc-java (BENCHMARKS.md, "Broker plugin"). 1 MiB per stream and
+	// per connection lets a streamed list run without waiting for updates.
+	opts = append(opts, grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
 	g := grpc.NewServer(opts...)
 	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
 	s.mu.Lock()

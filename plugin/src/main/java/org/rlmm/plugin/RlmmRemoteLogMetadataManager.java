@@ -1,7 +1,10 @@
 package org.rlmm.plugin;
 
 import io.grpc.Deadline;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,6 +20,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -390,6 +394,38 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
     // ---- reads -----------------------------------------------------------------------------
 
+    /**
+     * A unary read bounded by a timed wait of the caller's own thread instead of a gRPC deadline.
+     * A deadline costs a timer on Netty's event loop and another in rlmm serve (its grpc-timeout
+     * header) with every call, each waking a thread that then has nothing to do: about 20 µs of the
+     * lookup's round trip (docs/BENCHMARKS.md, "Broker plugin"). When the wait ends the call is
+     * cancelled and fails as a deadline would, with DEADLINE_EXCEEDED.
+     */
+    private <Q, R> R timedRead(MethodDescriptor<Q, R> method, Q request, Supplier<String> what, Deadline deadline)
+            throws RemoteStorageException {
+        PluginConfig c = config();
+        awaitGate(c, deadline, what);
+        Future<R> f = ClientCalls.futureUnaryCall(
+                blocking.getChannel().newCall(method, blocking.getCallOptions().withWaitForReady()), request);
+        try {
+            return f.get(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            throw Errors.rethrow(Status.DEADLINE_EXCEEDED
+                    .withDescription("no answer within " + c.callTimeout.toMillis() + " ms").asRuntimeException(),
+                    what.get(), c.target());
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new RemoteStorageException(what.get() + " interrupted", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof StatusRuntimeException s) {
+                throw Errors.rethrow(s, what.get(), c.target());
+            }
+            throw new RemoteStorageException(what.get() + " failed: " + e.getCause(), e.getCause());
+        }
+    }
+
     private Deadline callDeadline() {
         return Deadline.after(config().callTimeout.toNanos(), TimeUnit.NANOSECONDS);
     }
@@ -400,11 +436,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         Supplier<String> what = () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
         try {
-            SegmentReply r = read(what, callDeadline()).segmentForOffset(SegmentForOffsetRequest.newBuilder()
+            SegmentReply r = timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), SegmentForOffsetRequest.newBuilder()
                     .setTopicIdPartition(Convert.partition(tp))
                     .setLeaderEpoch(epochForOffset)
                     .setOffset(offset)
-                    .build());
+                    .build(), what, callDeadline());
             return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
         } catch (StatusRuntimeException e) {
             throw Errors.rethrow(e, what.get(), config().target());
