@@ -13,14 +13,12 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
 import java.io.IOException;
+import java.net.UnixDomainSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.concurrent.ThreadFactory;
@@ -28,9 +26,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.config.ConfigException;
 
 /**
- * Builds the gRPC channel to {@code rlmm serve}: a Unix domain socket through Netty's epoll
- * transport (grpc-netty-shaded carries its native library, renamed in this jar for the relocated
- * package), or TCP with optional TLS and bearer token.
+ * Builds the gRPC channel to {@code rlmm serve}: a Unix domain socket through Netty's NIO
+ * transport (the JDK's own {@code UnixDomainSocketAddress}, JDK 16+, no native library), or TCP
+ * with optional TLS and bearer token. Not epoll: its JNI library binds to one class loader, so
+ * every plugin instance a broker JVM loads in a loader of its own loaded one more copy
+ * (docs/COMPATIBILITY.md, F4).
  */
 final class Channels {
     private Channels() {}
@@ -70,25 +70,24 @@ final class Channels {
     }
 
     private static Conn unix(PluginConfig cfg) {
-        if (!Epoll.isAvailable()) {
-            throw new IllegalStateException(
-                    "rlmm plugin: Netty's epoll transport, needed for the Unix socket " + cfg.socket
-                            + ", is not available on this host (Linux x86_64 or aarch64 only); use "
-                            + PluginConfig.ADDRESS + " for TCP",
-                    Epoll.unavailabilityCause());
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), NioIoHandler.newFactory());
+        ManagedChannel ch;
+        try {
+            ch = NettyChannelBuilder.forAddress(UnixDomainSocketAddress.of(cfg.socket))
+                    .eventLoopGroup(group)
+                    .channelType(NioDomainSocketChannel.class, UnixDomainSocketAddress.class)
+                    .overrideAuthority("localhost")
+                    // gRPC asks every transport for TCP keep-alive; a Unix socket has none, and Netty
+                    // would log a warning at every connect. null takes the option away.
+                    .withOption(ChannelOption.SO_KEEPALIVE, null)
+                    .usePlaintext()
+                    .directExecutor()
+                    .maxInboundMessageSize(64 << 20)
+                    .build();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+            throw new IllegalStateException("rlmm plugin: cannot open a channel to the Unix socket " + cfg.socket + ": " + e, e);
         }
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), EpollIoHandler.newFactory());
-        ManagedChannel ch = NettyChannelBuilder.forAddress(new DomainSocketAddress(cfg.socket.toString()))
-                .eventLoopGroup(group)
-                .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
-                .overrideAuthority("localhost")
-                // gRPC asks every transport for TCP keep-alive; a Unix socket has none, and Netty
-                // would log a warning at every connect. null takes the option away.
-                .withOption(ChannelOption.SO_KEEPALIVE, null)
-                .usePlaintext()
-                .directExecutor()
-                .maxInboundMessageSize(64 << 20)
-                .build();
         return new Conn(ch, group);
     }
 

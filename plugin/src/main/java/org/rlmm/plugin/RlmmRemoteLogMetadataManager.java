@@ -248,9 +248,20 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return Optional.of(blocking.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
                     .serverInfo(ServerInfoRequest.getDefaultInstance()));
         } catch (StatusRuntimeException e) {
+            // The probe loop retries; say once per distinct reason why the server did not
+            // answer, with the cause (a transport that cannot even connect shows here).
+            // (A deadline's description carries timings, so the code and cause tell reasons apart.)
+            String why = e.getStatus().getCode() + (e.getCause() == null ? "" : " " + e.getCause());
+            if (!why.equals(lastProbeFailure)) {
+                lastProbeFailure = why;
+                LOG.warn("rlmm plugin: ServerInfo to {} failed: {}", cfg == null ? "rlmm serve" : cfg.target(),
+                        e.getStatus(), e.getCause());
+            }
             return Optional.empty();
         }
     }
+
+    private volatile String lastProbeFailure = "";
 
     private PluginConfig config() {
         PluginConfig c = cfg;

@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.jar.JarEntry;
@@ -78,21 +79,21 @@ class ShadedJarTest {
     @Test
     void everyClassIsTheProjectsOrRelocatedAndKafkaIsNotInside() throws IOException {
         List<String> stray = new ArrayList<>();
-        boolean epollLib = false;
+        List<String> nativeLibs = new ArrayList<>();
         try (JarFile j = new JarFile(jar().toFile())) {
             for (JarEntry e : Collections.list(j.entries())) {
                 String n = e.getName();
                 if (n.endsWith(".class") && !n.startsWith("org/rlmm/plugin/")) {
                     stray.add(n);
                 }
-                if (n.equals("META-INF/native/liborg_rlmm_plugin_shaded_io_grpc_netty_shaded_netty_transport_native_epoll_x86_64.so")) {
-                    epollLib = true;
+                if (n.startsWith("META-INF/native/")) {
+                    nativeLibs.add(n);
                 }
             }
             assertNotNull(j.getEntry(CLASS.replace('.', '/') + ".class"));
         }
         assertEquals(List.of(), stray, "classes outside org/rlmm/plugin/ (unrelocated, or Kafka's)");
-        assertTrue(epollLib, "the epoll library renamed for the relocated package");
+        assertEquals(List.of(), nativeLibs, "JNI libraries in the jar (the Unix socket needs none: F4)");
     }
 
     @Test
@@ -111,15 +112,62 @@ class ShadedJarTest {
                 RemoteLogSegmentMetadataUpdate f = TestSupport.update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
                 m.updateRemoteLogSegmentMetadata(f).get(10, TimeUnit.SECONDS);
                 assertEquals(Optional.of(s.createWithUpdates(f)), m.remoteLogSegmentMetadata(tp, 0, 3));
-                // The transport really is the relocated epoll one.
+                // It served over the Unix socket with no JNI library to load: the relocated epoll has none.
                 Class<?> epoll = loader.loadClass("org.rlmm.plugin.shaded.io.grpc.netty.shaded.io.netty.channel.epoll.Epoll");
-                assertTrue((Boolean) epoll.getMethod("isAvailable").invoke(null), "relocated epoll is available");
+                assertFalse((Boolean) epoll.getMethod("isAvailable").invoke(null), "relocated epoll found a native library");
                 assertFalse(classVisible(parent, "io.grpc.ManagedChannel"), "the test's parent loader has no gRPC");
             } finally {
                 m.close();
             }
         }
     }
+
+    /**
+     * F4 (docs/COMPATIBILITY.md): a JVM that starts many brokers loads the jar in many class
+     * loaders. Each loader is a plugin of its own that must reach a running rlmm serve over the
+     * Unix socket (with Netty's epoll transport every loader loaded its own copy of the JNI
+     * library; now the socket goes through NIO).
+     */
+    @Test
+    void fortyClassLoadersInOneJvmEachReachTheServerOverTheUnixSocket() throws Exception {
+        ClassLoader parent = RemoteLogMetadataManager.class.getClassLoader();
+        // Kept open to the end, as a broker keeps its plugin's loader: a closed URLClassLoader
+        // cannot load the classes the instance's last threads still need while they stop.
+        List<ChildFirst> loaders = new ArrayList<>();
+        try (TestSupport.Server server = TestSupport.Server.start(dir)) {
+            for (int i = 0; i < LOADERS; i++) {
+                ChildFirst loader = new ChildFirst(jar().toUri().toURL(), parent);
+                loaders.add(loader);
+                RemoteLogMetadataManager m = (RemoteLogMetadataManager) loader.loadClass(CLASS).getDeclaredConstructor().newInstance();
+                try {
+                    m.configure(Map.of("broker.id", 1, "log.dir", dir.toString(), "rlmm.serve.socket", server.socket.toString()));
+                    TopicIdPartition tp = TestSupport.newPartition("loader" + i);
+                    TestSupport.assignAndAwaitReady(m, tp, Duration.ofSeconds(20));
+                } catch (Throwable e) {
+                    throw new AssertionError("class loader " + (i + 1) + " of " + LOADERS + " did not reach rlmm serve", e);
+                } finally {
+                    m.close();
+                }
+                Class<?> epoll = loader.loadClass("org.rlmm.plugin.shaded.io.grpc.netty.shaded.io.netty.channel.epoll.Epoll");
+                System.out.println("loader " + (i + 1) + ": reached the server; open fds " + openFds()
+                        + "; relocated Epoll.isAvailable()=" + epoll.getMethod("isAvailable").invoke(null)
+                        + (i == 0 ? " (" + epoll.getMethod("unavailabilityCause").invoke(null) + ")" : ""));
+            }
+            assertTrue(server.alive(), "the server outlived its clients");
+        } finally {
+            for (ChildFirst l : loaders) {
+                l.close();
+            }
+        }
+    }
+
+    private static long openFds() throws IOException {
+        try (java.util.stream.Stream<Path> s = Files.list(Paths.get("/proc/self/fd"))) {
+            return s.count();
+        }
+    }
+
+    private static final int LOADERS = 40;
 
     private static boolean classVisible(ClassLoader l, String name) {
         try {
