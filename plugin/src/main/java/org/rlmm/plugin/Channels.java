@@ -10,6 +10,8 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.buffer.ByteBufAllocator;
+import io.grpc.netty.shaded.io.netty.buffer.UnpooledByteBufAllocator;
 import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -80,6 +82,7 @@ final class Channels {
                     // gRPC asks every transport for TCP keep-alive; a Unix socket has none, and Netty
                     // would log a warning at every connect. null takes the option away.
                     .withOption(ChannelOption.SO_KEEPALIVE, null)
+                    .withOption(ChannelOption.ALLOCATOR, allocator())
                     .usePlaintext()
                     .directExecutor()
                     .maxInboundMessageSize(64 << 20)
@@ -96,6 +99,7 @@ final class Channels {
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(PluginConfig.host(cfg.address), PluginConfig.port(cfg.address))
                 .eventLoopGroup(group)
                 .channelType(NioSocketChannel.class)
+                .withOption(ChannelOption.ALLOCATOR, allocator())
                 .directExecutor()
                 .maxInboundMessageSize(64 << 20);
         if (cfg.tlsCa != null || cfg.tlsCert != null) {
@@ -149,6 +153,17 @@ final class Channels {
                 };
             }
         };
+    }
+
+    /**
+     * The channel's buffers: unpooled, so memory goes back at release. gRPC's default is a pooled
+     * allocator held in a static field, which keeps its direct-memory chunks (some 4 MB) for the
+     * life of its class loader; a JVM that loads the plugin in a class loader per instance (a test
+     * harness with many brokers) ran out of direct memory after about 60 instances, and the next
+     * channel then blocked in its first write (docs/COMPATIBILITY.md, F4).
+     */
+    private static ByteBufAllocator allocator() {
+        return new UnpooledByteBufAllocator(false);
     }
 
     static ThreadFactory daemon(String name) {

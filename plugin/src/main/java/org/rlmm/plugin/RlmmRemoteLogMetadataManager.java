@@ -254,7 +254,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             String why = e.getStatus().getCode() + (e.getCause() == null ? "" : " " + e.getCause());
             if (!why.equals(lastProbeFailure)) {
                 lastProbeFailure = why;
-                LOG.warn("rlmm plugin: ServerInfo to {} failed: {}", cfg == null ? "rlmm serve" : cfg.target(),
+                LOG.info("rlmm plugin: ServerInfo to {} failed: {}", cfg == null ? "rlmm serve" : cfg.target(),
                         e.getStatus(), e.getCause());
             }
             return Optional.empty();

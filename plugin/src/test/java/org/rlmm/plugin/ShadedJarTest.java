@@ -27,6 +27,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -125,10 +126,12 @@ class ShadedJarTest {
     /**
      * F4 (docs/COMPATIBILITY.md): a JVM that starts many brokers loads the jar in many class
      * loaders. Each loader is a plugin of its own that must reach a running rlmm serve over the
-     * Unix socket (with Netty's epoll transport every loader loaded its own copy of the JNI
-     * library; now the socket goes through NIO).
+     * Unix socket. gRPC's pooled buffer allocator, one per loader in a static field, kept its
+     * direct-memory chunks after close, so the JVM ran out of direct memory (64 MB in this
+     * execution, see pom.xml: about 15 loaders) and the next channel blocked in its first write.
      */
     @Test
+    @Timeout(value = 5, unit = TimeUnit.MINUTES)
     void fortyClassLoadersInOneJvmEachReachTheServerOverTheUnixSocket() throws Exception {
         ClassLoader parent = RemoteLogMetadataManager.class.getClassLoader();
         // Kept open to the end, as a broker keeps its plugin's loader: a closed URLClassLoader
