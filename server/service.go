@@ -72,7 +72,14 @@ func mutate[T any](ctx context.Context, v *service, decode func() (T, error),
 
 // SegmentForOffset is the fetch path's lookup.
 func (v *service) SegmentForOffset(_ context.Context, req *rlmmpb.SegmentForOffsetRequest) (*rlmmpb.SegmentReply, error) {
-	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
+	return v.findSegment(req.GetTopicIdPartition(), req.LeaderEpoch, req.Offset, (*topicbased.Manager).SegmentForOffset)
+}
+
+// findSegment is the path of the two lookups by (epoch, offset): decode
+// the partition, read, and answer found or not.
+func (v *service) findSegment(ptp *rlmmpb.TopicIdPartition, epoch int32, offset int64,
+	find func(*topicbased.Manager, rlmm.TopicIDPartition, int32, int64) (rlmm.SegmentMetadata, bool, error)) (*rlmmpb.SegmentReply, error) {
+	tp, err := tpFromProto(ptp, "topic_id_partition")
 	if err != nil {
 		return nil, toStatus(err, false)
 	}
@@ -80,7 +87,7 @@ func (v *service) SegmentForOffset(_ context.Context, req *rlmmpb.SegmentForOffs
 	if err != nil {
 		return nil, toStatus(err, false)
 	}
-	md, ok, err := m.SegmentForOffset(tp, req.LeaderEpoch, req.Offset)
+	md, ok, err := find(m, tp, epoch, offset)
 	if err != nil {
 		return nil, toStatus(err, false)
 	}
@@ -161,22 +168,7 @@ func (v *service) RemoteLogSize(_ context.Context, req *rlmmpb.RemoteLogSizeRequ
 // NextSegmentWithTxnIndex returns the first finished segment at or after
 // an offset that has a transaction index.
 func (v *service) NextSegmentWithTxnIndex(_ context.Context, req *rlmmpb.NextSegmentWithTxnIndexRequest) (*rlmmpb.SegmentReply, error) {
-	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	m, err := v.reader()
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	md, ok, err := m.NextSegmentWithTxnIndex(tp, req.LeaderEpoch, req.Offset)
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	if !ok {
-		return &rlmmpb.SegmentReply{}, nil
-	}
-	return &rlmmpb.SegmentReply{Found: true, Segment: segmentToProto(&md)}, nil
+	return v.findSegment(req.GetTopicIdPartition(), req.LeaderEpoch, req.Offset, (*topicbased.Manager).NextSegmentWithTxnIndex)
 }
 
 // IsReady reports whether a partition's metadata is assigned and caught up
