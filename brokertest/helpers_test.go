@@ -830,47 +830,73 @@ type inspectPartition struct {
 
 // verifyAndInspect runs `rlmm verify --kafka` (which must be clean) and
 // `rlmm inspect --kafka --json --segments`, and checks that inspect shows
-// tp with exactly the segments of v not yet DELETE_SEGMENT_FINISHED.
+// tp with exactly the segments the metadata topic has not yet seen
+// DELETE_SEGMENT_FINISHED.
 func (c *cluster) verifyAndInspect(ctx context.Context, t *testing.T, tp rlmm.TopicIDPartition) {
 	t.Helper()
 	bootstrap := strings.Join(c.addrs, ",")
 	if out, code := rlmmRun(ctx, t, "verify", "--kafka", bootstrap, "-q"); code != 0 {
 		t.Errorf("rlmm verify --kafka %s: exit %d:\n%s", bootstrap, code, out)
 	}
-	v, err := c.readMetadata(ctx)
-	must(t, err)
-	out, code := rlmmRun(ctx, t, "inspect", "--kafka", bootstrap, "-q", "--json", "--segments", "--topic", tp.Topic)
-	if code != 0 {
-		t.Fatalf("rlmm inspect --kafka %s: exit %d", bootstrap, code)
-	}
-	var doc struct {
-		Partitions []inspectPartition `json:"partitions"`
-	}
-	must(t, json.Unmarshal([]byte(out), &doc))
+	// The broker may still be copying (the active segment rolls on its own),
+	// so inspect runs between two reads of the metadata topic and its answer
+	// is compared only when the two reads agree on every live segment.
 	var p *inspectPartition
-	for i := range doc.Partitions {
-		if doc.Partitions[i].TopicID == tp.TopicID.String() && doc.Partitions[i].Partition == tp.Partition {
-			p = &doc.Partitions[i]
+	waitFor(ctx, t, "rlmm inspect to agree with a quiet metadata topic", func() (bool, string, error) {
+		before, err := c.readMetadata(ctx)
+		if err != nil {
+			return false, "", err
 		}
-	}
-	if p == nil {
-		t.Fatalf("rlmm inspect shows no partition %s: %s", tp, out)
-	}
+		out, code := rlmmRun(ctx, t, "inspect", "--kafka", bootstrap, "-q", "--json", "--segments", "--topic", tp.Topic)
+		if code != 0 {
+			return false, "", fmt.Errorf("rlmm inspect --kafka %s: exit %d", bootstrap, code)
+		}
+		after, err := c.readMetadata(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		live := liveStates(before.segments(tp))
+		if moved := liveStates(after.segments(tp)); fmt.Sprint(moved) != fmt.Sprint(live) {
+			return false, fmt.Sprintf("the topic moved from %v to %v during inspect", live, moved), nil
+		}
+		var doc struct {
+			Partitions []inspectPartition `json:"partitions"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			return false, "", fmt.Errorf("rlmm inspect --json: %w", err)
+		}
+		p = nil
+		for i := range doc.Partitions {
+			if doc.Partitions[i].TopicID == tp.TopicID.String() && doc.Partitions[i].Partition == tp.Partition {
+				p = &doc.Partitions[i]
+			}
+		}
+		if p == nil {
+			return false, "", fmt.Errorf("rlmm inspect shows no partition %s: %s", tp, out)
+		}
+		shown := map[string]string{}
+		for _, s := range p.Segments {
+			shown[s.ID] = s.State
+		}
+		if fmt.Sprint(shown) != fmt.Sprint(live) {
+			// The topic held still around inspect: a real disagreement.
+			t.Fatalf("rlmm inspect shows segments %v of %s, the metadata topic says %v", shown, tp, live)
+		}
+		return true, "", nil
+	})
+	t.Logf("rlmm verify clean; rlmm inspect: %s segments by state %v, finished offsets %d..%d",
+		tp, p.SegmentsByState, p.StartOffset, p.EndOffset)
+}
+
+// liveStates maps every segment not yet DELETE_SEGMENT_FINISHED to its state.
+func liveStates(segs []*segment) map[string]string {
 	live := map[string]string{}
-	for _, s := range v.segments(tp) {
+	for _, s := range segs {
 		if s.state() != rlmm.DeleteSegmentFinished {
 			live[s.meta.ID.ID.String()] = s.state().String()
 		}
 	}
-	shown := map[string]string{}
-	for _, s := range p.Segments {
-		shown[s.ID] = s.State
-	}
-	if fmt.Sprint(shown) != fmt.Sprint(live) {
-		t.Errorf("rlmm inspect shows segments %v of %s, the metadata topic says %v", shown, tp, live)
-	}
-	t.Logf("rlmm verify clean; rlmm inspect: %s segments by state %v, finished offsets %d..%d",
-		tp, p.SegmentsByState, p.StartOffset, p.EndOffset)
+	return live
 }
 
 // sidecars returns the pids of the `rlmm serve` processes whose command
