@@ -18,6 +18,12 @@
 //     the caller that the records in [o, that offset) are gone. (Kafka
 //     answers such a fetch with OFFSET_OUT_OF_RANGE; kafkalog resets to the
 //     earliest offset, as a Java consumer with auto.offset.reset=earliest.)
+//   - ID names the log itself, not its content: a log deleted and created
+//     again (a Kafka topic recreated under the same name, an embedded log
+//     directory made anew) gets another, so a snapshot of the old one is
+//     told apart from the new one even when the new one holds more records.
+//     rlmm.ZeroUuid means the log cannot say (a filelog created before logs
+//     had an id); nothing is then compared.
 //   - Publish returns only once the record is durable (fsync, acks=all), and
 //     concurrent publishers are batched (group commit).
 //   - Errors are wrapped rlmm sentinels where one applies: rlmm.ErrClosed after
@@ -25,7 +31,11 @@
 //     for undecodable storage; context errors are returned wrapped as is.
 package eventlog
 
-import "context"
+import (
+	"context"
+
+	"github.com/rlmm-go/rlmm"
+)
 
 // Record is one record of the log as a subscription delivers it.
 type Record struct {
@@ -43,6 +53,12 @@ type Record struct {
 type Log interface {
 	// Partitions returns the number of partitions, fixed for the log's life.
 	Partitions() int32
+
+	// ID returns the log's identity, fixed for the log's life and different
+	// for a log created again under the same name (see the package doc):
+	// Kafka's topic id for kafkalog, an id written at creation for filelog,
+	// a random one per memlog.Log. It does no I/O.
+	ID() rlmm.Uuid
 
 	// Publish appends value to partition and returns its offset once the
 	// record is durable. An error means the record may or may not have been

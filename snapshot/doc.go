@@ -4,12 +4,13 @@
 // restart loads it and replays only the log's tail. Tools read it too (rlmm
 // inspect --snapshot).
 //
-// # Layout (format version 2)
+// # Layout (format version 3)
 //
 // All integers are little-endian and fixed width.
 //
-//	header: "RLMMSNAP" | u16 version (2) | u32 CRC-32C of the head | u64 head length
-//	head:   u32 metadata partition count
+//	header: "RLMMSNAP" | u16 version (3) | u32 CRC-32C of the head | u64 head length
+//	head:   uuid(16) log id (eventlog.Log.ID; all zero: unknown)
+//	        u32 metadata partition count
 //	        count × i64 committed offset (-1: nothing of that metadata partition is held)
 //	        u32 user partition count, then for each (the block index):
 //	          u64 block length | u32 CRC-32C of the block | u32 segments
@@ -42,8 +43,14 @@
 // segment count so that a reader knows the whole content, and which
 // metadata partition each block belongs to, before decoding any block.
 //
-// The version stayed 2 (topicbased wrote the same bytes before this package
-// existed): a file written by either reads with the other.
+// Version 3 differs from version 2 only by the log id at the start of the
+// head: the id a restart compares with its log's, so that a snapshot of a
+// metadata topic that was deleted and created again under the same name is
+// dropped even when the new topic already holds more events than the
+// snapshot claims (an offset check alone cannot tell). Open reads version 2
+// files too (as topicbased wrote them before; the log id reads as zero, and
+// nothing is compared); an older build refuses a version 3 file by its
+// version and replays the log.
 //
 // # Writing
 //

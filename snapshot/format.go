@@ -12,12 +12,18 @@ import (
 // "not a snapshot" rather than as a corrupt one.
 const Magic = "RLMMSNAP"
 
-// Version is the only layout this package writes and reads. A future layout
-// gets a new number; an unknown number is refused. Version 1 (varint
-// fields, one sequential stream) was replaced by version 2 (fixed-width
-// fields, one checksummed block per user partition) so that a restart
-// decodes and builds the partitions on every core at once.
-const Version uint16 = 2
+// Version is the layout this package writes. A future layout gets a new
+// number; an unknown number is refused. Version 1 (varint fields, one
+// sequential stream) was replaced by version 2 (fixed-width fields, one
+// checksummed block per user partition) so that a restart decodes and
+// builds the partitions on every core at once. Version 3 adds the log's id
+// at the start of the head, so that a snapshot of a metadata topic that was
+// deleted and created again is told apart from the new topic.
+const Version uint16 = 3
+
+// VersionWithoutLogID is the older layout still read: version 3 without
+// the log id (Head.LogID reads as rlmm.ZeroUuid).
+const VersionWithoutLogID uint16 = 2
 
 // HeaderSize is magic(8) + version(2) + CRC-32C(4) + head length(8).
 const HeaderSize = 8 + 2 + 4 + 8
@@ -38,10 +44,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // indexEntrySize is the length of tp's entry in the head's block index.
 func indexEntrySize(tp rlmm.TopicIDPartition) int { return 8 + 4 + 4 + 16 + 4 + len(tp.Topic) + 4 }
 
-// headSize is the length of the head of a snapshot of n metadata partitions
-// holding tps.
+// headSize is the length of the head (this version's) of a snapshot of n
+// metadata partitions holding tps.
 func headSize(n int, tps []rlmm.TopicIDPartition) int {
-	size := 4 + 8*n + 4
+	size := 16 + 4 + 8*n + 4
 	for _, tp := range tps {
 		size += indexEntrySize(tp)
 	}

@@ -115,7 +115,7 @@ func sample() *file {
 	c := segment(tp, 3, -0, 0)
 	c.MaxTimestampMs, c.EventTimestampMs, c.BrokerID, c.SizeInBytes = -1, 1<<62, -7, 1<<31-1
 	return &file{
-		head: Head{Partitions: 4, Committed: []int64{-1, 0, 1 << 40, 12}},
+		head: Head{LogID: uuidN(77), Partitions: 4, Committed: []int64{-1, 0, 1 << 40, 12}},
 		states: []memory.PartitionState{
 			{TopicIDPartition: tp, Segments: []rlmm.SegmentMetadata{a, b, c},
 				HighestOffsets: []memory.EpochOffset{{Epoch: 0, Offset: 19}, {Epoch: 2, Offset: 200}},

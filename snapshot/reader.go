@@ -29,11 +29,16 @@ type BlockInfo struct {
 // blocks located but not read. Its methods are safe for concurrent use
 // (they only read the file at given offsets).
 type Reader struct {
-	r      io.ReaderAt
-	size   int64
-	head   Head
-	blocks []BlockInfo
+	r       io.ReaderAt
+	size    int64
+	version uint16
+	head    Head
+	blocks  []BlockInfo
 }
+
+// Version returns the file's format version (Version or
+// VersionWithoutLogID).
+func (r *Reader) Version() uint16 { return r.version }
 
 // Head returns the snapshot's head (the caller must not modify Committed).
 func (r *Reader) Head() Head { return r.head }
@@ -59,8 +64,9 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if string(h[0:8]) != Magic {
 		return nil, fmt.Errorf("%w: not an rlmm snapshot (bad magic %q)", rlmm.ErrCorrupt, h[0:8])
 	}
-	if v := binary.LittleEndian.Uint16(h[8:10]); v != Version {
-		return nil, fmt.Errorf("%w: snapshot version %d, this build reads only version %d", rlmm.ErrCorrupt, v, Version)
+	version := binary.LittleEndian.Uint16(h[8:10])
+	if version != Version && version != VersionWithoutLogID {
+		return nil, fmt.Errorf("%w: snapshot version %d, this build reads versions %d and %d", rlmm.ErrCorrupt, version, VersionWithoutLogID, Version)
 	}
 	headLen := binary.LittleEndian.Uint64(h[14:22])
 	if headLen > uint64(size-HeaderSize) {
@@ -74,12 +80,16 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if want, got := binary.LittleEndian.Uint32(h[10:14]), crc32.Checksum(head, crcTable); want != got {
 		return nil, fmt.Errorf("%w: snapshot head checksum mismatch (header %08x, head %08x)", rlmm.ErrCorrupt, want, got)
 	}
-	return parseHead(r, size, head)
+	return parseHead(r, size, version, head)
 }
 
-// parseHead decodes a head whose checksum held.
-func parseHead(r io.ReaderAt, size int64, head []byte) (*Reader, error) {
+// parseHead decodes a head of the given version whose checksum held.
+func parseHead(r io.ReaderAt, size int64, version uint16, head []byte) (*Reader, error) {
 	rd := &fieldReader{b: head, base: HeaderSize}
+	var logID rlmm.Uuid
+	if version != VersionWithoutLogID {
+		copy(logID[:], rd.take("log id", 16))
+	}
 	parts := rd.count("metadata partition", 8)
 	if rd.err == nil && (parts == 0 || parts > math.MaxInt32) {
 		rd.fail("metadata partition count %d is invalid", parts)
@@ -87,7 +97,8 @@ func parseHead(r io.ReaderAt, size int64, head []byte) (*Reader, error) {
 	if rd.err != nil {
 		return nil, rd.err
 	}
-	out := &Reader{r: r, size: size, head: Head{Partitions: int32(parts), Committed: make([]int64, parts)}}
+	out := &Reader{r: r, size: size, version: version,
+		head: Head{LogID: logID, Partitions: int32(parts), Committed: make([]int64, parts)}}
 	for i := range out.head.Committed {
 		c := rd.i64("committed offset")
 		if rd.err == nil && c < -1 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
@@ -104,11 +105,12 @@ func TestInvalidHead(t *testing.T) {
 		name string
 		head []byte
 	}{
-		{"committed below -1", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 1), uint64(1<<64-2)), 0)},
-		{"zero partitions", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 0), 0)},
-		{"trailing bytes", append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 1), 0), 0), 7)},
-		{"a block past the end", append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, 1), 0), 1),
+		{"committed below -1", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(logID(), 1), uint64(1<<64-2)), 0)},
+		{"zero partitions", binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(logID(), 0), 0)},
+		{"trailing bytes", append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(logID(), 1), 0), 0), 7)},
+		{"a block past the end", append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(logID(), 1), 0), 1),
 			encodeIndexEntry(1000, 0, topicPartition("t", 1, 0))...)},
+		{"a log id cut short", logID()[:9]},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,6 +118,41 @@ func TestInvalidHead(t *testing.T) {
 				t.Errorf("Open: %v; want ErrCorrupt", err)
 			}
 		})
+	}
+	// The smallest valid head, to show that the cases above fail for what
+	// they name and not for a missing field.
+	if _, err := openHead(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(logID(), 1), 0), 0)); err != nil {
+		t.Errorf("Open of a valid head: %v", err)
+	}
+}
+
+// logID returns the head's first field, a log id.
+func logID() []byte { u := uuidN(9); return u[:] }
+
+// A version 2 file (no log id in the head, as topicbased wrote before
+// version 3) reads with every block; its log id is the zero one.
+func TestVersion2Reads(t *testing.T) {
+	s := sample()
+	v3 := encode(t, s)
+	headLen := binary.LittleEndian.Uint64(v3[14:22])
+	v2 := append(bytes.Clone(v3[:HeaderSize]), v3[HeaderSize+16:]...)
+	binary.LittleEndian.PutUint16(v2[8:], VersionWithoutLogID)
+	binary.LittleEndian.PutUint64(v2[14:], headLen-16)
+	binary.LittleEndian.PutUint32(v2[10:], crc32.Checksum(v2[HeaderSize:HeaderSize+headLen-16], crcTable))
+	got, err := decode(v2)
+	must(t, err)
+	s.head.LogID = rlmm.ZeroUuid
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("version 2 file:\n got %+v\nwant %+v", got, s)
+	}
+	r, err := Open(bytes.NewReader(v2), int64(len(v2)))
+	must(t, err)
+	if r.Version() != VersionWithoutLogID {
+		t.Errorf("Version() = %d, want %d", r.Version(), VersionWithoutLogID)
+	}
+	v2[8] = 4 // an unknown version is refused by its number
+	if _, err := Open(bytes.NewReader(v2), int64(len(v2))); !errors.Is(err, rlmm.ErrCorrupt) || !strings.Contains(err.Error(), "version 4") {
+		t.Errorf("version 4: %v; want ErrCorrupt naming the version", err)
 	}
 }
 

@@ -12,11 +12,14 @@ import (
 	"github.com/rlmm-go/rlmm/memory"
 )
 
-// Head is what a snapshot records besides its blocks: the metadata
-// partition count and, per metadata partition, the offset of the last
-// event its blocks reflect (-1: the snapshot holds nothing of it; a restart
-// resumes at committed + 1).
+// Head is what a snapshot records besides its blocks: the id of the log
+// whose events it reflects, the metadata partition count and, per metadata
+// partition, the offset of the last event its blocks reflect (-1: the
+// snapshot holds nothing of it; a restart resumes at committed + 1).
 type Head struct {
+	// LogID is the log's eventlog.Log.ID when the snapshot was written
+	// (rlmm.ZeroUuid: unknown, as in a version 2 file).
+	LogID      rlmm.Uuid
 	Partitions int32
 	Committed  []int64
 }
@@ -130,6 +133,7 @@ func (w *Writer) Finish() (int64, error) {
 		return 0, w.err
 	}
 	head := make([]byte, HeaderSize, HeaderSize+headSize(len(w.head.Committed), w.tps))
+	head = append(head, w.head.LogID[:]...)
 	head = binary.LittleEndian.AppendUint32(head, uint32(w.head.Partitions))
 	for _, c := range w.head.Committed {
 		head = binary.LittleEndian.AppendUint64(head, uint64(c))

@@ -31,10 +31,13 @@
 //     holds plus the log from its start, and each gap [A, B) is logged,
 //     counted (Metrics.HistoryLost, Stats.HistoryLost) and kept in Rejected
 //     (ReasonHistoryLost, a *HistoryLostError: "history lost between
-//     offsets A and B of metadata partition P"). A snapshot that claims
-//     more events than the log holds (a topic recreated under the same
-//     name, its offsets back at 0) is dropped for that metadata partition,
-//     with the reason logged (Stats.SnapshotDropped).
+//     offsets A and B of metadata partition P"). A snapshot written
+//     for another log (its log id differs from Config.Log.ID(): a topic
+//     deleted and created again under the same name) is not used, however
+//     many events the new log holds; for a log that cannot say its id, a
+//     snapshot that claims more events than the log holds is dropped for
+//     that metadata partition. Either way the reason is logged and the
+//     metadata partitions dropped are counted (Stats.SnapshotDropped).
 //   - One goroutine, the pump, is the only writer of the cache. It applies
 //     records in log order and skips (logs, counts, keeps in a bounded list)
 //     records it cannot decode or the state machine rejects, instead of

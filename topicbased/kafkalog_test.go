@@ -40,6 +40,7 @@ var kafkaTests = []namedTest{
 	{"RestartWithoutUsableSnapshotReplaysAll", TestRestartWithoutUsableSnapshotReplaysAll},
 	{"SnapshotOfAnotherPartitionCountIsIgnored", TestSnapshotOfAnotherPartitionCountIsIgnored},
 	{"SnapshotAheadOfTheLogIsDropped", TestSnapshotAheadOfTheLogIsDropped},
+	{"SnapshotOfAnotherLogIsDropped", TestSnapshotOfAnotherLogIsDropped},
 	{"SnapshotKeepsHeldUnassignedPartitions", TestSnapshotKeepsHeldUnassignedPartitions},
 	{"ReassignAfterRemovalReplaysFromZero", TestReassignAfterRemovalReplaysFromZero},
 	{"LinearizableAcrossTwoManagers", TestLinearizableAcrossTwoManagers},

@@ -296,67 +296,88 @@ func TestTimeoutSaysWhatBoundedIt(t *testing.T) {
 }
 
 // A metadata topic deleted and created again under the same name (its
-// offsets back at 0, fewer records than the snapshot claims), on a real
-// broker: the restarted manager drops the snapshot's state of the metadata
-// partition with a logged reason and shows what the new topic says.
+// offsets back at 0), on a real broker, with fewer records than the
+// snapshot claims and with more: the restarted manager drops the snapshot,
+// written for the old topic's id, with a logged reason and shows what the
+// new topic says. (With more records, offsets alone cannot tell the topics
+// apart: the old topic's segments would be served as the new one's.)
 func TestRecreatedTopicDropsTheSnapshotRealKafka(t *testing.T) {
-	addrs := realKafka(t)
-	topic := kafkaTopicName(t)
-	adm := kafkaAdmin(t, addrs)
-	tps, mp := sharingPartitions(t, 3, 2)
-	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		// newSegments is how many segments the new topic's history adds
+		// to each user partition.
+		newSegments int
+		more        bool
+	}{
+		{"fewer records than the snapshot claims", 1, false},
+		{"more records than the snapshot claims", 6, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addrs := realKafka(t)
+			topic := kafkaTopicName(t)
+			adm := kafkaAdmin(t, addrs)
+			tps, mp := sharingPartitions(t, 3, 2)
+			dir := t.TempDir()
 
-	old := openKafkaTopic(t, addrs, topic, 3)
-	m1 := startManager(t, Config{Log: old, SnapshotDir: dir, SnapshotInterval: -1})
-	assign(t, m1, tps...)
-	workload(t, m1, tps, 0, 3)
-	must(t, m1.ShutdownAndFlush(testCtx(t)))
-	oldEnd := hwm(t, old, mp)
-	must(t, old.Close())
+			old := openKafkaTopic(t, addrs, topic, 3)
+			oldID := old.ID()
+			m1 := startManager(t, Config{Log: old, SnapshotDir: dir, SnapshotInterval: -1})
+			assign(t, m1, tps...)
+			workload(t, m1, tps, 0, 3)
+			must(t, m1.ShutdownAndFlush(testCtx(t)))
+			oldEnd := hwm(t, old, mp)
+			must(t, old.Close())
 
-	ctx := testCtx(t)
-	resp, err := adm.DeleteTopics(ctx, topic)
-	must(t, err)
-	must(t, resp.Error())
-	waitForNil(t, "the deleted topic to be gone", func() error {
-		details, err := adm.ListTopics(ctx, topic)
-		if err != nil {
-			return err
-		}
-		if d, ok := details[topic]; ok && d.Err == nil {
-			return fmt.Errorf("topic %s still listed", topic)
-		}
-		return nil
-	})
-	fresh := openKafkaTopic(t, addrs, topic, 3)
-	t.Cleanup(func() { _ = fresh.Close() })
-	// The new topic's history: one segment of the first user partition.
-	m2 := startManager(t, Config{Log: fresh, SnapshotInterval: -1})
-	assign(t, m2, tps...)
-	addFinished(t, m2, segment(tps[0], 500, 0, 49))
-	must(t, m2.Close())
-	newEnd := hwm(t, fresh, mp)
-	if newEnd >= oldEnd {
-		t.Fatalf("the new topic has %d records in metadata partition %d, the old one had %d: want fewer", newEnd, mp, oldEnd)
-	}
-	expected := memory.New()
-	replayInto(t, expected, readAll(t, fresh, mp))
+			ctx := testCtx(t)
+			resp, err := adm.DeleteTopics(ctx, topic)
+			must(t, err)
+			must(t, resp.Error())
+			waitForNil(t, "the deleted topic to be gone", func() error {
+				details, err := adm.ListTopics(ctx, topic)
+				if err != nil {
+					return err
+				}
+				if d, ok := details[topic]; ok && d.Err == nil {
+					return fmt.Errorf("topic %s still listed", topic)
+				}
+				return nil
+			})
+			fresh := openKafkaTopic(t, addrs, topic, 3)
+			t.Cleanup(func() { _ = fresh.Close() })
+			if fresh.ID() == oldID || fresh.ID() == rlmm.ZeroUuid {
+				t.Fatalf("the recreated topic's id is %s, the old one's %s: want a new one", fresh.ID(), oldID)
+			}
+			// The new topic's history: other segments of the same user
+			// partitions.
+			m2 := startManager(t, Config{Log: fresh, SnapshotInterval: -1})
+			assign(t, m2, tps...)
+			workload(t, m2, tps, 500, tc.newSegments)
+			must(t, m2.Close())
+			newEnd := hwm(t, fresh, mp)
+			if (newEnd > oldEnd) != tc.more {
+				t.Fatalf("the new topic has %d records in metadata partition %d, the old one had %d: want more %v", newEnd, mp, oldEnd, tc.more)
+			}
+			expected := memory.New()
+			replayInto(t, expected, readAll(t, fresh, mp))
 
-	logs := &logRecorder{}
-	m3 := startManager(t, Config{Log: fresh, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
-	assign(t, m3, tps...)
-	if err := sameViews(viewOf(t, m3, tps), viewOf(t, expected, tps)); err != nil {
-		t.Errorf("state after the restart on the recreated topic: %v", err)
+			logs := &logRecorder{}
+			m3 := startManager(t, Config{Log: fresh, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
+			assign(t, m3, tps...)
+			if err := sameViews(viewOf(t, m3, tps), viewOf(t, expected, tps)); err != nil {
+				t.Errorf("state after the restart on the recreated topic: %v", err)
+			}
+			if got := m3.Stats().SnapshotDropped; got != 1 {
+				t.Errorf("Stats.SnapshotDropped = %d, want 1 (metadata partition %d)", got, mp)
+			}
+			reason := fmt.Sprintf("was written for the log with id %s, this log's id is %s", oldID, fresh.ID())
+			if lines := logs.matching("snapshot dropped", reason); len(lines) != 1 {
+				t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
+			}
+			if got := historyLostOf(t, m3); len(got) != 0 {
+				t.Errorf("history lost reported on a topic that starts at 0: %v", got)
+			}
+			t.Logf("old topic %s ended at %d, the recreated one %s at %d: snapshot dropped, %d segments shown",
+				oldID, oldEnd, fresh.ID(), newEnd, len(viewOf(t, m3, tps)[tps[0]].Segments))
+		})
 	}
-	if got := m3.Stats().SnapshotDropped; got != 1 {
-		t.Errorf("Stats.SnapshotDropped = %d, want 1 (metadata partition %d)", got, mp)
-	}
-	reason := fmt.Sprintf("reason=the snapshot's committed offset %d is at or past the log's high-water mark %d", oldEnd-1, newEnd)
-	if lines := logs.matching("snapshot dropped", fmt.Sprintf("partition=%d", mp), reason); len(lines) != 1 {
-		t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
-	}
-	if got := historyLostOf(t, m3); len(got) != 0 {
-		t.Errorf("history lost reported on a topic that starts at 0: %v", got)
-	}
-	t.Logf("old topic ended at %d, the recreated one at %d: snapshot dropped, %d segments shown", oldEnd, newEnd, len(viewOf(t, m3, tps)[tps[0]].Segments))
 }

@@ -469,8 +469,9 @@ type Stats struct {
 	// HistoryLost counts the events found deleted from the log (retention,
 	// DeleteRecords) before this manager applied them; each gap is also
 	// in Rejected (ReasonHistoryLost). SnapshotDropped counts the
-	// metadata partitions whose snapshot state was dropped because it
-	// claimed more events than the log holds (a recreated topic).
+	// metadata partitions whose snapshot state was dropped because the
+	// snapshot was written for another log (a recreated topic: another
+	// log id) or claimed more events than the log holds.
 	HistoryLost, SnapshotDropped uint64
 	// Partitions lists the assigned metadata partitions.
 	Partitions []PartitionStats

@@ -1,7 +1,11 @@
 package topicbased
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/memory"
+	"github.com/rlmm-go/rlmm/snapshot"
 )
 
 // A restart from a snapshot replays only the events after it.
@@ -144,17 +149,21 @@ func TestSnapshotOfAnotherPartitionCountIsIgnored(t *testing.T) {
 
 // A snapshot ahead of the log (the log was recreated) is dropped for that
 // metadata partition, which is replayed from 0.
+//
+// The logs here cannot say their ids, so the offsets are all there is to
+// compare (TestSnapshotOfAnotherLogIsDropped: logs that can).
 func TestSnapshotAheadOfTheLogIsDropped(t *testing.T) {
 	dir := t.TempDir()
-	old := newLog(t, 3)
+	old := logWithoutID{newLog(t, 3)}
 	tps := distinctPartitions(t, 3, 3)
 	m1 := startManager(t, Config{Log: old, SnapshotDir: dir, SnapshotInterval: -1})
 	assign(t, m1, tps...)
 	workload(t, m1, tps, 0, 2)
 	must(t, m1.ShutdownAndFlush(testCtx(t)))
 
-	fresh := newLog(t, 3)
-	m2 := startManager(t, Config{Log: fresh, SnapshotDir: dir})
+	fresh := logWithoutID{newLog(t, 3)}
+	logs := &logRecorder{}
+	m2 := startManager(t, Config{Log: fresh, SnapshotDir: dir, Logger: slog.New(logs)})
 	assign(t, m2, tps...)
 	for _, tp := range tps {
 		if l, err := m2.ListSegments(tp); len(l) != 0 || err != nil {
@@ -165,6 +174,78 @@ func TestSnapshotAheadOfTheLogIsDropped(t *testing.T) {
 	if l, _ := m2.ListSegments(tps[0]); len(l) != 1 {
 		t.Errorf("after a new add: %v", l)
 	}
+	if got := logs.matching("snapshot dropped for a metadata partition", "past the log's high-water mark"); len(got) != 3 {
+		t.Errorf("%d lines dropping a metadata partition's snapshot state by its offsets, want 3: %q", len(got), logs.matching("snapshot"))
+	}
+}
+
+// A version 2 snapshot (written before snapshots named their log) is still
+// used after an upgrade: a restart on it replays nothing.
+func TestVersion2SnapshotIsUsed(t *testing.T) {
+	l := newLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	want, _ := flushedRun(t, l, dir, tps, 3)
+	path := filepath.Join(dir, SnapshotFileName)
+	v3, err := os.ReadFile(path)
+	must(t, err)
+	// Version 2 is version 3 without the 16-byte log id that starts the head.
+	headLen := binary.LittleEndian.Uint64(v3[14:22])
+	v2 := append(slices.Clone(v3[:snapshot.HeaderSize]), v3[snapshot.HeaderSize+16:]...)
+	binary.LittleEndian.PutUint16(v2[8:], snapshot.VersionWithoutLogID)
+	binary.LittleEndian.PutUint64(v2[14:], headLen-16)
+	binary.LittleEndian.PutUint32(v2[10:], crc32.Checksum(v2[snapshot.HeaderSize:snapshot.HeaderSize+headLen-16], crc32.MakeTable(crc32.Castagnoli)))
+	must(t, os.WriteFile(path, v2, 0o600))
+	restartReplaysNothing(t, l, dir, tps, want)
+}
+
+// A snapshot written for another log (its id differs: a metadata topic
+// deleted and created again under the same name) is dropped whole, also
+// when the new log already holds more events than the snapshot claims,
+// which offsets alone cannot tell: the state is the new log's, the reason
+// is logged and every metadata partition it held is counted as dropped.
+func TestSnapshotOfAnotherLogIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	old := newLog(t, 3)
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: old, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 2)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	// The new log's history is longer than the old one's in every
+	// metadata partition, and of other segments.
+	fresh := newLog(t, 3)
+	m2 := startManager(t, Config{Log: fresh, SnapshotInterval: -1})
+	assign(t, m2, tps...)
+	workload(t, m2, tps, 100, 6)
+	must(t, m2.Close())
+	for mp := range int32(3) {
+		if o, f := hwm(t, old, mp), hwm(t, fresh, mp); f <= o {
+			t.Fatalf("metadata partition %d: the new log has %d events, the old one %d: want more", mp, f, o)
+		}
+	}
+	expected := memory.New()
+	for mp := range int32(3) {
+		replayInto(t, expected, readAll(t, fresh, mp))
+	}
+
+	logs := &logRecorder{}
+	m3 := startManager(t, Config{Log: fresh, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
+	assign(t, m3, tps...)
+	if err := sameViews(viewOf(t, m3, tps), viewOf(t, expected, tps)); err != nil {
+		t.Errorf("state after the restart on another log: %v", err)
+	}
+	if got := m3.Stats().SnapshotDropped; got != 3 {
+		t.Errorf("Stats.SnapshotDropped = %d, want 3 (every metadata partition the snapshot held)", got)
+	}
+	reason := fmt.Sprintf("was written for the log with id %s, this log's id is %s", old.ID(), fresh.ID())
+	if got := logs.matching("snapshot dropped", reason); len(got) != 1 {
+		t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
+	}
+	// The next snapshot is the new log's: a restart replays nothing.
+	must(t, m3.ShutdownAndFlush(testCtx(t)))
+	restartReplaysNothing(t, fresh, dir, tps, viewOf(t, expected, tps))
 }
 
 // A snapshot keeps the held state of metadata partitions that this run did

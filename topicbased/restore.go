@@ -68,6 +68,11 @@ func (m *Manager) openSnapshot() (*os.File, *snapshot.Reader, error) {
 		return nil, nil, fmt.Errorf("snapshot %s was taken with %d metadata partitions, the log has %d",
 			path, head.Partitions, m.n)
 	}
+	if logID := m.cfg.Log.ID(); head.LogID != rlmm.ZeroUuid && logID != rlmm.ZeroUuid && head.LogID != logID {
+		// Also when the new log holds more events than the snapshot
+		// claims, which the offsets alone cannot tell (consume's check).
+		return nil, nil, &otherLogError{path: path, snapshotLog: head.LogID, log: logID, held: heldCount(head)}
+	}
 	for _, blk := range r.Blocks() {
 		if mp := wire.MetadataPartition(blk.TopicIDPartition, m.n); head.Committed[mp] < 0 {
 			return nil, nil, fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
@@ -79,6 +84,29 @@ func (m *Manager) openSnapshot() (*os.File, *snapshot.Reader, error) {
 	}
 	keep = true
 	return file, r, nil
+}
+
+// otherLogError is why a snapshot is not used when it was written for a
+// log other than the manager's: their ids differ.
+type otherLogError struct {
+	path             string
+	snapshotLog, log rlmm.Uuid
+	held             int // metadata partitions the snapshot held
+}
+
+func (e *otherLogError) Error() string {
+	return fmt.Sprintf("snapshot %s was written for the log with id %s, this log's id is %s", e.path, e.snapshotLog, e.log)
+}
+
+// heldCount returns how many metadata partitions h holds state of.
+func heldCount(h snapshot.Head) int {
+	n := 0
+	for _, c := range h.Committed {
+		if c >= 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // loadSnapshot checks the snapshot at Start (before the pump runs, so it
@@ -107,6 +135,13 @@ func (m *Manager) loadSnapshot() (*os.File, *snapshot.Reader) {
 	}
 	m.stats.loadedSegments = segments
 	m.met.SnapshotLoaded(m.stats.loadDuration, segments, err)
+	if other, ok := errors.AsType[*otherLogError](err); ok {
+		m.stats.snapshotDropped.Add(uint64(other.held))
+		m.logger.Warn("topicbased: snapshot dropped: it was written for another log (the metadata topic deleted and created again under the same name?); replaying every metadata partition from its log start",
+			"dir", m.cfg.SnapshotDir, "snapshot_log_id", other.snapshotLog, "log_id", other.log,
+			"metadata_partitions_dropped", other.held, "reason", other.Error())
+		return nil, nil
+	}
 	if err != nil {
 		m.logger.Warn("topicbased: snapshot not used; starting empty for a full replay",
 			"dir", m.cfg.SnapshotDir, "error", err)

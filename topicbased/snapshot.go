@@ -47,7 +47,7 @@ func (m *Manager) writeSnapshot(ctx context.Context) error {
 	start := time.Now()
 	// Every change counted up to here is in the exports below.
 	version := m.version.Load()
-	head := snapshot.Head{Partitions: m.n, Committed: make([]int64, m.n)}
+	head := snapshot.Head{LogID: m.cfg.Log.ID(), Partitions: m.n, Committed: make([]int64, m.n)}
 	var states []memory.PartitionState
 	for i := range m.parts {
 		mp := int32(i)

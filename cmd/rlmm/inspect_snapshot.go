@@ -47,6 +47,7 @@ type snapshotJSON struct {
 	File               string              `json:"file"`
 	Bytes              int64               `json:"bytes"`
 	Version            uint16              `json:"version"`
+	LogID              string              `json:"logId"` // "" when the file does not say (version 2, or a log without an id)
 	MetadataPartitions int32               `json:"metadataPartitions"`
 	Committed          []int64             `json:"committedOffsets"`
 	UserPartitions     int                 `json:"userPartitions"`
@@ -84,9 +85,12 @@ func runInspectSnapshot(cmd *cobra.Command, o *inspectOptions) error {
 		return couldNotRun(fmt.Errorf("snapshot %s: %w", o.snapshot, err))
 	}
 	head := r.Head()
-	doc := snapshotJSON{File: o.snapshot, Bytes: r.Size(), Version: snapshot.Version,
+	doc := snapshotJSON{File: o.snapshot, Bytes: r.Size(), Version: r.Version(),
 		MetadataPartitions: head.Partitions, Committed: head.Committed, UserPartitions: len(r.Blocks()),
 		Blocks: []snapshotBlockJSON{}}
+	if head.LogID != rlmm.ZeroUuid {
+		doc.LogID = head.LogID.String()
+	}
 	var buf []byte
 	var segs [][]rlmm.SegmentMetadata // per shown block, with --segments
 	for k, blk := range r.Blocks() {
@@ -145,6 +149,8 @@ func runInspectSnapshot(cmd *cobra.Command, o *inspectOptions) error {
 func writeSnapshotText(out io.Writer, doc *snapshotJSON, segs [][]rlmm.SegmentMetadata, segments bool) error {
 	fmt.Fprintf(out, "%s: rlmm snapshot version %d, %d bytes, %d metadata partitions, %d user partitions, %d segments\n",
 		doc.File, doc.Version, doc.Bytes, doc.MetadataPartitions, doc.UserPartitions, doc.TotalSegments)
+	// The id a restart compares with its log's (the metadata topic's id).
+	fmt.Fprintf(out, "written for the log with id %s\n", orDash(doc.LogID))
 	var held []string
 	for mp, c := range doc.Committed {
 		if c >= 0 {

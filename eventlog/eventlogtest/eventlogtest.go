@@ -7,7 +7,7 @@
 //		})
 //	}
 //
-// The suite checks what the eventlog package documents: dense offsets from 0,
+// The suite checks what the eventlog package documents: an id per log, dense offsets from 0,
 // order per partition, replay then live delivery, exact Add and Remove,
 // waiting past the high-water mark, the log start offset and Add below it
 // (on a log that can delete records: Truncater), several subscriptions, concurrent
@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		name string
 		fn   func(t *testing.T, open Open)
 	}{
+		{"IDNamesTheLog", testIDNamesTheLog},
 		{"OffsetsDenseFromZero", testOffsetsDenseFromZero},
 		{"HighWaterMarks", testHighWaterMarks},
 		{"StartOffsets", testStartOffsets},
@@ -79,6 +80,29 @@ func Run(t *testing.T, open Open) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+	}
+}
+
+// testIDNamesTheLog: every fresh log has an id of its own, not the zero
+// one, the same on every call and after Close.
+func testIDNamesTheLog(t *testing.T, open Open) {
+	a, b := openLog(t, open, 2), openLog(t, open, 2)
+	idA, idB := a.ID(), b.ID()
+	if idA == rlmm.ZeroUuid || idB == rlmm.ZeroUuid {
+		t.Fatalf("fresh logs have ids %s and %s: want neither the zero id", idA, idB)
+	}
+	if idA == idB {
+		t.Fatalf("two fresh logs share the id %s", idA)
+	}
+	publish(t, a, 0, []byte("x"))
+	if got := a.ID(); got != idA {
+		t.Fatalf("ID() changed from %s to %s after a publish", idA, got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := a.ID(); got != idA {
+		t.Fatalf("ID() after Close = %s, want %s", got, idA)
 	}
 }
 

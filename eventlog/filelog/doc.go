@@ -3,7 +3,7 @@
 //
 // # Layout
 //
-//	MANIFEST                       format name, format version, partition count (JSON)
+//	MANIFEST                       format name, format version, partition count, log id (JSON)
 //	LOCK                           flock'ed by the process that has the log open
 //	journal-<seq>.wal              the write-ahead journal since the last checkpoint
 //	p-<partition>/<base>.seg       segment files of each partition, named by first offset

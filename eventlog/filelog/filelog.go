@@ -83,6 +83,7 @@ type Log struct {
 	opts     Options
 	logger   *slog.Logger
 	lockFile *os.File
+	id       rlmm.Uuid // from MANIFEST, set by Open
 	parts    []*partition
 	torn     []TornTail
 
@@ -179,6 +180,11 @@ func (l *Log) Stats() Stats {
 
 // Partitions returns the number of partitions.
 func (l *Log) Partitions() int32 { return int32(len(l.parts)) }
+
+// ID returns the id MANIFEST records, written when the log was created:
+// a directory made anew gets another. rlmm.ZeroUuid for a log created
+// before logs had an id.
+func (l *Log) ID() rlmm.Uuid { return l.id }
 
 // Dir returns the log's directory.
 func (l *Log) Dir() string { return l.dir }

@@ -360,6 +360,15 @@ func TestOpenErrors(t *testing.T) {
 			wantMsg: []string{"version 9"},
 		},
 		{
+			name: "an id that is not a uuid",
+			setup: func(t *testing.T, dir string) {
+				mkdir(t, dir)
+				writeFile(t, filepath.Join(dir, manifestName), `{"format":"rlmm-filelog","version":1,"partitions":2,"id":"short"}`)
+			},
+			wantIs:  []error{rlmm.ErrCorrupt},
+			wantMsg: []string{manifestName, "short"},
+		},
+		{
 			name:   "negative partition count",
 			setup:  func(*testing.T, string) {},
 			opts:   Options{Partitions: -1},
@@ -387,6 +396,41 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIDKeptAcrossOpens: the id written at creation is the log's for good
+// (read-only opens too); a directory made anew gets another; a manifest
+// from before logs had ids gives the zero id.
+func TestIDKeptAcrossOpens(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := mustOpen(t, dir, Options{Partitions: 2})
+	id := l.ID()
+	publishRecords(t, l, 0, 0, 3)
+	mustClose(t, l)
+	for _, opts := range []Options{{Partitions: 2}, {}, {ReadOnly: true}} {
+		l = mustOpen(t, dir, opts)
+		if got := l.ID(); got != id {
+			t.Errorf("reopened with %+v: ID %s, want %s", opts, got, id)
+		}
+		mustClose(t, l)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, Options{Partitions: 2})
+	if got := l.ID(); got == id || got == rlmm.ZeroUuid {
+		t.Errorf("a log created again in the same directory has ID %s (the old one was %s)", got, id)
+	}
+	mustClose(t, l)
+
+	old := filepath.Join(t.TempDir(), "old")
+	mkdir(t, old)
+	writeFile(t, filepath.Join(old, manifestName), fmt.Sprintf(`{"format":%q,"version":%d,"partitions":1}`, formatName, formatVersion))
+	l = mustOpen(t, old, Options{})
+	if got := l.ID(); got != rlmm.ZeroUuid {
+		t.Errorf("a log whose manifest has no id: ID %s, want the zero id", got)
+	}
+	mustClose(t, l)
 }
 
 func TestSecondOpenerFails(t *testing.T) {

@@ -262,10 +262,15 @@ type manifest struct {
 	Format     string `json:"format"`
 	Version    int    `json:"version"`
 	Partitions int32  `json:"partitions"`
+	// ID is the log's identity (eventlog.Log.ID), random at creation.
+	// Absent in a manifest written before logs had one: the log's id is
+	// then rlmm.ZeroUuid, and the format version is unchanged because an
+	// older build ignores the field.
+	ID *rlmm.Uuid `json:"id,omitempty"`
 }
 
-func encodeManifest(partitions int32) []byte {
-	b, _ := json.MarshalIndent(manifest{Format: formatName, Version: formatVersion, Partitions: partitions}, "", "  ")
+func encodeManifest(m manifest) []byte {
+	b, _ := json.MarshalIndent(m, "", "  ")
 	return append(b, '\n')
 }
 

@@ -103,6 +103,9 @@ func (l *Log) open() error {
 	if l.opts.Partitions != 0 && l.opts.Partitions != m.Partitions {
 		return fmt.Errorf("filelog: %s holds a log of %d partitions, but %d were asked for: %w", l.dir, m.Partitions, l.opts.Partitions, rlmm.ErrInvalidArgument)
 	}
+	if m.ID != nil {
+		l.id = *m.ID
+	}
 	l.parts = make([]*partition, m.Partitions)
 	for i := range l.parts {
 		if err := l.loadPartitionDir(int32(i)); err != nil {
@@ -157,11 +160,13 @@ func (l *Log) readOrCreateManifest(creating bool) (manifest, error) {
 	if !creating {
 		return manifest{}, fmt.Errorf("filelog: no log at %s (the directory is empty; give a partition count to create one): %w", l.dir, fs.ErrNotExist)
 	}
-	if err := atomicfile.WriteFile(path, encodeManifest(l.opts.Partitions), 0o644); err != nil {
+	id := rlmm.RandomUuid()
+	m := manifest{Format: formatName, Version: formatVersion, Partitions: l.opts.Partitions, ID: &id}
+	if err := atomicfile.WriteFile(path, encodeManifest(m), 0o644); err != nil {
 		return manifest{}, fmt.Errorf("filelog: installing manifest: %w", err)
 	}
-	l.logger.Info("filelog: created log", "dir", l.dir, "partitions", l.opts.Partitions)
-	return manifest{Format: formatName, Version: formatVersion, Partitions: l.opts.Partitions}, nil
+	l.logger.Info("filelog: created log", "dir", l.dir, "partitions", l.opts.Partitions, "id", id)
+	return m, nil
 }
 
 // loadPartitionDir lists the segment files of partition id (creating its

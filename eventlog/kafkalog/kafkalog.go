@@ -35,6 +35,7 @@ const deliveryTimeout = 2 * time.Minute
 type Log struct {
 	cfg        Config
 	partitions int32
+	topicID    rlmm.Uuid // the topic's id when Open found it
 	producer   *kgo.Client
 	admin      *kadm.Client
 	log        *slog.Logger
@@ -98,7 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		producer.Close()
 		return nil, err
 	}
-	l.log.Info("kafkalog opened", "bootstrap", strings.Join(cfg.BootstrapServers, ","), "partitions", l.partitions)
+	l.log.Info("kafkalog opened", "bootstrap", strings.Join(cfg.BootstrapServers, ","), "partitions", l.partitions, "topic_id", l.topicID)
 	return l, nil
 }
 
@@ -125,7 +126,7 @@ func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
 		return 0, l.openError(parent, ctx, "listing brokers", err)
 	}
 	for {
-		n, exists, err := l.describeTopic(ctx)
+		n, id, exists, err := l.describeTopic(ctx)
 		if err != nil {
 			return 0, l.openError(parent, ctx, "describing topic "+l.cfg.Topic, err)
 		}
@@ -135,6 +136,7 @@ func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
 					"the count decides where each partition's metadata lives, so it must match the existing topic",
 					rlmm.ErrInvalidArgument, l.cfg.Topic, n, l.cfg.NumPartitions)
 			}
+			l.topicID = id
 			return n, l.waitLeaders(parent, ctx)
 		}
 		if l.cfg.SkipTopicCreation {
@@ -190,20 +192,21 @@ func isPermanent(err error) bool {
 		errors.As(err, &verify) || errors.As(err, &header)
 }
 
-// describeTopic returns the topic's partition count and whether it exists.
-func (l *Log) describeTopic(ctx context.Context) (int32, bool, error) {
+// describeTopic returns the topic's partition count, its id and whether it
+// exists.
+func (l *Log) describeTopic(ctx context.Context) (int32, rlmm.Uuid, bool, error) {
 	topics, err := l.admin.ListTopics(ctx, l.cfg.Topic)
 	if err != nil {
-		return 0, false, err
+		return 0, rlmm.Uuid{}, false, err
 	}
 	d, ok := topics[l.cfg.Topic]
 	if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-		return 0, false, nil
+		return 0, rlmm.Uuid{}, false, nil
 	}
 	if d.Err != nil {
-		return 0, false, d.Err
+		return 0, rlmm.Uuid{}, false, d.Err
 	}
-	return int32(len(d.Partitions)), true, nil
+	return int32(len(d.Partitions)), rlmm.Uuid(d.ID), true, nil
 }
 
 // createTopic creates the topic with Kafka's settings. Another client
@@ -276,6 +279,11 @@ func (l *Log) waitLeaders(parent, ctx context.Context) error {
 
 // Partitions returns the topic's partition count.
 func (l *Log) Partitions() int32 { return l.partitions }
+
+// ID returns the topic's id as the cluster gave it when Open found the
+// topic: a topic deleted and created again under the same name has another.
+// rlmm.ZeroUuid from a cluster that does not give topic ids.
+func (l *Log) ID() rlmm.Uuid { return l.topicID }
 
 // Topic returns the name of the topic the log uses.
 func (l *Log) Topic() string { return l.cfg.Topic }

@@ -19,6 +19,7 @@ const maxPollRecords = 4096
 // usable. All methods are safe for concurrent use.
 type Log struct {
 	partitions int32
+	id         rlmm.Uuid // random, set by New
 
 	mu       sync.Mutex
 	records  [][][]byte    // records[p][offset]; nil below start[p]
@@ -37,6 +38,7 @@ func New(partitions int32) *Log {
 	}
 	return &Log{
 		partitions: partitions,
+		id:         rlmm.RandomUuid(),
 		records:    make([][][]byte, partitions),
 		start:      make([]int64, partitions),
 		appended:   make(chan struct{}),
@@ -45,6 +47,9 @@ func New(partitions int32) *Log {
 
 // Partitions returns the number of partitions.
 func (l *Log) Partitions() int32 { return l.partitions }
+
+// ID returns the random id New gave the log: two logs never share one.
+func (l *Log) ID() rlmm.Uuid { return l.id }
 
 func (l *Log) checkPartition(p int32) error {
 	if p < 0 || p >= l.partitions {

@@ -13,6 +13,8 @@ import (
 // checks.
 type inspectSnapshotDoc struct {
 	Bytes              int64   `json:"bytes"`
+	Version            int     `json:"version"`
+	LogID              string  `json:"logId"`
 	MetadataPartitions int32   `json:"metadataPartitions"`
 	Committed          []int64 `json:"committedOffsets"`
 	UserPartitions     int     `json:"userPartitions"`
@@ -56,6 +58,21 @@ func TestInspectSnapshot(t *testing.T) {
 		t.Errorf("head: %d bytes, %d metadata partitions, %d committed offsets; the file has %d bytes, the run %d metadata partitions",
 			doc.Bytes, doc.MetadataPartitions, len(doc.Committed), info.Size(), rep.MetadataPartitions)
 	}
+	// The snapshot names the log it was written for: the run's embedded
+	// log, whose MANIFEST holds its id.
+	var manifest struct {
+		ID string `json:"id"`
+	}
+	mf, err := os.ReadFile(filepath.Join(rep.RunDir, "log", "MANIFEST"))
+	if err == nil {
+		err = json.Unmarshal(mf, &manifest)
+	}
+	if err != nil {
+		t.Fatalf("the run's log manifest: %v", err)
+	}
+	if doc.Version != 3 || doc.LogID == "" || doc.LogID != manifest.ID {
+		t.Errorf("snapshot version %d written for log %q; want version 3 and the run's log %q", doc.Version, doc.LogID, manifest.ID)
+	}
 	if doc.UserPartitions == 0 || len(doc.Blocks) != doc.UserPartitions || doc.BadBlocks != 0 {
 		t.Fatalf("%d user partitions, %d blocks shown, %d bad", doc.UserPartitions, len(doc.Blocks), doc.BadBlocks)
 	}
@@ -70,9 +87,12 @@ func TestInspectSnapshot(t *testing.T) {
 		t.Errorf("blocks hold %d segments, the head %d", total, doc.TotalSegments)
 	}
 
-	// The text form names every block.
+	// The text form names every block and the log.
 	r = run(t, work, "inspect", "--snapshot", snap)
 	mustCode(t, r, 0, "inspect", "--snapshot", snap)
+	if !strings.Contains(r.stdout, "written for the log with id "+manifest.ID) {
+		t.Errorf("text output does not name the log %s:\n%s", manifest.ID, r.stdout)
+	}
 	for _, b := range doc.Blocks {
 		if !strings.Contains(r.stdout, b.Partition) {
 			t.Errorf("text output does not name block %s:\n%s", b.Partition, r.stdout)
