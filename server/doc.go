@@ -13,6 +13,14 @@
 //     returns, with its verdict. Lists are streamed in batches of
 //     Config.BatchSize (512) segments.
 //
+//   - The fetch path's lookup by (epoch, offset) has a second form,
+//     SegmentForOffsetStream (lookupstream.go): one long-lived bidirectional
+//     stream per client connection, each request with the caller's id, each
+//     reply the unary call's answer (or its status, as a CallStatus) with
+//     that id, through the same findSegment. It saves a new HTTP/2 stream,
+//     its headers and trailers and a handler dispatch per lookup. Stop ends
+//     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
+//
 //   - The server accepts calls before its manager is up (SetManager comes
 //     later): the plugin can connect at once while the log is opened and the
 //     snapshot loaded. Until then reads answer NOT_READY, IsReady false,

@@ -74,7 +74,8 @@ type Server struct {
 	stopping chan struct{} // closed by Stop
 	stopOnce sync.Once
 	wg       sync.WaitGroup
-	errs     chan error // Serve errors of the endpoints, buffered
+	lookups  sync.WaitGroup // the receivers of open lookup streams
+	errs     chan error     // Serve errors of the endpoints, buffered
 }
 
 // New returns a server with no manager and no endpoint yet.
@@ -142,6 +143,9 @@ func (s *Server) Serve(ep Endpoint) error {
 	// under grpc-java (BENCHMARKS.md, "Broker plugin"). 1 MiB per stream and
 	// per connection lets a streamed list run without waiting for updates.
 	opts = append(opts, grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
+	// Stop, too, returns only when every handler has: a lookup stream's
+	// handler registers its receiver in s.lookups, which Stop waits for after.
+	opts = append(opts, grpc.WaitForHandlers(true))
 	g := grpc.NewServer(opts...)
 	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
 	s.mu.Lock()
@@ -173,7 +177,8 @@ func (s *Server) Errors() <-chan error { return s.errs }
 
 // Stop stops every endpoint: gracefully (in-flight calls finish, no new
 // ones) until ctx ends, then forcibly. Calls waiting for the manager return
-// ErrClosed. The listeners are closed; the manager is not.
+// ErrClosed, and open lookup streams (SegmentForOffsetStream) end with
+// UNAVAILABLE (CLOSED). The listeners are closed; the manager is not.
 func (s *Server) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	s.mu.Lock()
@@ -197,4 +202,5 @@ func (s *Server) Stop(ctx context.Context) {
 		<-done
 	}
 	s.wg.Wait()
+	s.lookups.Wait()
 }

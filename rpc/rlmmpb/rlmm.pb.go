@@ -24,6 +24,7 @@ package rlmmpb
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	anypb "google.golang.org/protobuf/types/known/anypb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -949,6 +950,217 @@ func (x *SegmentReply) GetSegment() *SegmentMetadata {
 	return nil
 }
 
+// SegmentForOffsetStreamRequest is one lookup on the long-lived lookup
+// stream: the id is the caller's, and comes back on its answer.
+type SegmentForOffsetStreamRequest struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Id            uint64                   `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *SegmentForOffsetRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SegmentForOffsetStreamRequest) Reset() {
+	*x = SegmentForOffsetStreamRequest{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SegmentForOffsetStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SegmentForOffsetStreamRequest) ProtoMessage() {}
+
+func (x *SegmentForOffsetStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SegmentForOffsetStreamRequest.ProtoReflect.Descriptor instead.
+func (*SegmentForOffsetStreamRequest) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SegmentForOffsetStreamRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SegmentForOffsetStreamRequest) GetRequest() *SegmentForOffsetRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// SegmentForOffsetStreamReply answers the request with the same id: either
+// the reply the unary SegmentForOffset would give, or the status it would
+// fail with.
+type SegmentForOffsetStreamReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*SegmentForOffsetStreamReply_Reply
+	//	*SegmentForOffsetStreamReply_Error
+	Result        isSegmentForOffsetStreamReply_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SegmentForOffsetStreamReply) Reset() {
+	*x = SegmentForOffsetStreamReply{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SegmentForOffsetStreamReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SegmentForOffsetStreamReply) ProtoMessage() {}
+
+func (x *SegmentForOffsetStreamReply) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SegmentForOffsetStreamReply.ProtoReflect.Descriptor instead.
+func (*SegmentForOffsetStreamReply) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SegmentForOffsetStreamReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SegmentForOffsetStreamReply) GetResult() isSegmentForOffsetStreamReply_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SegmentForOffsetStreamReply) GetReply() *SegmentReply {
+	if x != nil {
+		if x, ok := x.Result.(*SegmentForOffsetStreamReply_Reply); ok {
+			return x.Reply
+		}
+	}
+	return nil
+}
+
+func (x *SegmentForOffsetStreamReply) GetError() *CallStatus {
+	if x != nil {
+		if x, ok := x.Result.(*SegmentForOffsetStreamReply_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isSegmentForOffsetStreamReply_Result interface {
+	isSegmentForOffsetStreamReply_Result()
+}
+
+type SegmentForOffsetStreamReply_Reply struct {
+	Reply *SegmentReply `protobuf:"bytes,2,opt,name=reply,proto3,oneof"`
+}
+
+type SegmentForOffsetStreamReply_Error struct {
+	Error *CallStatus `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*SegmentForOffsetStreamReply_Reply) isSegmentForOffsetStreamReply_Result() {}
+
+func (*SegmentForOffsetStreamReply_Error) isSegmentForOffsetStreamReply_Result() {}
+
+// CallStatus is a failed call's gRPC status carried in a message: field for
+// field (and byte for byte) google.rpc.Status, which is what a unary call's
+// status travels as in its grpc-status-details-bin trailer. Its details hold
+// the one ErrorInfo.
+type CallStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Details       []*anypb.Any           `protobuf:"bytes,3,rep,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallStatus) Reset() {
+	*x = CallStatus{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallStatus) ProtoMessage() {}
+
+func (x *CallStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallStatus.ProtoReflect.Descriptor instead.
+func (*CallStatus) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CallStatus) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CallStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *CallStatus) GetDetails() []*anypb.Any {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 type HighestOffsetForEpochRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	TopicIdPartition *TopicIdPartition      `protobuf:"bytes,1,opt,name=topic_id_partition,json=topicIdPartition,proto3" json:"topic_id_partition,omitempty"`
@@ -959,7 +1171,7 @@ type HighestOffsetForEpochRequest struct {
 
 func (x *HighestOffsetForEpochRequest) Reset() {
 	*x = HighestOffsetForEpochRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[12]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1183,7 @@ func (x *HighestOffsetForEpochRequest) String() string {
 func (*HighestOffsetForEpochRequest) ProtoMessage() {}
 
 func (x *HighestOffsetForEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[12]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1196,7 @@ func (x *HighestOffsetForEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighestOffsetForEpochRequest.ProtoReflect.Descriptor instead.
 func (*HighestOffsetForEpochRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{12}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HighestOffsetForEpochRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1011,7 +1223,7 @@ type HighestOffsetForEpochReply struct {
 
 func (x *HighestOffsetForEpochReply) Reset() {
 	*x = HighestOffsetForEpochReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[13]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1023,7 +1235,7 @@ func (x *HighestOffsetForEpochReply) String() string {
 func (*HighestOffsetForEpochReply) ProtoMessage() {}
 
 func (x *HighestOffsetForEpochReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[13]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1036,7 +1248,7 @@ func (x *HighestOffsetForEpochReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighestOffsetForEpochReply.ProtoReflect.Descriptor instead.
 func (*HighestOffsetForEpochReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{13}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HighestOffsetForEpochReply) GetFound() bool {
@@ -1065,7 +1277,7 @@ type ListSegmentsRequest struct {
 
 func (x *ListSegmentsRequest) Reset() {
 	*x = ListSegmentsRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1289,7 @@ func (x *ListSegmentsRequest) String() string {
 func (*ListSegmentsRequest) ProtoMessage() {}
 
 func (x *ListSegmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1302,7 @@ func (x *ListSegmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSegmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListSegmentsRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{14}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListSegmentsRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1118,7 +1330,7 @@ type SegmentBatch struct {
 
 func (x *SegmentBatch) Reset() {
 	*x = SegmentBatch{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1342,7 @@ func (x *SegmentBatch) String() string {
 func (*SegmentBatch) ProtoMessage() {}
 
 func (x *SegmentBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1355,7 @@ func (x *SegmentBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SegmentBatch.ProtoReflect.Descriptor instead.
 func (*SegmentBatch) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{15}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SegmentBatch) GetSegments() []*SegmentMetadata {
@@ -1163,7 +1375,7 @@ type RemoteLogSizeRequest struct {
 
 func (x *RemoteLogSizeRequest) Reset() {
 	*x = RemoteLogSizeRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1387,7 @@ func (x *RemoteLogSizeRequest) String() string {
 func (*RemoteLogSizeRequest) ProtoMessage() {}
 
 func (x *RemoteLogSizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1400,7 @@ func (x *RemoteLogSizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLogSizeRequest.ProtoReflect.Descriptor instead.
 func (*RemoteLogSizeRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{16}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoteLogSizeRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1214,7 +1426,7 @@ type RemoteLogSizeReply struct {
 
 func (x *RemoteLogSizeReply) Reset() {
 	*x = RemoteLogSizeReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1438,7 @@ func (x *RemoteLogSizeReply) String() string {
 func (*RemoteLogSizeReply) ProtoMessage() {}
 
 func (x *RemoteLogSizeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1451,7 @@ func (x *RemoteLogSizeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLogSizeReply.ProtoReflect.Descriptor instead.
 func (*RemoteLogSizeReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{17}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoteLogSizeReply) GetSizeInBytes() int64 {
@@ -1260,7 +1472,7 @@ type NextSegmentWithTxnIndexRequest struct {
 
 func (x *NextSegmentWithTxnIndexRequest) Reset() {
 	*x = NextSegmentWithTxnIndexRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1484,7 @@ func (x *NextSegmentWithTxnIndexRequest) String() string {
 func (*NextSegmentWithTxnIndexRequest) ProtoMessage() {}
 
 func (x *NextSegmentWithTxnIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1497,7 @@ func (x *NextSegmentWithTxnIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextSegmentWithTxnIndexRequest.ProtoReflect.Descriptor instead.
 func (*NextSegmentWithTxnIndexRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{18}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NextSegmentWithTxnIndexRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1318,7 +1530,7 @@ type IsReadyRequest struct {
 
 func (x *IsReadyRequest) Reset() {
 	*x = IsReadyRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1542,7 @@ func (x *IsReadyRequest) String() string {
 func (*IsReadyRequest) ProtoMessage() {}
 
 func (x *IsReadyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1555,7 @@ func (x *IsReadyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsReadyRequest.ProtoReflect.Descriptor instead.
 func (*IsReadyRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{19}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *IsReadyRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1362,7 +1574,7 @@ type IsReadyReply struct {
 
 func (x *IsReadyReply) Reset() {
 	*x = IsReadyReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1586,7 @@ func (x *IsReadyReply) String() string {
 func (*IsReadyReply) ProtoMessage() {}
 
 func (x *IsReadyReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1599,7 @@ func (x *IsReadyReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsReadyReply.ProtoReflect.Descriptor instead.
 func (*IsReadyReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{20}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *IsReadyReply) GetReady() bool {
@@ -1407,7 +1619,7 @@ type LeadershipChangesRequest struct {
 
 func (x *LeadershipChangesRequest) Reset() {
 	*x = LeadershipChangesRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1631,7 @@ func (x *LeadershipChangesRequest) String() string {
 func (*LeadershipChangesRequest) ProtoMessage() {}
 
 func (x *LeadershipChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1644,7 @@ func (x *LeadershipChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeadershipChangesRequest.ProtoReflect.Descriptor instead.
 func (*LeadershipChangesRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{21}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LeadershipChangesRequest) GetLeaders() []*TopicIdPartition {
@@ -1458,7 +1670,7 @@ type StopPartitionsRequest struct {
 
 func (x *StopPartitionsRequest) Reset() {
 	*x = StopPartitionsRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1682,7 @@ func (x *StopPartitionsRequest) String() string {
 func (*StopPartitionsRequest) ProtoMessage() {}
 
 func (x *StopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1695,7 @@ func (x *StopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*StopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{22}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StopPartitionsRequest) GetPartitions() []*TopicIdPartition {
@@ -1501,7 +1713,7 @@ type AssignmentReply struct {
 
 func (x *AssignmentReply) Reset() {
 	*x = AssignmentReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1725,7 @@ func (x *AssignmentReply) String() string {
 func (*AssignmentReply) ProtoMessage() {}
 
 func (x *AssignmentReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1738,7 @@ func (x *AssignmentReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentReply.ProtoReflect.Descriptor instead.
 func (*AssignmentReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{23}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{26}
 }
 
 type ServerInfoRequest struct {
@@ -1537,7 +1749,7 @@ type ServerInfoRequest struct {
 
 func (x *ServerInfoRequest) Reset() {
 	*x = ServerInfoRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1761,7 @@ func (x *ServerInfoRequest) String() string {
 func (*ServerInfoRequest) ProtoMessage() {}
 
 func (x *ServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1774,7 @@ func (x *ServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{24}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{27}
 }
 
 // ServerInfoReply describes the server, so a client can check it reached the
@@ -1581,7 +1793,7 @@ type ServerInfoReply struct {
 
 func (x *ServerInfoReply) Reset() {
 	*x = ServerInfoReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1805,7 @@ func (x *ServerInfoReply) String() string {
 func (*ServerInfoReply) ProtoMessage() {}
 
 func (x *ServerInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1818,7 @@ func (x *ServerInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfoReply.ProtoReflect.Descriptor instead.
 func (*ServerInfoReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{25}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ServerInfoReply) GetVersion() string {
@@ -1657,7 +1869,7 @@ type ErrorInfo struct {
 
 func (x *ErrorInfo) Reset() {
 	*x = ErrorInfo{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1881,7 @@ func (x *ErrorInfo) String() string {
 func (*ErrorInfo) ProtoMessage() {}
 
 func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1894,7 @@ func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorInfo.ProtoReflect.Descriptor instead.
 func (*ErrorInfo) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{26}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ErrorInfo) GetKind() ErrorKind {
@@ -1703,7 +1915,7 @@ var File_rlmm_v1_rlmm_proto protoreflect.FileDescriptor
 
 const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\n" +
-	"\x12rlmm/v1/rlmm.proto\x12\arlmm.v1\"p\n" +
+	"\x12rlmm/v1/rlmm.proto\x12\arlmm.v1\x1a\x19google/protobuf/any.proto\"p\n" +
 	"\x04Uuid\x122\n" +
 	"\x15most_significant_bits\x18\x01 \x01(\x06R\x13mostSignificantBits\x124\n" +
 	"\x16least_significant_bits\x18\x02 \x01(\x06R\x14leastSignificantBits\"p\n" +
@@ -1759,7 +1971,20 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"X\n" +
 	"\fSegmentReply\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x122\n" +
-	"\asegment\x18\x02 \x01(\v2\x18.rlmm.v1.SegmentMetadataR\asegment\"\x8a\x01\n" +
+	"\asegment\x18\x02 \x01(\v2\x18.rlmm.v1.SegmentMetadataR\asegment\"k\n" +
+	"\x1dSegmentForOffsetStreamRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12:\n" +
+	"\arequest\x18\x02 \x01(\v2 .rlmm.v1.SegmentForOffsetRequestR\arequest\"\x93\x01\n" +
+	"\x1bSegmentForOffsetStreamReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
+	"\x05reply\x18\x02 \x01(\v2\x15.rlmm.v1.SegmentReplyH\x00R\x05reply\x12+\n" +
+	"\x05error\x18\x03 \x01(\v2\x13.rlmm.v1.CallStatusH\x00R\x05errorB\b\n" +
+	"\x06result\"j\n" +
+	"\n" +
+	"CallStatus\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x8a\x01\n" +
 	"\x1cHighestOffsetForEpochRequest\x12G\n" +
 	"\x12topic_id_partition\x18\x01 \x01(\v2\x19.rlmm.v1.TopicIdPartitionR\x10topicIdPartition\x12!\n" +
 	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\"J\n" +
@@ -1823,13 +2048,14 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x06CLOSED\x10\x06\x12\v\n" +
 	"\aCORRUPT\x10\a\x12\v\n" +
 	"\aTIMEOUT\x10\b\x12\f\n" +
-	"\bINTERNAL\x10\t2\xba\a\n" +
+	"\bINTERNAL\x10\t2\xa6\b\n" +
 	"\x11RemoteLogMetadata\x12@\n" +
 	"\n" +
 	"AddSegment\x12\x1a.rlmm.v1.AddSegmentRequest\x1a\x16.rlmm.v1.MutationReply\x12F\n" +
 	"\rUpdateSegment\x12\x1d.rlmm.v1.UpdateSegmentRequest\x1a\x16.rlmm.v1.MutationReply\x12P\n" +
 	"\x12PutPartitionDelete\x12\".rlmm.v1.PutPartitionDeleteRequest\x1a\x16.rlmm.v1.MutationReply\x12K\n" +
-	"\x10SegmentForOffset\x12 .rlmm.v1.SegmentForOffsetRequest\x1a\x15.rlmm.v1.SegmentReply\x12c\n" +
+	"\x10SegmentForOffset\x12 .rlmm.v1.SegmentForOffsetRequest\x1a\x15.rlmm.v1.SegmentReply\x12j\n" +
+	"\x16SegmentForOffsetStream\x12&.rlmm.v1.SegmentForOffsetStreamRequest\x1a$.rlmm.v1.SegmentForOffsetStreamReply(\x010\x01\x12c\n" +
 	"\x15HighestOffsetForEpoch\x12%.rlmm.v1.HighestOffsetForEpochRequest\x1a#.rlmm.v1.HighestOffsetForEpochReply\x12E\n" +
 	"\fListSegments\x12\x1c.rlmm.v1.ListSegmentsRequest\x1a\x15.rlmm.v1.SegmentBatch0\x01\x12K\n" +
 	"\rRemoteLogSize\x12\x1d.rlmm.v1.RemoteLogSizeRequest\x1a\x1b.rlmm.v1.RemoteLogSizeReply\x12Y\n" +
@@ -1854,7 +2080,7 @@ func file_rlmm_v1_rlmm_proto_rawDescGZIP() []byte {
 }
 
 var file_rlmm_v1_rlmm_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(SegmentState)(0),                      // 0: rlmm.v1.SegmentState
 	(PartitionDeleteState)(0),              // 1: rlmm.v1.PartitionDeleteState
@@ -1871,21 +2097,25 @@ var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(*MutationReply)(nil),                  // 12: rlmm.v1.MutationReply
 	(*SegmentForOffsetRequest)(nil),        // 13: rlmm.v1.SegmentForOffsetRequest
 	(*SegmentReply)(nil),                   // 14: rlmm.v1.SegmentReply
-	(*HighestOffsetForEpochRequest)(nil),   // 15: rlmm.v1.HighestOffsetForEpochRequest
-	(*HighestOffsetForEpochReply)(nil),     // 16: rlmm.v1.HighestOffsetForEpochReply
-	(*ListSegmentsRequest)(nil),            // 17: rlmm.v1.ListSegmentsRequest
-	(*SegmentBatch)(nil),                   // 18: rlmm.v1.SegmentBatch
-	(*RemoteLogSizeRequest)(nil),           // 19: rlmm.v1.RemoteLogSizeRequest
-	(*RemoteLogSizeReply)(nil),             // 20: rlmm.v1.RemoteLogSizeReply
-	(*NextSegmentWithTxnIndexRequest)(nil), // 21: rlmm.v1.NextSegmentWithTxnIndexRequest
-	(*IsReadyRequest)(nil),                 // 22: rlmm.v1.IsReadyRequest
-	(*IsReadyReply)(nil),                   // 23: rlmm.v1.IsReadyReply
-	(*LeadershipChangesRequest)(nil),       // 24: rlmm.v1.LeadershipChangesRequest
-	(*StopPartitionsRequest)(nil),          // 25: rlmm.v1.StopPartitionsRequest
-	(*AssignmentReply)(nil),                // 26: rlmm.v1.AssignmentReply
-	(*ServerInfoRequest)(nil),              // 27: rlmm.v1.ServerInfoRequest
-	(*ServerInfoReply)(nil),                // 28: rlmm.v1.ServerInfoReply
-	(*ErrorInfo)(nil),                      // 29: rlmm.v1.ErrorInfo
+	(*SegmentForOffsetStreamRequest)(nil),  // 15: rlmm.v1.SegmentForOffsetStreamRequest
+	(*SegmentForOffsetStreamReply)(nil),    // 16: rlmm.v1.SegmentForOffsetStreamReply
+	(*CallStatus)(nil),                     // 17: rlmm.v1.CallStatus
+	(*HighestOffsetForEpochRequest)(nil),   // 18: rlmm.v1.HighestOffsetForEpochRequest
+	(*HighestOffsetForEpochReply)(nil),     // 19: rlmm.v1.HighestOffsetForEpochReply
+	(*ListSegmentsRequest)(nil),            // 20: rlmm.v1.ListSegmentsRequest
+	(*SegmentBatch)(nil),                   // 21: rlmm.v1.SegmentBatch
+	(*RemoteLogSizeRequest)(nil),           // 22: rlmm.v1.RemoteLogSizeRequest
+	(*RemoteLogSizeReply)(nil),             // 23: rlmm.v1.RemoteLogSizeReply
+	(*NextSegmentWithTxnIndexRequest)(nil), // 24: rlmm.v1.NextSegmentWithTxnIndexRequest
+	(*IsReadyRequest)(nil),                 // 25: rlmm.v1.IsReadyRequest
+	(*IsReadyReply)(nil),                   // 26: rlmm.v1.IsReadyReply
+	(*LeadershipChangesRequest)(nil),       // 27: rlmm.v1.LeadershipChangesRequest
+	(*StopPartitionsRequest)(nil),          // 28: rlmm.v1.StopPartitionsRequest
+	(*AssignmentReply)(nil),                // 29: rlmm.v1.AssignmentReply
+	(*ServerInfoRequest)(nil),              // 30: rlmm.v1.ServerInfoRequest
+	(*ServerInfoReply)(nil),                // 31: rlmm.v1.ServerInfoReply
+	(*ErrorInfo)(nil),                      // 32: rlmm.v1.ErrorInfo
+	(*anypb.Any)(nil),                      // 33: google.protobuf.Any
 }
 var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
 	3,  // 0: rlmm.v1.TopicIdPartition.topic_id:type_name -> rlmm.v1.Uuid
@@ -1903,45 +2133,51 @@ var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
 	8,  // 12: rlmm.v1.PutPartitionDeleteRequest.delete:type_name -> rlmm.v1.PartitionDelete
 	4,  // 13: rlmm.v1.SegmentForOffsetRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
 	6,  // 14: rlmm.v1.SegmentReply.segment:type_name -> rlmm.v1.SegmentMetadata
-	4,  // 15: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 16: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	6,  // 17: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
-	4,  // 18: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 19: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 20: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 21: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 22: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 23: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
-	2,  // 24: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
-	9,  // 25: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
-	10, // 26: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
-	11, // 27: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
-	13, // 28: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
-	15, // 29: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
-	17, // 30: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
-	19, // 31: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
-	21, // 32: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
-	22, // 33: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
-	24, // 34: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
-	25, // 35: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
-	27, // 36: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
-	12, // 37: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
-	12, // 38: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
-	12, // 39: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
-	14, // 40: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
-	16, // 41: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
-	18, // 42: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
-	20, // 43: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
-	14, // 44: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
-	23, // 45: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
-	26, // 46: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
-	26, // 47: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
-	28, // 48: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
-	37, // [37:49] is the sub-list for method output_type
-	25, // [25:37] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	13, // 15: rlmm.v1.SegmentForOffsetStreamRequest.request:type_name -> rlmm.v1.SegmentForOffsetRequest
+	14, // 16: rlmm.v1.SegmentForOffsetStreamReply.reply:type_name -> rlmm.v1.SegmentReply
+	17, // 17: rlmm.v1.SegmentForOffsetStreamReply.error:type_name -> rlmm.v1.CallStatus
+	33, // 18: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
+	4,  // 19: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 20: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	6,  // 21: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
+	4,  // 22: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 23: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 24: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 25: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 26: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 27: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
+	2,  // 28: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
+	9,  // 29: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
+	10, // 30: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
+	11, // 31: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
+	13, // 32: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
+	15, // 33: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
+	18, // 34: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
+	20, // 35: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
+	22, // 36: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
+	24, // 37: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
+	25, // 38: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
+	27, // 39: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
+	28, // 40: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
+	30, // 41: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
+	12, // 42: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
+	12, // 43: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
+	12, // 44: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
+	14, // 45: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
+	16, // 46: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
+	19, // 47: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
+	21, // 48: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
+	23, // 49: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
+	14, // 50: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
+	26, // 51: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
+	29, // 52: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
+	29, // 53: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
+	31, // 54: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
+	42, // [42:55] is the sub-list for method output_type
+	29, // [29:42] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_rlmm_v1_rlmm_proto_init() }
@@ -1951,14 +2187,18 @@ func file_rlmm_v1_rlmm_proto_init() {
 	}
 	file_rlmm_v1_rlmm_proto_msgTypes[3].OneofWrappers = []any{}
 	file_rlmm_v1_rlmm_proto_msgTypes[4].OneofWrappers = []any{}
-	file_rlmm_v1_rlmm_proto_msgTypes[14].OneofWrappers = []any{}
+	file_rlmm_v1_rlmm_proto_msgTypes[13].OneofWrappers = []any{
+		(*SegmentForOffsetStreamReply_Reply)(nil),
+		(*SegmentForOffsetStreamReply_Error)(nil),
+	}
+	file_rlmm_v1_rlmm_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rlmm_v1_rlmm_proto_rawDesc), len(file_rlmm_v1_rlmm_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   27,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	RemoteLogMetadata_UpdateSegment_FullMethodName                = "/rlmm.v1.RemoteLogMetadata/UpdateSegment"
 	RemoteLogMetadata_PutPartitionDelete_FullMethodName           = "/rlmm.v1.RemoteLogMetadata/PutPartitionDelete"
 	RemoteLogMetadata_SegmentForOffset_FullMethodName             = "/rlmm.v1.RemoteLogMetadata/SegmentForOffset"
+	RemoteLogMetadata_SegmentForOffsetStream_FullMethodName       = "/rlmm.v1.RemoteLogMetadata/SegmentForOffsetStream"
 	RemoteLogMetadata_HighestOffsetForEpoch_FullMethodName        = "/rlmm.v1.RemoteLogMetadata/HighestOffsetForEpoch"
 	RemoteLogMetadata_ListSegments_FullMethodName                 = "/rlmm.v1.RemoteLogMetadata/ListSegments"
 	RemoteLogMetadata_RemoteLogSize_FullMethodName                = "/rlmm.v1.RemoteLogMetadata/RemoteLogSize"
@@ -58,6 +59,13 @@ type RemoteLogMetadataClient interface {
 	UpdateSegment(ctx context.Context, in *UpdateSegmentRequest, opts ...grpc.CallOption) (*MutationReply, error)
 	PutPartitionDelete(ctx context.Context, in *PutPartitionDeleteRequest, opts ...grpc.CallOption) (*MutationReply, error)
 	SegmentForOffset(ctx context.Context, in *SegmentForOffsetRequest, opts ...grpc.CallOption) (*SegmentReply, error)
+	// SegmentForOffsetStream is SegmentForOffset on one long-lived stream:
+	// every request gets exactly one reply with its id, in order, at once (a
+	// lookup never waits: NOT_READY is an answer). A request with bad fields
+	// gets the error reply the unary call fails with (INVALID_ARGUMENT); bytes
+	// that do not decode end the stream with gRPC's own status (INTERNAL).
+	// Stopping the server ends open streams with UNAVAILABLE (CLOSED).
+	SegmentForOffsetStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply], error)
 	HighestOffsetForEpoch(ctx context.Context, in *HighestOffsetForEpochRequest, opts ...grpc.CallOption) (*HighestOffsetForEpochReply, error)
 	ListSegments(ctx context.Context, in *ListSegmentsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SegmentBatch], error)
 	RemoteLogSize(ctx context.Context, in *RemoteLogSizeRequest, opts ...grpc.CallOption) (*RemoteLogSizeReply, error)
@@ -116,6 +124,19 @@ func (c *remoteLogMetadataClient) SegmentForOffset(ctx context.Context, in *Segm
 	return out, nil
 }
 
+func (c *remoteLogMetadataClient) SegmentForOffsetStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RemoteLogMetadata_ServiceDesc.Streams[0], RemoteLogMetadata_SegmentForOffsetStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RemoteLogMetadata_SegmentForOffsetStreamClient = grpc.BidiStreamingClient[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply]
+
 func (c *remoteLogMetadataClient) HighestOffsetForEpoch(ctx context.Context, in *HighestOffsetForEpochRequest, opts ...grpc.CallOption) (*HighestOffsetForEpochReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(HighestOffsetForEpochReply)
@@ -128,7 +149,7 @@ func (c *remoteLogMetadataClient) HighestOffsetForEpoch(ctx context.Context, in 
 
 func (c *remoteLogMetadataClient) ListSegments(ctx context.Context, in *ListSegmentsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SegmentBatch], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &RemoteLogMetadata_ServiceDesc.Streams[0], RemoteLogMetadata_ListSegments_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &RemoteLogMetadata_ServiceDesc.Streams[1], RemoteLogMetadata_ListSegments_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +236,13 @@ type RemoteLogMetadataServer interface {
 	UpdateSegment(context.Context, *UpdateSegmentRequest) (*MutationReply, error)
 	PutPartitionDelete(context.Context, *PutPartitionDeleteRequest) (*MutationReply, error)
 	SegmentForOffset(context.Context, *SegmentForOffsetRequest) (*SegmentReply, error)
+	// SegmentForOffsetStream is SegmentForOffset on one long-lived stream:
+	// every request gets exactly one reply with its id, in order, at once (a
+	// lookup never waits: NOT_READY is an answer). A request with bad fields
+	// gets the error reply the unary call fails with (INVALID_ARGUMENT); bytes
+	// that do not decode end the stream with gRPC's own status (INTERNAL).
+	// Stopping the server ends open streams with UNAVAILABLE (CLOSED).
+	SegmentForOffsetStream(grpc.BidiStreamingServer[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply]) error
 	HighestOffsetForEpoch(context.Context, *HighestOffsetForEpochRequest) (*HighestOffsetForEpochReply, error)
 	ListSegments(*ListSegmentsRequest, grpc.ServerStreamingServer[SegmentBatch]) error
 	RemoteLogSize(context.Context, *RemoteLogSizeRequest) (*RemoteLogSizeReply, error)
@@ -244,6 +272,9 @@ func (UnimplementedRemoteLogMetadataServer) PutPartitionDelete(context.Context, 
 }
 func (UnimplementedRemoteLogMetadataServer) SegmentForOffset(context.Context, *SegmentForOffsetRequest) (*SegmentReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method SegmentForOffset not implemented")
+}
+func (UnimplementedRemoteLogMetadataServer) SegmentForOffsetStream(grpc.BidiStreamingServer[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply]) error {
+	return status.Error(codes.Unimplemented, "method SegmentForOffsetStream not implemented")
 }
 func (UnimplementedRemoteLogMetadataServer) HighestOffsetForEpoch(context.Context, *HighestOffsetForEpochRequest) (*HighestOffsetForEpochReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method HighestOffsetForEpoch not implemented")
@@ -361,6 +392,13 @@ func _RemoteLogMetadata_SegmentForOffset_Handler(srv interface{}, ctx context.Co
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _RemoteLogMetadata_SegmentForOffsetStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RemoteLogMetadataServer).SegmentForOffsetStream(&grpc.GenericServerStream[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RemoteLogMetadata_SegmentForOffsetStreamServer = grpc.BidiStreamingServer[SegmentForOffsetStreamRequest, SegmentForOffsetStreamReply]
 
 func _RemoteLogMetadata_HighestOffsetForEpoch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(HighestOffsetForEpochRequest)
@@ -552,6 +590,12 @@ var RemoteLogMetadata_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SegmentForOffsetStream",
+			Handler:       _RemoteLogMetadata_SegmentForOffsetStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "ListSegments",
 			Handler:       _RemoteLogMetadata_ListSegments_Handler,

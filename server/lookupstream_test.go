@@ -1,0 +1,325 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+)
+
+// unaryOutcome is what the unary SegmentForOffset answers, in the stream's
+// reply form (reply or CallStatus), so the two paths compare with
+// proto.Equal.
+func unaryOutcome(ctx context.Context, c rlmmpb.RemoteLogMetadataClient, q *rlmmpb.SegmentForOffsetRequest) *rlmmpb.SegmentForOffsetStreamReply {
+	if q == nil {
+		q = &rlmmpb.SegmentForOffsetRequest{} // what an absent request reads as
+	}
+	r, err := c.SegmentForOffset(ctx, q)
+	if err != nil {
+		return &rlmmpb.SegmentForOffsetStreamReply{Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(err)}}
+	}
+	return &rlmmpb.SegmentForOffsetStreamReply{Result: &rlmmpb.SegmentForOffsetStreamReply_Reply{Reply: r}}
+}
+
+// streamLookup sends one request on the stream and returns its reply,
+// checking the id, with the id cleared for comparison.
+func streamLookup(t *testing.T, s rlmmpb.RemoteLogMetadata_SegmentForOffsetStreamClient, id uint64, q *rlmmpb.SegmentForOffsetRequest) *rlmmpb.SegmentForOffsetStreamReply {
+	t.Helper()
+	if err := s.Send(&rlmmpb.SegmentForOffsetStreamRequest{Id: id, Request: q}); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	r, err := s.Recv()
+	if err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	if r.Id != id {
+		t.Fatalf("reply id %d, want %d", r.Id, id)
+	}
+	r.Id = 0
+	return r
+}
+
+// errorKind is the ErrorInfo kind of a stream reply's error, or -1 for a
+// reply.
+func errorKind(t *testing.T, r *rlmmpb.SegmentForOffsetStreamReply) rlmmpb.ErrorKind {
+	t.Helper()
+	e := r.GetError()
+	if e == nil {
+		return -1
+	}
+	for _, d := range e.Details {
+		var info rlmmpb.ErrorInfo
+		if d.MessageIs(&info) {
+			if err := d.UnmarshalTo(&info); err != nil {
+				t.Fatal(err)
+			}
+			return info.Kind
+		}
+	}
+	t.Fatalf("error reply without ErrorInfo: %v", e)
+	return 0
+}
+
+// TestLookupStreamAnswersAsUnary: every request answered on the stream
+// equals the unary call's answer on the same state (hits, misses, bad
+// arguments, a partition not held, a server still starting).
+func TestLookupStreamAnswersAsUnary(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	starting := newFixture(t, fixtureOpts{noManager: true})
+	tp := newTP()
+	f.assign(t, tp)
+	for i := range 5 {
+		f.addAndFinish(t, segment(tp, int64(i)*100))
+	}
+	ptp := tpToProto(tp)
+	elsewhere := tpToProto(f.tpElsewhere(tp))
+	badUUID := proto.Clone(ptp).(*rlmmpb.TopicIdPartition)
+	badUUID.TopicId = nil
+	tests := []struct {
+		name string
+		fx   *fixture
+		q    *rlmmpb.SegmentForOffsetRequest
+		want rlmmpb.ErrorKind // -1: a reply
+		hit  bool
+	}{
+		{"hit epoch 0", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 0, Offset: 20}, -1, true},
+		{"hit epoch 1", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 360}, -1, true},
+		{"last offset", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 499}, -1, true},
+		{"past the end", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 500}, -1, false},
+		{"unknown epoch", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 9, Offset: 20}, -1, false},
+		{"negative offset", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 0, Offset: -1}, -1, false},
+		{"partition not held", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: elsewhere, Offset: 20}, -2, false},
+		{"no partition", f, &rlmmpb.SegmentForOffsetRequest{Offset: 20}, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
+		{"no topic id", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: badUUID}, -2, false},
+		{"no request at all", f, nil, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
+		{"server starting", starting, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, Offset: 20}, rlmmpb.ErrorKind_NOT_READY, false},
+	}
+	streams := map[*fixture]rlmmpb.RemoteLogMetadata_SegmentForOffsetStreamClient{}
+	for _, fx := range []*fixture{f, starting} {
+		s, err := fx.client.SegmentForOffsetStream(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[fx] = s
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			want := unaryOutcome(ctx, tc.fx.client, tc.q)
+			got := streamLookup(t, streams[tc.fx], uint64(1000+i), tc.q)
+			if !proto.Equal(got, want) {
+				t.Fatalf("stream answered %v\nunary answered %v", got, want)
+			}
+			// -2: whatever the unary call says (the comparison above), as
+			// long as it is the same.
+			if k := errorKind(t, got); tc.want != -2 && k != tc.want {
+				t.Fatalf("error kind %v, want %v (reply %v)", k, tc.want, got)
+			}
+			if got.GetReply().GetFound() != tc.hit {
+				t.Fatalf("found=%v, want %v", got.GetReply().GetFound(), tc.hit)
+			}
+		})
+	}
+	for _, s := range streams {
+		if err := s.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after CloseSend: %v, want the stream's clean end", err)
+		}
+	}
+}
+
+// TestLookupStreamConcurrentIDs: many requests pipelined on one stream
+// from several goroutines each get the reply of their own id.
+func TestLookupStreamConcurrentIDs(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	const segments = 8
+	for i := range segments {
+		f.addAndFinish(t, segment(tp, int64(i)*100))
+	}
+	ptp := tpToProto(tp)
+	s, err := f.client.SegmentForOffsetStream(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const senders, each = 4, 250
+	// offsetOf is the offset request id asks for: a hit in epoch 0 below 800
+	// where the offset's last two digits are below 50 (segment's epoch 1
+	// starts at +50), a miss elsewhere.
+	offsetOf := func(id uint64) int64 { return int64(id*37) % (segments*100 + 200) }
+	var sendMu sync.Mutex // a client stream's Send is not safe from several goroutines
+	errs := make(chan error, senders+1)
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := uint64(g*each + i)
+				sendMu.Lock()
+				err := s.Send(&rlmmpb.SegmentForOffsetStreamRequest{Id: id, Request: &rlmmpb.SegmentForOffsetRequest{
+					TopicIdPartition: ptp, LeaderEpoch: 0, Offset: offsetOf(id)}})
+				sendMu.Unlock()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	seen := map[uint64]bool{}
+	for len(seen) < senders*each {
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatalf("Recv after %d replies: %v", len(seen), err)
+		}
+		if seen[r.Id] || r.Id >= senders*each {
+			t.Fatalf("reply id %d unexpected (seen before: %v)", r.Id, seen[r.Id])
+		}
+		seen[r.Id] = true
+		off := offsetOf(r.Id)
+		rep := r.GetReply()
+		if rep == nil {
+			t.Fatalf("id %d: error %v", r.Id, r.GetError())
+		}
+		if wantHit := off < segments*100 && off%100 < 50; rep.Found != wantHit {
+			t.Fatalf("id %d (offset %d): found=%v, want %v", r.Id, off, rep.Found, wantHit)
+		}
+		if rep.Found && (rep.Segment.StartOffset > off || rep.Segment.EndOffset < off) {
+			t.Fatalf("id %d: offset %d answered with segment [%d, %d]", r.Id, off, rep.Segment.StartOffset, rep.Segment.EndOffset)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}
+
+// TestLookupStreamToken: over TCP the stream needs the token, as every
+// unary call does.
+func TestLookupStreamToken(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	f.addAndFinish(t, segment(tp, 0))
+	addr := serveTCP(t, f, Endpoint{Token: []byte("s3cret-token")})
+	c := tcpClient(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	q := &rlmmpb.SegmentForOffsetStreamRequest{Id: 7, Request: &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), Offset: 5}}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		code codes.Code
+	}{
+		{"no token", testCtx(t), codes.Unauthenticated},
+		{"wrong token", withToken(testCtx(t), "guess"), codes.Unauthenticated},
+		{"right token", withToken(testCtx(t), "s3cret-token"), codes.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(tc.ctx)
+			defer cancel()
+			s, err := c.SegmentForOffsetStream(ctx)
+			if err == nil {
+				err = s.Send(q) // io.EOF when the server already refused: Recv says why
+			}
+			var r *rlmmpb.SegmentForOffsetStreamReply
+			if err == nil || errors.Is(err, io.EOF) {
+				r, err = s.Recv()
+			}
+			if status.Code(err) != tc.code {
+				t.Fatalf("got %v, want %s", err, tc.code)
+			}
+			if tc.code == codes.OK && (r.Id != 7 || !r.GetReply().GetFound()) {
+				t.Fatalf("with the token: %v, want a hit for id 7", r)
+			}
+		})
+	}
+}
+
+// TestStopEndsLookupStreams: Stop ends a stream in flight (with
+// UNAVAILABLE, CLOSED) instead of waiting for the client to close it, and
+// leaves no goroutine behind (TestMain's goleak).
+func TestStopEndsLookupStreams(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	f.addAndFinish(t, segment(tp, 0))
+	s, err := f.client.SegmentForOffsetStream(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := streamLookup(t, s, 1, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), Offset: 5}); !r.GetReply().GetFound() {
+		t.Fatalf("lookup before Stop: %v", r)
+	}
+	f.srv.Stop(testCtx(t))
+	_, err = s.Recv()
+	st := status.Convert(err)
+	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "stopping") {
+		t.Fatalf("after Stop: %v, want UNAVAILABLE saying the server stops", err)
+	}
+	if _, info := errorInfo(t, err); info.Kind != rlmmpb.ErrorKind_CLOSED {
+		t.Fatalf("after Stop: kind %v, want CLOSED", info.Kind)
+	}
+}
+
+// rawCodec sends and receives bytes as they are, so a test can put bytes
+// that are no SegmentForOffsetStreamRequest on the stream.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" } // the server's codec for content-type application/grpc
+
+// TestLookupStreamUndecodableRequest: bytes that do not decode end that
+// stream with gRPC's own status (no panic), and the server goes on
+// answering on a new stream.
+func TestLookupStreamUndecodableRequest(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	f.addAndFinish(t, segment(tp, 0))
+	desc := &grpc.StreamDesc{StreamName: "SegmentForOffsetStream", ServerStreams: true, ClientStreams: true}
+	s, err := f.conn.NewStream(testCtx(t), desc, rlmmpb.RemoteLogMetadata_SegmentForOffsetStream_FullMethodName, grpc.ForceCodec(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []byte{0x0a, 0xff, 0xff} // field 1 as length-delimited, with a length running past the end
+	if err := s.SendMsg(&bad); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	err = s.RecvMsg(&out)
+	if code := status.Code(err); code == codes.OK || code == codes.Unknown {
+		t.Fatalf("after undecodable bytes: %v (%v), want the stream ended with a status", err, code)
+	}
+	t.Logf("undecodable bytes ended the stream with %v", err)
+	s2, err := f.client.SegmentForOffsetStream(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := streamLookup(t, s2, 2, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), Offset: 5}); !r.GetReply().GetFound() {
+		t.Fatalf("a new stream after the bad one: %v", r)
+	}
+}
