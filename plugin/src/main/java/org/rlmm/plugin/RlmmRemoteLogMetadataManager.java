@@ -68,7 +68,8 @@ import org.slf4j.LoggerFactory;
  * child when it dies (handing it the partitions this broker holds again) and stops it at
  * {@link #close}; with {@code rlmm.serve.socket} or {@code rlmm.serve.address} it connects to a
  * server that is already running. Mutations return futures completed from the gRPC callback;
- * reads block with a deadline ({@code rlmm.serve.call.timeout.ms}). The settings are in
+ * reads block with a deadline ({@code rlmm.serve.call.timeout.ms}); the fetch path's lookup by
+ * (epoch, offset) travels on one long-lived stream of the channel ({@link LookupStream}). The settings are in
  * plugin/README.md.
  */
 public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
@@ -82,6 +83,9 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private volatile Channels.Conn conn;
     private volatile RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub blocking;
     private volatile RemoteLogMetadataGrpc.RemoteLogMetadataStub async;
+    private volatile LookupStream lookups;
+    /** Lookups by (epoch, offset) as unary calls instead of on the stream (the benchmark's A/B). */
+    private volatile boolean unaryLookups;
     private ExecutorService callbacks;
     private Assigner assigner;
     private ServeProcess child;
@@ -121,6 +125,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         assigner = new Assigner(LOG, c.restartBackoff, c.restartBackoffMax);
         blocking = RemoteLogMetadataGrpc.newBlockingStub(cn.channel);
         async = RemoteLogMetadataGrpc.newStub(cn.channel);
+        lookups = new LookupStream(blocking.getChannel(), blocking.getCallOptions(), LOG, c.target());
         cfg = c;
         if (c.mode != PluginConfig.Mode.SPAWN) {
             Optional<ServerInfoReply> info = serverInfo(c.callTimeout);
@@ -441,21 +446,75 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return Deadline.after(config().callTimeout.toNanos(), TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * The fetch path's lookup: on the channel's lookup stream ({@link LookupStream}), or as a unary
+     * call when the server has no stream (an older rlmm serve). Either way the wait is bounded by
+     * the caller's own thread, and a failure maps as the unary call's would.
+     */
     @Override
     public Optional<RemoteLogSegmentMetadata> remoteLogSegmentMetadata(TopicIdPartition tp, int epochForOffset, long offset)
             throws RemoteStorageException {
+        return lookup(tp, epochForOffset, offset, unaryLookups);
+    }
+
+    /** {@link #remoteLogSegmentMetadata}, through the unary call when {@code unary} (tests, benchmark). */
+    Optional<RemoteLogSegmentMetadata> lookup(TopicIdPartition tp, int epochForOffset, long offset, boolean unary)
+            throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         Supplier<String> what = () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp;
+        SegmentForOffsetRequest req = SegmentForOffsetRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp))
+                .setLeaderEpoch(epochForOffset)
+                .setOffset(offset)
+                .build();
+        Deadline deadline = callDeadline();
         try {
-            SegmentReply r = timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), SegmentForOffsetRequest.newBuilder()
-                    .setTopicIdPartition(Convert.partition(tp))
-                    .setLeaderEpoch(epochForOffset)
-                    .setOffset(offset)
-                    .build(), what, callDeadline());
+            SegmentReply r = unary || lookups.unimplemented()
+                    ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
+                    : streamRead(req, what, deadline);
             return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
         } catch (StatusRuntimeException e) {
             throw Errors.rethrow(e, what.get(), config().target());
         }
+    }
+
+    /**
+     * A lookup on the stream, waited for as {@link #timedRead} waits: the caller's own timed wait,
+     * after which the lookup is dropped and fails with DEADLINE_EXCEEDED.
+     */
+    private SegmentReply streamRead(SegmentForOffsetRequest req, Supplier<String> what, Deadline deadline)
+            throws RemoteStorageException {
+        PluginConfig c = config();
+        awaitGate(c, deadline, what);
+        LookupStream.Call call = lookups.send(req);
+        try {
+            return call.await(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)));
+        } catch (TimeoutException e) {
+            call.abandon();
+            throw Errors.rethrow(Status.DEADLINE_EXCEEDED
+                    .withDescription("no answer within " + c.callTimeout.toMillis() + " ms").asRuntimeException(),
+                    what.get(), c.target());
+        } catch (InterruptedException e) {
+            call.abandon();
+            Thread.currentThread().interrupt();
+            throw new RemoteStorageException(what.get() + " interrupted", e);
+        } catch (StatusRuntimeException e) {
+            if (e.getStatus().getCode() == Status.Code.UNIMPLEMENTED && lookups.unimplemented()) {
+                return timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline);
+            }
+            throw Errors.rethrow(e, what.get(), c.target());
+        }
+    }
+
+    /** Makes {@link #remoteLogSegmentMetadata} use the unary call (the benchmark's A/B switch). */
+    void unaryLookups(boolean unary) {
+        unaryLookups = unary;
+    }
+
+    /** How many lookup streams this instance opened (for tests). */
+    int lookupStreamsOpened() {
+        LookupStream l = lookups;
+        return l == null ? 0 : l.opened();
     }
 
     @Override

@@ -4,6 +4,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -24,9 +25,14 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  *
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--lookups N] [--warmup N]
+ *                           [--paths stream,unary] [--rounds R]
  * </pre>
  *
- * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log.
+ * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log. The
+ * lookups go on the channel's lookup stream (the plugin's default), or as unary calls
+ * ({@code --paths unary}); with both, the timed lookups are split into R rounds (default 10) and
+ * the paths take turns, each round starting with the other one, so both are measured in the same
+ * minutes against the same child.
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -36,6 +42,8 @@ public final class PluginBenchmark {
         int segments = 500;
         int lookups = 200_000;
         int warmup = 50_000;
+        List<String> paths = List.of("stream");
+        int rounds = 10;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap": bootstrap = args[++i]; break;
@@ -43,9 +51,11 @@ public final class PluginBenchmark {
                 case "--segments": segments = Integer.parseInt(args[++i]); break;
                 case "--lookups": lookups = Integer.parseInt(args[++i]); break;
                 case "--warmup": warmup = Integer.parseInt(args[++i]); break;
+                case "--paths": paths = List.of(args[++i].split(",")); break;
+                case "--rounds": rounds = Integer.parseInt(args[++i]); break;
                 default:
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--lookups N] [--warmup N]");
+                            + " [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R]");
                     System.exit(2);
             }
         }
@@ -94,30 +104,75 @@ public final class PluginBenchmark {
             report("isReady round trip (the smallest call)", ready, ready.length);
 
             // Lookups of random offsets, each must find its segment.
+            for (String path : paths) {
+                if (!path.equals("stream") && !path.equals("unary")) {
+                    throw new IllegalArgumentException("--paths: " + path + " is neither stream nor unary");
+                }
+            }
+            if (paths.size() == 1) {
+                rounds = 1;
+            }
             long max = segments * size;
-            for (int i = 0; i < warmup; i++) {
-                lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
+            for (String path : paths) {
+                m.unaryLookups(path.equals("unary"));
+                for (int i = 0; i < warmup; i++) {
+                    lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
+                }
             }
-            long[] look = new long[lookups];
+            int perRound = lookups / rounds;
+            Map<String, long[]> look = new HashMap<>();
+            Map<String, long[]> cpu = new HashMap<>(); // wall, JVM CPU, child CPU
+            for (String path : paths) {
+                look.put(path, new long[perRound * rounds]);
+                cpu.put(path, new long[3]);
+            }
             Optional<ProcessHandle> child = ProcessHandle.of(m.childPid());
-            long childCpu0 = child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L);
-            long jvmCpu0 = jvmCpu();
-            long t = System.nanoTime();
-            for (int i = 0; i < lookups; i++) {
-                long off = ThreadLocalRandom.current().nextLong(max);
-                long t0 = System.nanoTime();
-                lookup(m, tp, off);
-                look[i] = System.nanoTime() - t0;
+            for (int r = 0; r < rounds; r++) {
+                for (int k = 0; k < paths.size(); k++) {
+                    String path = paths.get((k + r) % paths.size());
+                    m.unaryLookups(path.equals("unary"));
+                    long[] times = look.get(path);
+                    long childCpu0 = childCpu(child);
+                    long jvmCpu0 = jvmCpu();
+                    long t = System.nanoTime();
+                    for (int i = 0; i < perRound; i++) {
+                        long off = ThreadLocalRandom.current().nextLong(max);
+                        long t0 = System.nanoTime();
+                        lookup(m, tp, off);
+                        times[r * perRound + i] = System.nanoTime() - t0;
+                    }
+                    long[] c3 = cpu.get(path);
+                    c3[0] += System.nanoTime() - t;
+                    c3[1] += jvmCpu() - jvmCpu0;
+                    c3[2] += childCpu0 < 0 ? 0 : childCpu(child) - childCpu0;
+                }
             }
-            long total = System.nanoTime() - t;
-            long jvmCpu = jvmCpu() - jvmCpu0;
-            long childCpu = child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L) - childCpu0;
-            report("lookup round trip (" + where + ")", look, lookups);
-            System.out.printf(Locale.ROOT, "lookups/s (one thread): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
-                    lookups / (total / 1e9), jvmCpu / 1e3 / lookups, childCpu0 < 0 ? -1 : childCpu / 1e3 / lookups);
+            for (String path : paths) {
+                int n = perRound * rounds;
+                long[] c3 = cpu.get(path);
+                report("lookup round trip, " + path + " (" + where + (rounds > 1 ? ", " + rounds + " rounds taking turns" : "")
+                        + ")", look.get(path), n);
+                System.out.printf(Locale.ROOT, "  %s: lookups/s (one thread): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
+                        path, n / (c3[0] / 1e9), c3[1] / 1e3 / n, child.isEmpty() ? -1 : c3[2] / 1e3 / n);
+                if (rounds > 1) {
+                    StringBuilder b = new StringBuilder("  " + path + ": p50 by round:");
+                    for (int r = 0; r < rounds; r++) {
+                        long[] part = Arrays.copyOfRange(look.get(path), r * perRound, (r + 1) * perRound);
+                        Arrays.sort(part);
+                        b.append(' ').append(fmt(part[perRound / 2]));
+                    }
+                    System.out.println(b);
+                }
+            }
+            System.out.println("lookup streams opened: " + m.lookupStreamsOpened());
         } finally {
             m.close();
         }
+    }
+
+    /** CPU time of the child in nanoseconds, or -1. */
+    private static long childCpu(Optional<ProcessHandle> child) {
+        return child.flatMap(h -> h.info().totalCpuDuration()).map(d -> d.toNanos()).orElse(-1L);
     }
 
     /** CPU time of this JVM (every thread) in nanoseconds. */
