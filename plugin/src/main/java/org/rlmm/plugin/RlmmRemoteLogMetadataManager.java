@@ -467,14 +467,30 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setLeaderEpoch(epochForOffset)
                 .setOffset(offset)
                 .build();
+        PluginConfig c = config();
         Deadline deadline = callDeadline();
-        try {
-            SegmentReply r = unary || lookups.unimplemented()
-                    ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
-                    : streamRead(req, what, deadline);
-            return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
-        } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what.get(), config().target());
+        while (true) {
+            awaitGate(c, deadline, what);
+            CompletableFuture<Void> g = gate;
+            SegmentReply r;
+            try {
+                r = unary || lookups.unimplemented()
+                        ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
+                        : streamRead(req, what, deadline);
+            } catch (StatusRuntimeException e) {
+                throw Errors.rethrow(e, what.get(), c.target());
+            }
+            if (gate == g) {
+                return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
+            }
+            // The child died and was restarted while this lookup was on its way: sent with
+            // wait-for-ready, it may have reached the new child before the plugin handed it this
+            // broker's partitions, and a partition it does not hold answers "no segment". Ask
+            // again once the new child has them (the gate), within the same bound.
+            if (deadline.isExpired()) {
+                throw new RemoteStorageException(what.get() + " failed: rlmm serve at " + c.target()
+                        + " restarted during the lookup and did not answer again within " + c.callTimeout.toMillis() + " ms");
+            }
         }
     }
 

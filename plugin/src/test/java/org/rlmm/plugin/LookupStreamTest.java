@@ -41,6 +41,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rlmm.plugin.proto.RemoteLogMetadataGrpc;
 import org.rlmm.plugin.proto.SegmentForOffsetRequest;
+import org.rlmm.plugin.proto.SegmentForOffsetStreamReply;
+import org.rlmm.plugin.proto.SegmentForOffsetStreamRequest;
 import org.rlmm.plugin.proto.SegmentReply;
 import org.rlmm.plugin.proto.ServerInfoReply;
 import org.rlmm.plugin.proto.ServerInfoRequest;
@@ -156,7 +158,7 @@ class LookupStreamTest {
     }
 
     @Test
-    void theChildKilledMidStreamFailsPendingLookupsThenANewStreamServes() throws Exception {
+    void theChildKilledMidStreamAnswersNothingWrongAndANewStreamServes() throws Exception {
         Map<String, Object> c = embeddedConfig(dir);
         long timeoutMs = 5000;
         c.put("rlmm.serve.call.timeout.ms", Long.toString(timeoutMs));
@@ -214,8 +216,9 @@ class LookupStreamTest {
             assertTrue(pool.awaitTermination(timeoutMs * 3, TimeUnit.MILLISECONDS), "the lookup threads ended");
         }
         assertEquals(List.of(), wrong);
-        assertTrue(failures.stream().anyMatch(e -> e instanceof RemoteStorageException),
-                "the lookups in flight at the kill failed with RemoteStorageException: " + failures);
+        // Which lookups were in flight at the kill depends on timing (in 1 of 8 runs of 4 threads
+        // none was): aStreamThatBreaksFailsEveryPendingLookup shows the failure of pending ones.
+        System.out.println("lookups failed around the kill: " + failures.size() + (failures.isEmpty() ? "" : ", e.g. " + failures.get(0)));
         assertEquals(Optional.of(segs.get(3)), m.remoteLogSegmentMetadata(tp, 0, 33));
         assertTrue(m.lookupStreamsOpened() >= 2, m.lookupStreamsOpened() + " streams: a new one after the kill");
         assertNotEquals(pid, m.childPid());
@@ -236,6 +239,91 @@ class LookupStreamTest {
             unaryLookups.incrementAndGet();
             out.onNext(SegmentReply.newBuilder().setFound(false).build());
             out.onCompleted();
+        }
+    }
+
+    /**
+     * A server whose first lookup stream holds its requests until it has {@code hold} of them,
+     * then breaks (UNAVAILABLE); later streams answer every request with a miss.
+     */
+    private static final class BreakingServer extends RemoteLogMetadataGrpc.RemoteLogMetadataImplBase {
+        final int hold;
+        final AtomicInteger streams = new AtomicInteger();
+        final AtomicInteger answered = new AtomicInteger();
+
+        BreakingServer(int hold) {
+            this.hold = hold;
+        }
+
+        @Override
+        public void serverInfo(ServerInfoRequest req, StreamObserver<ServerInfoReply> out) {
+            out.onNext(ServerInfoReply.newBuilder().setVersion("breaking").build());
+            out.onCompleted();
+        }
+
+        @Override
+        public StreamObserver<SegmentForOffsetStreamRequest> segmentForOffsetStream(StreamObserver<SegmentForOffsetStreamReply> out) {
+            boolean first = streams.incrementAndGet() == 1;
+            AtomicInteger held = new AtomicInteger();
+            return new StreamObserver<>() {
+                @Override
+                public void onNext(SegmentForOffsetStreamRequest r) {
+                    if (!first) {
+                        answered.incrementAndGet();
+                        out.onNext(SegmentForOffsetStreamReply.newBuilder().setId(r.getId())
+                                .setReply(SegmentReply.getDefaultInstance()).build());
+                    } else if (held.incrementAndGet() == hold) {
+                        out.onError(io.grpc.Status.UNAVAILABLE.withDescription("test: the lookup stream breaks").asRuntimeException());
+                    }
+                }
+
+                @Override
+                public void onError(Throwable t) {}
+
+                @Override
+                public void onCompleted() {
+                    out.onCompleted();
+                }
+            };
+        }
+    }
+
+    @Test
+    void aStreamThatBreaksFailsEveryPendingLookupAndTheNextOneOpensANewStream() throws Exception {
+        int pendingLookups = 3;
+        BreakingServer impl = new BreakingServer(pendingLookups);
+        Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(impl).build().start();
+        ExecutorService pool = Executors.newFixedThreadPool(pendingLookups);
+        try {
+            String address = "127.0.0.1:" + server.getPort();
+            long timeoutMs = 20_000;
+            RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.address", address,
+                    "rlmm.serve.call.timeout.ms", Long.toString(timeoutMs)));
+            TopicIdPartition tp = newPartition("breaking-stream");
+            List<Future<Long>> fs = new ArrayList<>();
+            for (int i = 0; i < pendingLookups; i++) {
+                long offset = i;
+                fs.add(pool.submit(() -> {
+                    long t0 = System.nanoTime();
+                    RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> m.remoteLogSegmentMetadata(tp, 0, offset));
+                    assertTrue(e.getMessage().contains(address) && e.getMessage().contains("test: the lookup stream breaks"),
+                            e.getMessage());
+                    return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                }));
+            }
+            for (Future<Long> f : fs) {
+                long ms = f.get(timeoutMs * 2, TimeUnit.MILLISECONDS);
+                // Failed by the stream's end, not by running out the wait.
+                assertTrue(ms < timeoutMs, "a pending lookup failed after " + ms + " ms, the wait being " + timeoutMs + " ms");
+            }
+            assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 99));
+            assertEquals(2, m.lookupStreamsOpened(), "a new stream after the broken one");
+            assertEquals(2, impl.streams.get());
+            assertEquals(1, impl.answered.get());
+        } finally {
+            pool.shutdownNow();
+            server.shutdownNow();
+            server.awaitTermination(10, TimeUnit.SECONDS);
         }
     }
 
