@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -26,9 +27,10 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 }
 
 // BenchmarkLookupRoundTrip is the broker's fetch-path lookup as the
-// plugin's client sees it: SegmentForOffset over the Unix socket (Go
-// client, one connection, one call at a time) on a partition of 1,000
-// finished segments.
+// plugin's client sees it, over the Unix socket (Go client, one
+// connection, one lookup at a time) on a partition of 1,000 finished
+// segments: "unary" one SegmentForOffset call each, "stream" one request
+// and its reply on one long-lived SegmentForOffsetStream.
 func BenchmarkLookupRoundTrip(b *testing.B) {
 	f := newFixture(b, fixtureOpts{})
 	tp := newTP()
@@ -37,21 +39,55 @@ func BenchmarkLookupRoundTrip(b *testing.B) {
 	for i := range segments {
 		f.addAndFinish(b, segment(tp, int64(i)*100))
 	}
-	ctx := testCtx(b)
-	req := &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), LeaderEpoch: 1}
-	lat := make([]time.Duration, 0, 1<<16)
-	i := 0
-	for b.Loop() {
-		req.Offset = int64(i%segments)*100 + 60
-		i++
-		start := time.Now()
-		r, err := f.client.SegmentForOffset(ctx, req)
-		lat = append(lat, time.Since(start))
-		if err != nil || !r.Found {
-			b.Fatalf("lookup of %d: %v %v", req.Offset, r, err)
+	b.Run("unary", func(b *testing.B) {
+		ctx := testCtx(b)
+		req := &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), LeaderEpoch: 1}
+		lat := make([]time.Duration, 0, 1<<16)
+		i := 0
+		for b.Loop() {
+			req.Offset = int64(i%segments)*100 + 60
+			i++
+			start := time.Now()
+			r, err := f.client.SegmentForOffset(ctx, req)
+			lat = append(lat, time.Since(start))
+			if err != nil || !r.Found {
+				b.Fatalf("lookup of %d: %v %v", req.Offset, r, err)
+			}
 		}
-	}
-	reportLatencies(b, lat)
+		reportLatencies(b, lat)
+	})
+	b.Run("stream", func(b *testing.B) {
+		ctx := testCtx(b)
+		s, err := f.client.SegmentForOffsetStream(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &rlmmpb.SegmentForOffsetStreamRequest{Request: &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), LeaderEpoch: 1}}
+		lat := make([]time.Duration, 0, 1<<16)
+		i := 0
+		for b.Loop() {
+			req.Id = uint64(i)
+			req.Request.Offset = int64(i%segments)*100 + 60
+			i++
+			start := time.Now()
+			err := s.Send(req)
+			var r *rlmmpb.SegmentForOffsetStreamReply
+			if err == nil {
+				r, err = s.Recv()
+			}
+			lat = append(lat, time.Since(start))
+			if err != nil || r.Id != req.Id || !r.GetReply().GetFound() {
+				b.Fatalf("lookup of %d: %v %v", req.Request.Offset, r, err)
+			}
+		}
+		reportLatencies(b, lat)
+		if err := s.CloseSend(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Recv(); err != io.EOF {
+			b.Fatalf("after CloseSend: %v", err)
+		}
+	})
 }
 
 // BenchmarkAddFinishRoundTrip is a copied segment's metadata as the
