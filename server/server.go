@@ -134,7 +134,9 @@ func (s *Server) Serve(ep Endpoint) error {
 	}
 	// A pool of handler goroutines instead of one new goroutine per call:
 	// a few µs off the lookup round trip (BENCHMARKS.md, rlmm serve).
-	opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	// One more than GOMAXPROCS: a plugin's lookup stream (SegmentForOffsetStream)
+	// keeps the worker that runs its handler for the life of the connection.
+	opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))+1))
 	// Fixed flow-control windows (at least 64 KiB each) turn grpc-go's BDP
 	// estimation off. With it on, every request's DATA frame made the server
 	// send a connection WINDOW_UPDATE and a BDP PING, and the client's PING

@@ -132,8 +132,12 @@ final class LookupStream {
                 // Calls the session's listener methods only from the I/O thread, later.
                 s.requests = ClientCalls.asyncBidiStreamingCall(
                         channel.newCall(RemoteLogMetadataGrpc.getSegmentForOffsetStreamMethod(), options), s);
-                session = s;
                 opened.incrementAndGet();
+                // A call that failed at once (a channel shut down) ran its listener on this thread,
+                // before it was the session: it serves this lookup its failure, and no other.
+                if (s.failure == null) {
+                    session = s;
+                }
             }
             return s;
         }
