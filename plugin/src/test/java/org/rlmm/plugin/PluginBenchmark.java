@@ -25,14 +25,16 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  *
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--lookups N] [--warmup N]
- *                           [--paths stream,unary] [--rounds R]
+ *                           [--paths stream,unary] [--rounds R] [--threads T]
  * </pre>
  *
  * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log. The
  * lookups go on the channel's lookup stream (the plugin's default), or as unary calls
  * ({@code --paths unary}); with both, the timed lookups are split into R rounds (default 10) and
  * the paths take turns, each round starting with the other one, so both are measured in the same
- * minutes against the same child.
+ * minutes against the same child. With T threads the timed lookups of each round are split over
+ * T threads calling at once (as the broker's remote-fetch threads do); the CPU per lookup then
+ * also counts what the threads spin and park.
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -44,6 +46,7 @@ public final class PluginBenchmark {
         int warmup = 50_000;
         List<String> paths = List.of("stream");
         int rounds = 10;
+        int threads = 1;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap": bootstrap = args[++i]; break;
@@ -53,9 +56,10 @@ public final class PluginBenchmark {
                 case "--warmup": warmup = Integer.parseInt(args[++i]); break;
                 case "--paths": paths = List.of(args[++i].split(",")); break;
                 case "--rounds": rounds = Integer.parseInt(args[++i]); break;
+                case "--threads": threads = Integer.parseInt(args[++i]); break;
                 default:
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R]");
+                            + " [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]");
                     System.exit(2);
             }
         }
@@ -127,6 +131,7 @@ public final class PluginBenchmark {
                 cpu.put(path, new long[3]);
             }
             Optional<ProcessHandle> child = ProcessHandle.of(m.childPid());
+            java.util.concurrent.ExecutorService pool = threads > 1 ? java.util.concurrent.Executors.newFixedThreadPool(threads) : null;
             for (int r = 0; r < rounds; r++) {
                 for (int k = 0; k < paths.size(); k++) {
                     String path = paths.get((k + r) % paths.size());
@@ -135,11 +140,23 @@ public final class PluginBenchmark {
                     long childCpu0 = childCpu(child);
                     long jvmCpu0 = jvmCpu();
                     long t = System.nanoTime();
-                    for (int i = 0; i < perRound; i++) {
-                        long off = ThreadLocalRandom.current().nextLong(max);
-                        long t0 = System.nanoTime();
-                        lookup(m, tp, off);
-                        times[r * perRound + i] = System.nanoTime() - t0;
+                    int base = r * perRound;
+                    if (pool == null) {
+                        timedLookups(m, tp, max, times, base, base + perRound);
+                    } else {
+                        List<java.util.concurrent.Future<?>> fs = new java.util.ArrayList<>();
+                        int chunk = perRound / threads;
+                        for (int w = 0; w < threads; w++) {
+                            int from = base + w * chunk;
+                            int to = w == threads - 1 ? base + perRound : from + chunk;
+                            fs.add(pool.submit(() -> {
+                                timedLookups(m, tp, max, times, from, to);
+                                return null;
+                            }));
+                        }
+                        for (java.util.concurrent.Future<?> f : fs) {
+                            f.get();
+                        }
                     }
                     long[] c3 = cpu.get(path);
                     c3[0] += System.nanoTime() - t;
@@ -147,12 +164,15 @@ public final class PluginBenchmark {
                     c3[2] += childCpu0 < 0 ? 0 : childCpu(child) - childCpu0;
                 }
             }
+            if (pool != null) {
+                pool.shutdown();
+            }
             for (String path : paths) {
                 int n = perRound * rounds;
                 long[] c3 = cpu.get(path);
-                report("lookup round trip, " + path + " (" + where + (rounds > 1 ? ", " + rounds + " rounds taking turns" : "")
+                report("lookup round trip, " + path + " (" + where + (threads > 1 ? ", " + threads + " threads" : "") + (rounds > 1 ? ", " + rounds + " rounds taking turns" : "")
                         + ")", look.get(path), n);
-                System.out.printf(Locale.ROOT, "  %s: lookups/s (one thread): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
+                System.out.printf(Locale.ROOT, "  %s: lookups/s (" + threads + " thread(s)): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
                         path, n / (c3[0] / 1e9), c3[1] / 1e3 / n, child.isEmpty() ? -1 : c3[2] / 1e3 / n);
                 if (rounds > 1) {
                     StringBuilder b = new StringBuilder("  " + path + ": p50 by round:");
@@ -182,6 +202,17 @@ public final class PluginBenchmark {
             return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
         }
         return -1;
+    }
+
+    /** Times lookups of random offsets into times[from, to). */
+    private static void timedLookups(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, long max, long[] times, int from, int to)
+            throws Exception {
+        for (int i = from; i < to; i++) {
+            long off = ThreadLocalRandom.current().nextLong(max);
+            long t0 = System.nanoTime();
+            lookup(m, tp, off);
+            times[i] = System.nanoTime() - t0;
+        }
     }
 
     private static void lookup(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, long offset) throws Exception {
