@@ -464,3 +464,30 @@ func TestReadsDuringTheRestoreAreNotReadyOrComplete(t *testing.T) {
 			st.SnapshotPending, st.SnapshotBuildFailures, st.Consumed())
 	}
 }
+
+// Restored is closed at Start without a snapshot to decode, and once the
+// snapshot's state is installed otherwise (nothing pending then).
+func TestRestoredIsClosedOnceTheStateIsBuilt(t *testing.T) {
+	l := newLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	select {
+	case <-m1.Restored():
+	default:
+		t.Fatal("Restored not closed at Start without a snapshot")
+	}
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 3)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	select {
+	case <-m2.Restored():
+	case <-testCtx(t).Done():
+		t.Fatal("Restored not closed after a restart from a snapshot")
+	}
+	if st := m2.Stats(); st.SnapshotPending != 0 || st.SnapshotSegments == 0 {
+		t.Errorf("after Restored: %d user partitions pending, %d segments loaded; want 0 and some", st.SnapshotPending, st.SnapshotSegments)
+	}
+}
