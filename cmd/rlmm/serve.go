@@ -342,6 +342,8 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	grpcLogs.Store(logger)
+	defer grpcLogs.Store(nil)
 	sl, err := o.resolveLog(cmd)
 	if err != nil {
 		return err

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -452,6 +454,46 @@ func TestServeNarrowsProcsWhenRestored(t *testing.T) {
 				t.Errorf("--serving-procs 0 changed the processor count:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// TestServeLogsGRPCThroughSlog: gRPC's own log lines (here its INFO line
+// about a caller that does not speak HTTP/2, logged at Debug) come out as
+// the server's JSON lines, with component=grpc, not as gRPC's default text.
+func TestServeLogsGRPCThroughSlog(t *testing.T) {
+	bin := rlmmBinary(t)
+	dir := shortTemp(t)
+	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
+	_, done, stderr, _ := startBinary(t, bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
+		"--socket", socket, "--ready-file", ready, "--log-format", "json", "--log-level", "debug")
+	waitFile(t, ready, done, stderr)
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("this is not HTTP/2 at all, not even its preface\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	deadline := time.Now().Add(serveTestTimeout)
+	for {
+		var found bool
+		for line := range strings.Lines(stderr.String()) {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("stderr line is not JSON: %q", line)
+			}
+			if rec["component"] == "grpc" && rec["level"] == "DEBUG" && strings.Contains(fmt.Sprint(rec["msg"]), "ServerTransport") {
+				found = true
+			}
+		}
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no gRPC line about the bad caller as a JSON line with component=grpc:\n%s", stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
