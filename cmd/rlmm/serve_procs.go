@@ -27,9 +27,9 @@ func checkServingProcs(n int) error {
 // uses every core), unless procs is 0, GOMAXPROCS is set in the
 // environment, or ctx ends first. Serving the plugin's calls is a chain of
 // hand-offs between goroutines (the connection's reader, a stream worker,
-// gRPC's writer); with more than one processor each hand-off wakes another
-// OS thread that spins and parks again, which costs about as much CPU as
-// the call itself (docs/BENCHMARKS.md, "One Go processor for rlmm serve").
+// gRPC's writer); with more than one processor a hand-off may wake another
+// OS thread that spins and parks again: 10–20 µs of CPU per lookup
+// (docs/BENCHMARKS.md, "Broker plugin", session 4).
 // It returns at once; the wait runs on a goroutine that ends with ctx.
 func narrowProcsWhenRestored(ctx context.Context, restored <-chan struct{}, procs int, logger *slog.Logger) {
 	if procs == 0 {
