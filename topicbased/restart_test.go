@@ -3,7 +3,6 @@ package topicbased
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"log/slog"
 	"os"
@@ -230,19 +229,7 @@ func TestSnapshotOfAnotherLogIsDropped(t *testing.T) {
 		replayInto(t, expected, readAll(t, fresh, mp))
 	}
 
-	logs := &logRecorder{}
-	m3 := startManager(t, Config{Log: fresh, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
-	assign(t, m3, tps...)
-	if err := sameViews(viewOf(t, m3, tps), viewOf(t, expected, tps)); err != nil {
-		t.Errorf("state after the restart on another log: %v", err)
-	}
-	if got := m3.Stats().SnapshotDropped; got != 3 {
-		t.Errorf("Stats.SnapshotDropped = %d, want 3 (every metadata partition the snapshot held)", got)
-	}
-	reason := fmt.Sprintf("was written for the log with id %s, this log's id is %s", old.ID(), fresh.ID())
-	if got := logs.matching("snapshot dropped", reason); len(got) != 1 {
-		t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
-	}
+	m3 := restartOnAnotherLog(t, fresh, old.ID(), dir, tps, expected, 3)
 	// The next snapshot is the new log's: a restart replays nothing.
 	must(t, m3.ShutdownAndFlush(testCtx(t)))
 	restartReplaysNothing(t, fresh, dir, tps, viewOf(t, expected, tps))
