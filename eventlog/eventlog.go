@@ -62,8 +62,8 @@ type Log interface {
 
 	// Publish appends value to partition and returns its offset once the
 	// record is durable. An error means the record may or may not have been
-	// appended (a timeout cannot tell), except for argument errors, which
-	// append nothing.
+	// appended (a timeout cannot tell), except for argument errors and a
+	// *RefusedError, which append nothing.
 	Publish(ctx context.Context, partition int32, value []byte) (int64, error)
 
 	// HighWaterMarks returns, for each of the given partitions in order, the
@@ -113,3 +113,19 @@ type Subscription interface {
 	// Close is idempotent.
 	Close() error
 }
+
+// RefusedError is Publish's error when the log refused the record before
+// appending it: the cluster denied the write (authorization) or would never
+// take the record (too large). Unlike a timeout, it says that nothing was
+// appended, so the caller can report the record as not recorded. Match it
+// with errors.As.
+type RefusedError struct {
+	// Err is the log's error, naming the cause.
+	Err error
+}
+
+func (e *RefusedError) Error() string {
+	return e.Err.Error() + " (refused: nothing was appended)"
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }

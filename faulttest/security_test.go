@@ -361,6 +361,10 @@ func TestSecurityEndToEnd(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.cause) {
 				t.Errorf("%s: the error does not name the cause (%q): %v", tc.name, tc.cause, err)
 			}
+			// A denied write appended nothing, and the mutation says so.
+			if tc.op == "write" && (topicbased.MayBeRecorded(err) || !strings.Contains(err.Error(), "nothing was appended")) {
+				t.Errorf("%s: MayBeRecorded %v, want false and the error saying nothing was appended: %v", tc.name, topicbased.MayBeRecorded(err), err)
+			}
 			if after := endOffsets(t, adm, topic); fmt.Sprint(after) != fmt.Sprint(before) {
 				t.Errorf("%s: end offsets went from %v to %v", tc.name, before, after)
 			}

@@ -120,6 +120,8 @@
 //	--shutdown-timeout D        bound of the graceful RPC stop and of the final snapshot (default 10s)
 //	--exit-with-stdin           also stop as on SIGTERM when stdin reaches EOF (give the child a pipe:
 //	                            the server then stops when its parent dies, even by kill -9)
+//	--serving-procs N           Go processors once the snapshot's state is built (default 1; 0 keeps
+//	                            GOMAXPROCS; GOMAXPROCS in the environment wins)
 //
 // Nothing is printed on stdout. SIGTERM or SIGINT: the endpoints stop
 // (in-flight calls finish within --shutdown-timeout), the manager writes a

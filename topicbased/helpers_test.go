@@ -96,6 +96,28 @@ type logWithoutID struct{ eventlog.Log }
 
 func (logWithoutID) ID() rlmm.Uuid { return rlmm.ZeroUuid }
 
+// restartOnAnotherLog starts a manager on l with the snapshot of dir,
+// written for the log with id snapshotLog, and checks that it dropped the
+// snapshot (dropped metadata partitions, one log line naming both ids) and
+// shows exactly expected's state of tps.
+func restartOnAnotherLog(t testing.TB, l eventlog.Log, snapshotLog rlmm.Uuid, dir string, tps []rlmm.TopicIDPartition, expected *memory.Manager, dropped uint64) *Manager {
+	t.Helper()
+	logs := &logRecorder{}
+	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
+	assign(t, m, tps...)
+	if err := sameViews(viewOf(t, m, tps), viewOf(t, expected, tps)); err != nil {
+		t.Errorf("state after the restart on another log: %v", err)
+	}
+	if got := m.Stats().SnapshotDropped; got != dropped {
+		t.Errorf("Stats.SnapshotDropped = %d, want %d (the metadata partitions the snapshot held)", got, dropped)
+	}
+	reason := fmt.Sprintf("was written for the log with id %s, this log's id is %s", snapshotLog, l.ID())
+	if got := logs.matching("snapshot dropped", reason); len(got) != 1 {
+		t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
+	}
+	return m
+}
+
 // runOver runs tests as subtests of t with newLog opening logs of b.
 func runOver(t *testing.T, b logBackend, tests []namedTest) {
 	saved := currentBackend

@@ -360,19 +360,7 @@ func TestRecreatedTopicDropsTheSnapshotRealKafka(t *testing.T) {
 			expected := memory.New()
 			replayInto(t, expected, readAll(t, fresh, mp))
 
-			logs := &logRecorder{}
-			m3 := startManager(t, Config{Log: fresh, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
-			assign(t, m3, tps...)
-			if err := sameViews(viewOf(t, m3, tps), viewOf(t, expected, tps)); err != nil {
-				t.Errorf("state after the restart on the recreated topic: %v", err)
-			}
-			if got := m3.Stats().SnapshotDropped; got != 1 {
-				t.Errorf("Stats.SnapshotDropped = %d, want 1 (metadata partition %d)", got, mp)
-			}
-			reason := fmt.Sprintf("was written for the log with id %s, this log's id is %s", oldID, fresh.ID())
-			if lines := logs.matching("snapshot dropped", reason); len(lines) != 1 {
-				t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
-			}
+			m3 := restartOnAnotherLog(t, fresh, oldID, dir, tps, expected, 1)
 			if got := historyLostOf(t, m3); len(got) != 0 {
 				t.Errorf("history lost reported on a topic that starts at 0: %v", got)
 			}

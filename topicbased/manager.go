@@ -561,6 +561,12 @@ func (m *Manager) ShutdownAndFlush(ctx context.Context) error {
 	return m.writeSnapshot(ctx)
 }
 
+// Restored returns a channel closed once the snapshot's state is installed
+// in the cache (at Start when there is no snapshot to decode, and also
+// when some of its blocks could not be built: their metadata partitions
+// replay from 0). Until then the restore decodes on every core.
+func (m *Manager) Restored() <-chan struct{} { return m.restoreDone }
+
 // waitRestored waits until the snapshot's state is installed, bounded by
 // ctx.
 func (m *Manager) waitRestored(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -114,6 +115,10 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 		}
 		if ctx.Err() != nil {
 			return mayBeRecorded(m.timeoutError(ctx, started, fmt.Sprintf("publishing the event of %s to metadata partition %d (the event may still be recorded)", tp, mp)))
+		}
+		if refused, ok := errors.AsType[*eventlog.RefusedError](err); ok {
+			// Not marked: the log says nothing was appended.
+			return fmt.Errorf("topicbased: publish event of %s to metadata partition %d: %w", tp, mp, refused)
 		}
 		return mayBeRecorded(fmt.Errorf("topicbased: publish event of %s to metadata partition %d (it may or may not be in the log): %w", tp, mp, err))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
 )
 
 // TestMayBeRecorded: a mutation's error says whether its event may be in
@@ -59,6 +60,18 @@ func TestMayBeRecorded(t *testing.T) {
 			defer cancel()
 			return m.AddSegment(ctx, segment(tp, 1, 0, 99))
 		}, true},
+		{"refused by the log", func(t *testing.T) error {
+			m := startManager(t, Config{Log: deniedWriteLog{newLog(t, 4)}})
+			tp := distinctPartitions(t, 4, 1)[0]
+			assign(t, m, tp)
+			return m.AddSegment(testCtx(t), segment(tp, 1, 0, 99))
+		}, false},
+		{"failed in Publish, fate unknown", func(t *testing.T) error {
+			m := startManager(t, Config{Log: failingLog{newLog(t, 4)}})
+			tp := distinctPartitions(t, 4, 1)[0]
+			assign(t, m, tp)
+			return m.AddSegment(testCtx(t), segment(tp, 1, 0, 99))
+		}, true},
 		{"timed out waiting for the pump", func(t *testing.T) error {
 			log := newPausableLog(newLog(t, 4))
 			m := startManager(t, Config{Log: log})
@@ -88,4 +101,22 @@ func TestMayBeRecorded(t *testing.T) {
 	if MayBeRecorded(nil) || MayBeRecorded(errors.New("other")) {
 		t.Error("MayBeRecorded of nil or a foreign error is true")
 	}
+}
+
+// errDenied stands for a cluster's refusal of a write.
+var errDenied = errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized to access topics")
+
+// deniedWriteLog refuses every record as a cluster refuses an unauthorized
+// write: nothing appended.
+type deniedWriteLog struct{ eventlog.Log }
+
+func (deniedWriteLog) Publish(context.Context, int32, []byte) (int64, error) {
+	return 0, &eventlog.RefusedError{Err: errDenied}
+}
+
+// failingLog fails every publish without saying whether it appended.
+type failingLog struct{ eventlog.Log }
+
+func (failingLog) Publish(context.Context, int32, []byte) (int64, error) {
+	return 0, errors.New("connection reset while producing")
 }

@@ -3,7 +3,6 @@ package topicbased
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"log/slog"
 	"os"
@@ -230,19 +229,7 @@ func TestSnapshotOfAnotherLogIsDropped(t *testing.T) {
 		replayInto(t, expected, readAll(t, fresh, mp))
 	}
 
-	logs := &logRecorder{}
-	m3 := startManager(t, Config{Log: fresh, SnapshotDir: dir, SnapshotInterval: -1, Logger: slog.New(logs)})
-	assign(t, m3, tps...)
-	if err := sameViews(viewOf(t, m3, tps), viewOf(t, expected, tps)); err != nil {
-		t.Errorf("state after the restart on another log: %v", err)
-	}
-	if got := m3.Stats().SnapshotDropped; got != 3 {
-		t.Errorf("Stats.SnapshotDropped = %d, want 3 (every metadata partition the snapshot held)", got)
-	}
-	reason := fmt.Sprintf("was written for the log with id %s, this log's id is %s", old.ID(), fresh.ID())
-	if got := logs.matching("snapshot dropped", reason); len(got) != 1 {
-		t.Errorf("log lines dropping the snapshot with %q: %q", reason, logs.matching("snapshot"))
-	}
+	m3 := restartOnAnotherLog(t, fresh, old.ID(), dir, tps, expected, 3)
 	// The next snapshot is the new log's: a restart replays nothing.
 	must(t, m3.ShutdownAndFlush(testCtx(t)))
 	restartReplaysNothing(t, fresh, dir, tps, viewOf(t, expected, tps))
@@ -462,5 +449,32 @@ func TestReadsDuringTheRestoreAreNotReadyOrComplete(t *testing.T) {
 	if st := m.Stats(); st.SnapshotPending != 0 || st.SnapshotBuildFailures != 0 || st.Consumed() != 1 {
 		t.Errorf("after the restore: %d pending, %d failures, %d events consumed; want 0, 0, 1 (the new segment)",
 			st.SnapshotPending, st.SnapshotBuildFailures, st.Consumed())
+	}
+}
+
+// Restored is closed at Start without a snapshot to decode, and once the
+// snapshot's state is installed otherwise (nothing pending then).
+func TestRestoredIsClosedOnceTheStateIsBuilt(t *testing.T) {
+	l := newLog(t, 3)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, 3, 3)
+	m1 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	select {
+	case <-m1.Restored():
+	default:
+		t.Fatal("Restored not closed at Start without a snapshot")
+	}
+	assign(t, m1, tps...)
+	workload(t, m1, tps, 0, 3)
+	must(t, m1.ShutdownAndFlush(testCtx(t)))
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	select {
+	case <-m2.Restored():
+	case <-testCtx(t).Done():
+		t.Fatal("Restored not closed after a restart from a snapshot")
+	}
+	if st := m2.Stats(); st.SnapshotPending != 0 || st.SnapshotSegments == 0 {
+		t.Errorf("after Restored: %d user partitions pending, %d segments loaded; want 0 and some", st.SnapshotPending, st.SnapshotSegments)
 	}
 }

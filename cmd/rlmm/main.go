@@ -20,5 +20,6 @@ import (
 )
 
 func main() {
+	installGRPCLogger()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -53,6 +53,7 @@ type serveOptions struct {
 	readyFile       string
 	shutdownTimeout time.Duration
 	exitWithStdin   bool
+	servingProcs    int
 }
 
 // defaultSocketName is the socket's name in the snapshot directory when
@@ -114,6 +115,7 @@ metadata partition holds each user partition.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
+	f.IntVar(&o.servingProcs, "serving-procs", 1, "Go processors (GOMAXPROCS) once the snapshot's state is built: restoring uses every core, serving calls runs cheaper on one; 0 leaves GOMAXPROCS as it is, and so does GOMAXPROCS set in the environment")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
@@ -340,6 +342,8 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	grpcLogs.Store(logger)
+	defer grpcLogs.Store(nil)
 	sl, err := o.resolveLog(cmd)
 	if err != nil {
 		return err
@@ -353,6 +357,9 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	if o.snapshotInterval > maxTimeout {
 		return usageErrorf("--snapshot-interval %s: must be at most %s (negative: only at shutdown)", o.snapshotInterval, maxTimeout)
+	}
+	if err := checkServingProcs(o.servingProcs); err != nil {
+		return err
 	}
 	if o.metricsListen != "" {
 		if _, _, err := net.SplitHostPort(o.metricsListen); err != nil {
@@ -424,6 +431,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return couldNotRun(fmt.Errorf("starting the manager: %w", err))
 	}
 	srv.SetManager(mgr)
+	narrowProcsWhenRestored(ctx, mgr.Restored(), o.servingProcs, logger)
 	logger.Info("serve: manager up", "log", sl.describe, "metadata_partitions", sl.partitions, "snapshot_dir", snapshotDir,
 		"snapshot_segments", mgr.Stats().SnapshotSegments)
 

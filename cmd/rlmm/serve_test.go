@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,8 +67,10 @@ func startServe(t *testing.T, args ...string) *servingProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &servingProc{cancel: cancel, done: make(chan int, 1)}
+	// In process, GOMAXPROCS is the test binary's: left alone unless the
+	// test asks (args come after, so a test's own --serving-procs wins).
 	go func() {
-		p.done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &p.stdout, &p.stderr)
+		p.done <- run(ctx, append([]string{"serve", "--serving-procs", "0"}, args...), strings.NewReader(""), &p.stdout, &p.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -338,6 +343,8 @@ func TestServeBadFlags(t *testing.T) {
 		{"shutdown timeout past the limit", append(base, "--shutdown-timeout", "9000h"), "--shutdown-timeout 9000h0m0s: must be positive and at most"},
 		{"snapshot interval past the limit", append(base, "--snapshot-interval", "9000h"), "--snapshot-interval 9000h0m0s: must be at most"},
 		{"too many metadata partitions", append(base, "--kafka-partitions", "10001"), "--kafka-partitions is 10001, must be 0 to 10000"},
+		{"negative serving procs", append(base, "--serving-procs", "-1"), "--serving-procs -1: must be 0"},
+		{"serving procs past the limit", append(base, "--serving-procs", "5000"), "--serving-procs 5000: must be 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -392,6 +399,101 @@ func TestServeStopsAsABinary(t *testing.T) {
 				t.Fatalf("the log does not say the final snapshot was written:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// TestServeNarrowsProcsWhenRestored: once the snapshot's state is built the
+// server runs on --serving-procs Go processors (1 by default), as its
+// /metrics shows (go_sched_gomaxprocs_threads); GOMAXPROCS set in the
+// environment and --serving-procs 0 leave the processor count alone.
+func TestServeNarrowsProcsWhenRestored(t *testing.T) {
+	bin := rlmmBinary(t)
+	if runtime.NumCPU() < 2 {
+		t.Logf("this machine has %d CPU: the default count is already 1, so only the log lines tell the cases apart", runtime.NumCPU())
+	}
+	tests := []struct {
+		name    string
+		env     string // GOMAXPROCS in the child's environment; "" unset
+		flags   []string
+		want    int
+		logLine string
+	}{
+		{"default", "", nil, 1, "serving on --serving-procs Go processors"},
+		{"three", "", []string{"--serving-procs", "3"}, 3, "serving on --serving-procs Go processors"},
+		{"set by the environment", "2", nil, 2, "GOMAXPROCS is set in the environment; --serving-procs is not applied"},
+		{"zero leaves it", "", []string{"--serving-procs", "0"}, runtime.NumCPU(), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envGOMAXPROCS, tc.env) // restored after the test
+			if tc.env == "" {
+				if err := os.Unsetenv(envGOMAXPROCS); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dir := shortTemp(t)
+			ready := filepath.Join(dir, "ready")
+			args := append([]string{"serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
+				"--socket", filepath.Join(dir, "s.sock"), "--ready-file", ready, "--metrics-listen", "127.0.0.1:0"}, tc.flags...)
+			_, done, stderr, _ := startBinary(t, bin, args...)
+			info := waitFile(t, ready, done, stderr)
+			want := fmt.Sprintf("go_sched_gomaxprocs_threads %d\n", tc.want)
+			deadline := time.Now().Add(serveTestTimeout)
+			for {
+				_, body := httpGet(t, "http://"+info["metrics"]+"/metrics")
+				logged := tc.logLine == "" || strings.Contains(stderr.String(), tc.logLine)
+				if strings.Contains(body, want) && logged {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("want %q in /metrics and %q logged; stderr:\n%s", want, tc.logLine, stderr)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if tc.logLine == "" && strings.Contains(stderr.String(), "Go processors") {
+				t.Errorf("--serving-procs 0 changed the processor count:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestServeLogsGRPCThroughSlog: gRPC's own log lines (here its INFO line
+// about a caller that does not speak HTTP/2, logged at Debug) come out as
+// the server's JSON lines, with component=grpc, not as gRPC's default text.
+func TestServeLogsGRPCThroughSlog(t *testing.T) {
+	bin := rlmmBinary(t)
+	dir := shortTemp(t)
+	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
+	_, done, stderr, _ := startBinary(t, bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
+		"--socket", socket, "--ready-file", ready, "--log-format", "json", "--log-level", "debug")
+	waitFile(t, ready, done, stderr)
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("this is not HTTP/2 at all, not even its preface\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	deadline := time.Now().Add(serveTestTimeout)
+	for {
+		var found bool
+		for line := range strings.Lines(stderr.String()) {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("stderr line is not JSON: %q", line)
+			}
+			if rec["component"] == "grpc" && rec["level"] == "DEBUG" && strings.Contains(fmt.Sprint(rec["msg"]), "ServerTransport") {
+				found = true
+			}
+		}
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no gRPC line about the bad caller as a JSON line with component=grpc:\n%s", stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

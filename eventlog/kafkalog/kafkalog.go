@@ -345,7 +345,30 @@ func (l *Log) produceError(partition int32, err error) error {
 	if errors.Is(err, kgo.ErrClientClosed) || l.isClosed() {
 		return fmt.Errorf("kafkalog: publish to %s-%d: %w (%v)", l.cfg.Topic, partition, rlmm.ErrClosed, err)
 	}
-	return fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, err)
+	err = fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, err)
+	if refusedBeforeAppend(err) {
+		return &eventlog.RefusedError{Err: err}
+	}
+	return err
+}
+
+// refusedBeforeAppend reports whether a produce error is one with which the
+// cluster refused the record without appending it: a write it does not
+// authorize (InitProducerId or Produce), a login that failed, a record or
+// batch it will never take. Every other error (a timeout, a lost
+// connection, a retriable error past its retries) leaves the record's fate
+// unknown.
+func refusedBeforeAppend(err error) bool {
+	for _, refused := range []error{
+		kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+		kerr.TransactionalIDAuthorizationFailed, kerr.SaslAuthenticationFailed,
+		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord,
+	} {
+		if errors.Is(err, refused) {
+			return true
+		}
+	}
+	return false
 }
 
 // HighWaterMarks lists the end offsets of the given partitions. Partitions

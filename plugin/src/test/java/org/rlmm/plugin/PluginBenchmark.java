@@ -24,17 +24,19 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  * broker's two waits), and the lookup round trip (remoteLogSegmentMetadata), p50 and p99.
  *
  * <pre>
- *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--lookups N] [--warmup N]
- *                           [--paths stream,unary] [--rounds R] [--threads T]
+ *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
+ *                           [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]
  * </pre>
+ *
+ * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
+ * compiles the gRPC path, a cost a broker pays once in its life, not per segment.
  *
  * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log. The
  * lookups go on the channel's lookup stream (the plugin's default), or as unary calls
  * ({@code --paths unary}); with both, the timed lookups are split into R rounds (default 10) and
  * the paths take turns, each round starting with the other one, so both are measured in the same
  * minutes against the same child. With T threads the timed lookups of each round are split over
- * T threads calling at once (as the broker's remote-fetch threads do); the CPU per lookup then
- * also counts what the threads spin and park.
+ * T threads calling at once (as the broker's remote-fetch threads do).
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -47,6 +49,7 @@ public final class PluginBenchmark {
         List<String> paths = List.of("stream");
         int rounds = 10;
         int threads = 1;
+        int warmupSegments = 300;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap": bootstrap = args[++i]; break;
@@ -54,12 +57,13 @@ public final class PluginBenchmark {
                 case "--segments": segments = Integer.parseInt(args[++i]); break;
                 case "--lookups": lookups = Integer.parseInt(args[++i]); break;
                 case "--warmup": warmup = Integer.parseInt(args[++i]); break;
+                case "--warmup-segments": warmupSegments = Integer.parseInt(args[++i]); break;
                 case "--paths": paths = List.of(args[++i].split(",")); break;
                 case "--rounds": rounds = Integer.parseInt(args[++i]); break;
                 case "--threads": threads = Integer.parseInt(args[++i]); break;
                 default:
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]");
+                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]");
                     System.exit(2);
             }
         }
@@ -84,7 +88,8 @@ public final class PluginBenchmark {
             long[] copy = new long[segments];
             long[] adds = new long[segments];
             long size = 1000;
-            for (int i = 0; i < segments; i++) {
+            for (int k = -warmupSegments; k < segments; k++) {
+                int i = k + warmupSegments; // the segment's place in the partition
                 long start = i * size;
                 RemoteLogSegmentMetadata s = new RemoteLogSegmentMetadata(new RemoteLogSegmentId(tp, Uuid.randomUuid()),
                         start, start + size - 1, System.currentTimeMillis(), 0, System.currentTimeMillis(), 1 << 20,
@@ -93,10 +98,15 @@ public final class PluginBenchmark {
                         System.currentTimeMillis(), Optional.empty(), RemoteLogSegmentState.COPY_SEGMENT_FINISHED, 0);
                 long t0 = System.nanoTime();
                 m.addRemoteLogSegmentMetadata(s).get(60, TimeUnit.SECONDS);
-                adds[i] = System.nanoTime() - t0;
+                long added = System.nanoTime() - t0;
                 m.updateRemoteLogSegmentMetadata(f).get(60, TimeUnit.SECONDS);
-                copy[i] = System.nanoTime() - t0;
+                if (k >= 0) {
+                    adds[k] = added;
+                    copy[k] = System.nanoTime() - t0;
+                }
             }
+            System.out.printf(Locale.ROOT, "%d segments added and finished untimed first (JIT warm-up), then %d timed%n",
+                    warmupSegments, segments);
             report("add+finish per segment (" + where + ")", copy, segments);
             report("  of which the add", adds, segments);
             long[] ready = new long[20_000];
@@ -116,7 +126,7 @@ public final class PluginBenchmark {
             if (paths.size() == 1) {
                 rounds = 1;
             }
-            long max = segments * size;
+            long max = (long) (warmupSegments + segments) * size;
             for (String path : paths) {
                 m.unaryLookups(path.equals("unary"));
                 for (int i = 0; i < warmup; i++) {
