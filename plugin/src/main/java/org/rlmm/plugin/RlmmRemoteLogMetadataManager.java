@@ -302,7 +302,46 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             throws RemoteStorageException {
         PluginConfig c = config();
         awaitGate(c, deadline, what);
+        return stub(deadline);
+    }
+
+    /** One attempt of a read, bounded by the read's deadline. */
+    private interface ReadAttempt<T> {
+        T run(Deadline deadline) throws RemoteStorageException;
+    }
+
+    /** The stub of a unary read: the read's deadline, and wait-for-ready (the child may be restarting). */
+    private RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub stub(Deadline deadline) {
         return blocking.withDeadline(deadline).withWaitForReady();
+    }
+
+    /**
+     * Runs a read, and runs it again when the child died and was restarted while it was on its
+     * way: sent with wait-for-ready, it may have reached the new child before the plugin handed it
+     * this broker's partitions, and a partition the child does not hold answers "nothing" (no
+     * segment, no offset, an empty list, size 0). The answer counts only if the gate, the child's
+     * generation, is the same before and after; the retries share the call's one bound.
+     */
+    private <T> T readAcrossRestarts(Supplier<String> what, ReadAttempt<T> attempt) throws RemoteStorageException {
+        PluginConfig c = config();
+        Deadline deadline = callDeadline();
+        while (true) {
+            awaitGate(c, deadline, what);
+            CompletableFuture<Void> g = gate;
+            T r;
+            try {
+                r = attempt.run(deadline);
+            } catch (StatusRuntimeException e) {
+                throw Errors.rethrow(e, what.get(), c.target());
+            }
+            if (gate == g) {
+                return r;
+            }
+            if (deadline.isExpired()) {
+                throw new RemoteStorageException(what.get() + " failed: rlmm serve at " + c.target()
+                        + " restarted during the call and did not answer again within " + c.callTimeout.toMillis() + " ms");
+            }
+        }
     }
 
     // ---- mutations -------------------------------------------------------------------------
@@ -467,31 +506,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setLeaderEpoch(epochForOffset)
                 .setOffset(offset)
                 .build();
-        PluginConfig c = config();
-        Deadline deadline = callDeadline();
-        while (true) {
-            awaitGate(c, deadline, what);
-            CompletableFuture<Void> g = gate;
-            SegmentReply r;
-            try {
-                r = unary || lookups.unimplemented()
-                        ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
-                        : streamRead(req, what, deadline);
-            } catch (StatusRuntimeException e) {
-                throw Errors.rethrow(e, what.get(), c.target());
-            }
-            if (gate == g) {
-                return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
-            }
-            // The child died and was restarted while this lookup was on its way: sent with
-            // wait-for-ready, it may have reached the new child before the plugin handed it this
-            // broker's partitions, and a partition it does not hold answers "no segment". Ask
-            // again once the new child has them (the gate), within the same bound.
-            if (deadline.isExpired()) {
-                throw new RemoteStorageException(what.get() + " failed: rlmm serve at " + c.target()
-                        + " restarted during the lookup and did not answer again within " + c.callTimeout.toMillis() + " ms");
-            }
-        }
+        SegmentReply r = readAcrossRestarts(what, deadline -> unary || lookups.unimplemented()
+                ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
+                : streamRead(req, what, deadline));
+        return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }
 
     /**
@@ -537,16 +555,12 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Optional<Long> highestOffsetForEpoch(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         Supplier<String> what = () -> "highest offset of epoch " + leaderEpoch + " of " + tp;
-        try {
-            HighestOffsetForEpochReply r = read(what, callDeadline()).highestOffsetForEpoch(
-                    HighestOffsetForEpochRequest.newBuilder()
-                            .setTopicIdPartition(Convert.partition(tp))
-                            .setLeaderEpoch(leaderEpoch)
-                            .build());
-            return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
-        } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what.get(), config().target());
-        }
+        HighestOffsetForEpochRequest req = HighestOffsetForEpochRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp))
+                .setLeaderEpoch(leaderEpoch)
+                .build();
+        HighestOffsetForEpochReply r = readAcrossRestarts(what, d -> stub(d).highestOffsetForEpoch(req));
+        return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
     }
 
     @Override
@@ -570,17 +584,16 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * when the caller stops iterating early.
      */
     private Iterator<RemoteLogSegmentMetadata> list(Supplier<String> what, ListSegmentsRequest req) throws RemoteStorageException {
-        List<RemoteLogSegmentMetadata> out = new ArrayList<>();
-        try {
-            Iterator<SegmentBatch> batches = read(what, callDeadline()).listSegments(req);
+        List<RemoteLogSegmentMetadata> out = readAcrossRestarts(what, d -> {
+            List<RemoteLogSegmentMetadata> segments = new ArrayList<>();
+            Iterator<SegmentBatch> batches = stub(d).listSegments(req);
             while (batches.hasNext()) {
                 for (SegmentMetadata m : batches.next().getSegmentsList()) {
-                    out.add(Convert.segment(m));
+                    segments.add(Convert.segment(m));
                 }
             }
-        } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what.get(), config().target());
-        }
+            return segments;
+        });
         return Collections.unmodifiableList(out).iterator();
     }
 
@@ -588,14 +601,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public long remoteLogSize(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         Supplier<String> what = () -> "remote log size of epoch " + leaderEpoch + " of " + tp;
-        try {
-            return read(what, callDeadline()).remoteLogSize(RemoteLogSizeRequest.newBuilder()
-                    .setTopicIdPartition(Convert.partition(tp))
-                    .setLeaderEpoch(leaderEpoch)
-                    .build()).getSizeInBytes();
-        } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what.get(), config().target());
-        }
+        RemoteLogSizeRequest req = RemoteLogSizeRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp))
+                .setLeaderEpoch(leaderEpoch)
+                .build();
+        return readAcrossRestarts(what, d -> stub(d).remoteLogSize(req)).getSizeInBytes();
     }
 
     @Override
@@ -603,16 +613,13 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         Supplier<String> what = () -> "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp;
-        try {
-            SegmentReply r = read(what, callDeadline()).nextSegmentWithTxnIndex(NextSegmentWithTxnIndexRequest.newBuilder()
-                    .setTopicIdPartition(Convert.partition(tp))
-                    .setLeaderEpoch(epoch)
-                    .setOffset(offset)
-                    .build());
-            return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
-        } catch (StatusRuntimeException e) {
-            throw Errors.rethrow(e, what.get(), config().target());
-        }
+        NextSegmentWithTxnIndexRequest req = NextSegmentWithTxnIndexRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp))
+                .setLeaderEpoch(epoch)
+                .setOffset(offset)
+                .build();
+        SegmentReply r = readAcrossRestarts(what, d -> stub(d).nextSegmentWithTxnIndex(req));
+        return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }
 
     /**
