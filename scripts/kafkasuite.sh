@@ -14,7 +14,7 @@
 #                                           (each printed with its reason), 1 otherwise
 #
 # `rlmm` (make kafka-suite, and make test) ends with the gate: a run known to fail (a defect of
-# rlmm's, tracked in docs/COMPATIBILITY.md and open issue 12) is reported, not hidden, and any
+# rlmm's, tracked in docs/COMPATIBILITY.md) is reported, not hidden, and any
 # other failure, or fewer than 74 runs, fails the command.
 #
 # The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
@@ -170,7 +170,7 @@ for cls, name in failed:
     for k in known:
         if k[0] == cls and k[1].fullmatch(method):
             k[3] += 1
-            print("KNOWN FAILURE (issue 12, docs/COMPATIBILITY.md): %s %s: %s" % (cls, name, k[2]))
+            print("KNOWN FAILURE (docs/COMPATIBILITY.md): %s %s: %s" % (cls, name, k[2]))
             break
     else:
         unexpected.append((cls, name))
