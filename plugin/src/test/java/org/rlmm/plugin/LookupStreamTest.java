@@ -16,7 +16,6 @@ import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -36,9 +35,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.rlmm.plugin.proto.RemoteLogMetadataGrpc;
 import org.rlmm.plugin.proto.SegmentForOffsetRequest;
 import org.rlmm.plugin.proto.SegmentForOffsetStreamReply;
@@ -48,26 +45,7 @@ import org.rlmm.plugin.proto.ServerInfoReply;
 import org.rlmm.plugin.proto.ServerInfoRequest;
 
 /** The lookup by (epoch, offset) on the channel's long-lived stream (LookupStream). */
-class LookupStreamTest {
-    private static final Duration READY = Duration.ofSeconds(30);
-
-    @TempDir
-    Path dir;
-
-    private RlmmRemoteLogMetadataManager rlmm;
-
-    @AfterEach
-    void closeManager() {
-        if (rlmm != null) {
-            rlmm.close();
-        }
-    }
-
-    private RlmmRemoteLogMetadataManager started(Map<String, Object> config) {
-        rlmm = new RlmmRemoteLogMetadataManager();
-        rlmm.configure(config);
-        return rlmm;
-    }
+class LookupStreamTest extends ManagerFixture {
 
     /** Finished segments [i*10, i*10+9] in epoch 0 (epoch 1 from i*10+5), returned as the plugin reads them. */
     private static List<RemoteLogSegmentMetadata> copy(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, int n)

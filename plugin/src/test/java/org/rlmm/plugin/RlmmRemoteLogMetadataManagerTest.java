@@ -33,31 +33,10 @@ import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
 import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteState;
 import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The plugin against a real `rlmm serve` child over rlmm's embedded log. */
-class RlmmRemoteLogMetadataManagerTest {
-    private static final Duration READY = Duration.ofSeconds(30);
-
-    @TempDir
-    Path dir;
-
-    private RlmmRemoteLogMetadataManager rlmm;
-
-    @AfterEach
-    void closeManager() {
-        if (rlmm != null) {
-            rlmm.close();
-        }
-    }
-
-    private RlmmRemoteLogMetadataManager started(Map<String, Object> config) {
-        rlmm = new RlmmRemoteLogMetadataManager();
-        rlmm.configure(config);
-        return rlmm;
-    }
+class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
 
     /** started, then waits until the child answers (configure does not wait for it). */
     private RlmmRemoteLogMetadataManager startedAndUp(Map<String, Object> config) throws InterruptedException {

@@ -1,0 +1,32 @@
+package org.rlmm.plugin;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What the tests of a configured plugin share: a temporary directory, and the plugin closed after each test. */
+abstract class ManagerFixture {
+    /** How long a test waits for the child to answer or a partition to be ready. */
+    static final Duration READY = Duration.ofSeconds(30);
+
+    @TempDir
+    Path dir;
+
+    RlmmRemoteLogMetadataManager rlmm;
+
+    @AfterEach
+    void closeManager() {
+        if (rlmm != null) {
+            rlmm.close();
+        }
+    }
+
+    /** A new plugin configured with config, closed after the test. */
+    RlmmRemoteLogMetadataManager started(Map<String, Object> config) {
+        rlmm = new RlmmRemoteLogMetadataManager();
+        rlmm.configure(config);
+        return rlmm;
+    }
+}
