@@ -77,15 +77,7 @@ func TestKillLeaderLosesNothing(t *testing.T) {
 	}
 	waitFullISR(t, adm, topic)
 	time.Sleep(2 * time.Second)
-	w.halt()
-	closeWithin(t, m, 30*time.Second)
-	w.report(t, boundSlack)
-
-	lost, checked := w.lost(t, c, topic, metaPartitions)
-	t.Logf("replay by a fresh manager: %d acknowledged segments checked, %d lost", checked, len(lost))
-	for _, s := range lost {
-		t.Errorf("lost: %s", s)
-	}
+	w.endAndCheck(t, c, m, topic)
 }
 
 // closeWithin closes m and fails the test if Close takes longer than d.

@@ -62,13 +62,5 @@ func TestPausedLeaderBounded(t *testing.T) {
 	if after == 0 {
 		t.Error("no mutation on the paused node's former partitions was acknowledged after it continued")
 	}
-	w.halt()
-	closeWithin(t, m, 30*time.Second)
-	w.report(t, boundSlack)
-
-	lost, checked := w.lost(t, c, topic, metaPartitions)
-	t.Logf("replay by a fresh manager: %d acknowledged segments checked, %d lost", checked, len(lost))
-	for _, s := range lost {
-		t.Errorf("lost: %s", s)
-	}
+	w.endAndCheck(t, c, m, topic)
 }

@@ -35,9 +35,11 @@ func (h forwardHandler) target() slog.Handler {
 	return l.Handler().WithAttrs(h.attrs)
 }
 
+// Enabled asks the logger's own handler: attributes do not change the
+// answer, so gRPC's frequent level checks (V) allocate nothing.
 func (h forwardHandler) Enabled(ctx context.Context, level slog.Level) bool {
-	t := h.target()
-	return t != nil && t.Enabled(ctx, level)
+	l := grpcLogs.Load()
+	return l != nil && l.Enabled(ctx, level)
 }
 
 func (h forwardHandler) Handle(ctx context.Context, r slog.Record) error {

@@ -246,39 +246,39 @@ func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64
 // StartOffsets returns 0 for each given partition: the embedded log never
 // deletes records.
 func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := l.checkQuery(ctx, "start offsets", partitions); err != nil {
 		return nil, err
-	}
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("filelog: start offsets: %w", rlmm.ErrClosed)
-	}
-	for _, p := range partitions {
-		if err := l.checkPartition(p); err != nil {
-			return nil, err
-		}
 	}
 	return make([]int64, len(partitions)), nil
 }
 
-// HighWaterMarks returns the next offset of each given partition.
-func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
+// checkQuery refuses a query of partitions (what names it) when ctx is
+// done, the log is closed or a partition is out of range.
+func (l *Log) checkQuery(ctx context.Context, what string, partitions []int32) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("filelog: high-water marks: %w", rlmm.ErrClosed)
+		return fmt.Errorf("filelog: %s: %w", what, rlmm.ErrClosed)
+	}
+	for _, p := range partitions {
+		if err := l.checkPartition(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HighWaterMarks returns the next offset of each given partition.
+func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
+	if err := l.checkQuery(ctx, "high-water marks", partitions); err != nil {
+		return nil, err
 	}
 	hw := make([]int64, len(partitions))
 	for i, p := range partitions {
-		if err := l.checkPartition(p); err != nil {
-			return nil, err
-		}
 		part := l.parts[p]
 		part.mu.Lock()
 		hw[i] = part.hwm
