@@ -143,50 +143,7 @@ PY
 gate() {
 	local dir="$MODULE/target/reports-${1:-rlmm}"
 	[[ -d "$dir" ]] || die "no reports in $dir"
-	python3 - "$dir" "$MODULE/known-failures.txt" <<'PY'
-import glob, os, re, sys
-import xml.etree.ElementTree as ET
-known = []
-for line in open(sys.argv[2]):
-    line = line.strip()
-    if line and not line.startswith("#"):
-        cls, method, reason = line.split(None, 2)
-        known.append([cls, re.compile(method), reason, 0])
-runs, failed, coverage_ok = 0, [], False
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "TEST-*.xml"))):
-    s = ET.parse(f).getroot()
-    cls = s.get("name").rsplit(".", 1)[-1]
-    for tc in s.iter("testcase"):
-        bad = tc.find("failure") is not None or tc.find("error") is not None
-        if cls == "SuiteCoverageTest":
-            coverage_ok = not bad
-            continue
-        runs += 1
-        if bad:
-            failed.append((cls, tc.get("name")))
-unexpected = []
-for cls, name in failed:
-    method = re.split(r"[(\[]", name, 1)[0]
-    for k in known:
-        if k[0] == cls and k[1].fullmatch(method):
-            k[3] += 1
-            print("KNOWN FAILURE (docs/COMPATIBILITY.md): %s %s: %s" % (cls, name, k[2]))
-            break
-    else:
-        unexpected.append((cls, name))
-for k in known:
-    if k[3] == 0:
-        print("known failure not seen in this run (fixed? then delete its line): %s %s: %s" % (k[0], k[1].pattern, k[2]))
-print("kafka suite with rlmm: %d runs, %d passed, %d known failures, %d unexpected failures" % (
-    runs, runs - len(failed), len(failed) - len(unexpected), len(unexpected)))
-for cls, name in unexpected:
-    print("UNEXPECTED FAILURE: %s %s" % (cls, name))
-if runs != 74:
-    print("expected Kafka's 74 runs, the reports hold %d" % runs)
-if not coverage_ok:
-    print("SuiteCoverageTest did not pass: a class of Kafka's package has no wrapper, or it did not run")
-sys.exit(0 if runs == 74 and coverage_ok and not unexpected else 1)
-PY
+	python3 "$ROOT/scripts/kafkasuite_gate.py" "$dir" "$MODULE/known-failures.txt"
 }
 
 case "${1:-}" in

@@ -23,6 +23,8 @@ lint() {
 	go vet ./...
 	step "staticcheck"
 	go tool staticcheck ./...
+	step "the Kafka suite's gate, on made-up reports (scripts/kafkasuite_gate.py --self-test)"
+	python3 scripts/kafkasuite_gate.py --self-test
 }
 
 # faults runs the fault tests of faulttest/: they start their own
