@@ -58,8 +58,11 @@ class Known:
         cls, method, run, message, evidence, reason = fields
         if evidence not in EVIDENCE:
             raise ValueError("line %d: unknown evidence %r (known: %s)" % (lineno, evidence, ", ".join(EVIDENCE)))
-        self.cls, self.method, self.run = re.compile(cls), re.compile(method), re.compile(run)
-        self.message = re.compile(message)
+        try:
+            self.cls, self.method, self.run = re.compile(cls), re.compile(method), re.compile(run)
+            self.message = re.compile(message)
+        except re.error as e:
+            raise ValueError("line %d: a field is not a regular expression: %s" % (lineno, e)) from None
         if evidence != "-" and not {"tp", "expected", "actual"} <= set(self.message.groupindex):
             raise ValueError("line %d: evidence %s needs the groups tp, expected and actual in the message"
                              % (lineno, evidence))
@@ -81,9 +84,14 @@ def load_known(path):
 
 def gate(reports, known_path, out=sys.stdout):
     known = load_known(known_path)
+    if not os.path.isdir(reports):
+        raise ValueError("no reports directory %s" % reports)
     runs, coverage_ok, failed = 0, False, []
     for f in sorted(glob.glob(os.path.join(reports, "TEST-*.xml"))):
-        suite = ET.parse(f).getroot()
+        try:
+            suite = ET.parse(f).getroot()
+        except ET.ParseError as e:
+            raise ValueError("%s: not a Surefire report: %s" % (f, e)) from None
         fqcn = suite.get("name")
         cls = fqcn.rsplit(".", 1)[-1]
         for tc in suite.iter("testcase"):
@@ -227,12 +235,10 @@ def self_test():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--self-test"]:
-        sys.exit(self_test())
-    if len(sys.argv) != 3:
+    if sys.argv[1:] != ["--self-test"] and len(sys.argv) != 3:
         sys.exit(__doc__)
     try:
-        sys.exit(gate(sys.argv[1], sys.argv[2]))
-    except (OSError, ValueError, ET.ParseError) as e:
+        sys.exit(self_test() if sys.argv[1:] == ["--self-test"] else gate(sys.argv[1], sys.argv[2]))
+    except (OSError, ValueError) as e:
         print("kafkasuite gate: %s" % e, file=sys.stderr)
         sys.exit(1)
