@@ -770,23 +770,49 @@ func (c *cluster) remoteFiles(tp rlmm.TopicIDPartition) (map[string][]string, er
 // remoteKey is the LocalTieredStorage file stem of a segment.
 func remoteKey(s *segment) string { return fmt.Sprintf("%020d-%s", s.meta.StartOffset, s.meta.ID.ID) }
 
-// checkRemoteFiles checks that every segment of want has its data file and
-// indexes in remote storage and no other segment of tp has files.
-func (c *cluster) checkRemoteFiles(t *testing.T, tp rlmm.TopicIDPartition, want []*segment) {
+// checkRemoteFiles checks LocalTieredStorage against the metadata topic:
+// every segment of want has its data file and indexes, and every file
+// belongs to a segment whose copy had started and whose deletion had not
+// finished. The broker goes on tiering while a test looks (the active
+// segment rolls and is copied, retention deletes again), so the topic is
+// read before and after the files are listed: a copy starts (STARTED is
+// written) before its files appear, and a deletion's files are gone before
+// DELETE_SEGMENT_FINISHED is written. A file of a segment that was deleted
+// before the listing, or that the metadata never named, is an error; so is
+// a segment of want without its files, unless its deletion had begun by
+// the second read.
+func (c *cluster) checkRemoteFiles(ctx context.Context, t *testing.T, tp rlmm.TopicIDPartition, want []*segment) {
 	t.Helper()
+	before, err := c.readMetadata(ctx)
+	must(t, err)
 	files, err := c.remoteFiles(tp)
+	must(t, err)
+	after, err := c.readMetadata(ctx)
 	must(t, err)
 	for _, s := range want {
 		exts := files[remoteKey(s)]
+		if now := after.segs[s.meta.ID.ID]; now != nil && slices.Contains(now.states, rlmm.DeleteSegmentStarted) {
+			continue // retention took it meanwhile: its files may be gone
+		}
 		for _, ext := range []string{"log", "index", "timeindex"} {
 			if !slices.Contains(exts, ext) {
 				t.Errorf("segment %s (%d..%d): no .%s file in LocalTieredStorage (has %v)", s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset, ext, exts)
 			}
 		}
-		delete(files, remoteKey(s))
 	}
-	if len(files) > 0 {
-		t.Errorf("LocalTieredStorage holds files of segments that should not be there: %v", files)
+	known := map[string]*segment{}
+	for _, s := range after.segments(tp) {
+		known[remoteKey(s)] = s
+	}
+	for key, exts := range files {
+		s := known[key]
+		switch {
+		case s == nil:
+			t.Errorf("LocalTieredStorage holds files %v of %s, a segment the metadata topic does not name", exts, key)
+		case before.segs[s.meta.ID.ID] != nil && before.segs[s.meta.ID.ID].state() == rlmm.DeleteSegmentFinished:
+			t.Errorf("LocalTieredStorage holds files %v of segment %s (%d..%d), deleted (DELETE_SEGMENT_FINISHED) before they were listed",
+				exts, s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset)
+		}
 	}
 }
 

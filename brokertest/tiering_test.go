@@ -32,7 +32,7 @@ func TestTieringLifecycle(t *testing.T) {
 				s.meta.StartOffset, s.meta.EndOffset, s.states)
 		}
 	}
-	c.checkRemoteFiles(t, tp, ti.finished)
+	c.checkRemoteFiles(ctx, t, tp, ti.finished)
 	if start, err := listOffset(ctx, cl, tp.Topic, tsEarliest); err != nil || start != 0 {
 		t.Fatalf("log start offset %d (%v), want 0: the remote segments count", start, err)
 	}
@@ -75,8 +75,9 @@ func TestTieringLifecycle(t *testing.T) {
 		t.Error(err)
 	}
 	// The deleted segments' files go with them (LocalTieredStorage deletes
-	// synchronously before the broker writes DELETE_SEGMENT_FINISHED).
-	c.checkRemoteFiles(t, tp, kept)
+	// synchronously before the broker writes DELETE_SEGMENT_FINISHED); the
+	// kept ones' stay.
+	c.checkRemoteFiles(ctx, t, tp, kept)
 	t.Logf("retention deleted %d segments (%s), kept %d", len(deleted), describe(deleted), len(kept))
 	c.consume(ctx, t, tp.Topic, kept[0].meta.StartOffset, records)
 
