@@ -125,29 +125,27 @@ def gate(reports, known_path, out=sys.stdout):
             unexpected.append((fqcn.rsplit(".", 1)[-1], name, message))
 
     # The evidence is weighed per class and partition, once all of that class's failures are counted.
-    owed = {}
+    needed = {}  # (entry, class, partition) -> the extra reads its failures there add up to
     for k, fqcn, name, tp, extra in matched:
         if tp is not None:
-            owed[(id(k), fqcn, tp)] = owed.get((id(k), fqcn, tp), 0) + extra
-    shown = {}
-    for (kid, fqcn, tp), extra in owed.items():
-        k = next(k for k in known if id(k) == kid)
-        shown[(kid, fqcn, tp)] = (EVIDENCE[k.evidence](os.path.join(reports, fqcn + "-output.txt")).get(tp, 0), extra)
+            needed[(k, fqcn, tp)] = needed.get((k, fqcn, tp), 0) + extra
+    found = {key: EVIDENCE[key[0].evidence](os.path.join(reports, key[1] + "-output.txt")).get(key[2], 0)
+             for key in needed}
     for k, fqcn, name, tp, extra in matched:
         cls = fqcn.rsplit(".", 1)[-1]
         if tp is None:
             k.seen += 1
             print("KNOWN FAILURE (docs/COMPATIBILITY.md): %s %s: %s" % (cls, name, k.reason), file=out)
             continue
-        found, needed = shown[(id(k), fqcn, tp)]
-        if found >= needed:
+        found_here, needed_here = found[(k, fqcn, tp)], needed[(k, fqcn, tp)]
+        if found_here >= needed_here:
             k.seen += 1
             print("KNOWN FAILURE (docs/COMPATIBILITY.md): %s %s: %s" % (cls, name, k.reason), file=out)
             print("  evidence (%s): %s's output shows %d such response(s) for %s, its failures %d extra read(s)"
-                  % (k.evidence, cls, found, tp, needed), file=out)
+                  % (k.evidence, cls, found_here, tp, needed_here), file=out)
         else:
             print("  NO EVIDENCE (%s) for %s %s: the output shows %d such response(s) for %s, its failures need %d"
-                  % (k.evidence, cls, name, found, tp, needed), file=out)
+                  % (k.evidence, cls, name, found_here, tp, needed_here), file=out)
             unexpected.append((cls, name, "looks like %s, but its cause is not in the output" % k.reason.split(":")[0]))
 
     for k in known:
