@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -36,9 +35,7 @@ func BenchmarkLookupRoundTrip(b *testing.B) {
 	tp := newTP()
 	f.assign(b, tp)
 	const segments = 1000
-	for i := range segments {
-		f.addAndFinish(b, segment(tp, int64(i)*100))
-	}
+	f.addFinishedRun(b, tp, segments)
 	b.Run("unary", func(b *testing.B) {
 		ctx := testCtx(b)
 		req := &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), LeaderEpoch: 1}
@@ -81,12 +78,7 @@ func BenchmarkLookupRoundTrip(b *testing.B) {
 			}
 		}
 		reportLatencies(b, lat)
-		if err := s.CloseSend(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Recv(); err != io.EOF {
-			b.Fatalf("after CloseSend: %v", err)
-		}
+		endLookupStream(b, s)
 	})
 }
 

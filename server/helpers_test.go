@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -225,6 +227,27 @@ func (f *fixture) addAndFinish(t testing.TB, md rlmm.SegmentMetadata) {
 	}
 	if _, err := f.client.UpdateSegment(ctx, finish(md)); err != nil {
 		t.Fatalf("UpdateSegment: %v", err)
+	}
+}
+
+// addFinishedRun adds n finished segments to tp, back to back from offset 0
+// (each 100 offsets, as segment makes them).
+func (f *fixture) addFinishedRun(t testing.TB, tp rlmm.TopicIDPartition, n int) {
+	t.Helper()
+	for i := range n {
+		f.addAndFinish(t, segment(tp, int64(i)*100))
+	}
+}
+
+// endLookupStream closes the client's side of s and checks that the server
+// then ends the stream cleanly (io.EOF).
+func endLookupStream(t testing.TB, s rlmmpb.RemoteLogMetadata_SegmentForOffsetStreamClient) {
+	t.Helper()
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v, want the stream's clean end", err)
 	}
 }
 

@@ -129,12 +129,7 @@ func TestLookupStreamAnswersAsUnary(t *testing.T) {
 		})
 	}
 	for _, s := range streams {
-		if err := s.CloseSend(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Recv(); !errors.Is(err, io.EOF) {
-			t.Fatalf("after CloseSend: %v, want the stream's clean end", err)
-		}
+		endLookupStream(t, s)
 	}
 }
 
@@ -145,9 +140,7 @@ func TestLookupStreamConcurrentIDs(t *testing.T) {
 	tp := newTP()
 	f.assign(t, tp)
 	const segments = 8
-	for i := range segments {
-		f.addAndFinish(t, segment(tp, int64(i)*100))
-	}
+	f.addFinishedRun(t, tp, segments)
 	ptp := tpToProto(tp)
 	s, err := f.client.SegmentForOffsetStream(testCtx(t))
 	if err != nil {
@@ -205,12 +198,7 @@ func TestLookupStreamConcurrentIDs(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("Send: %v", err)
 	}
-	if err := s.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
-		t.Fatalf("after CloseSend: %v", err)
-	}
+	endLookupStream(t, s)
 }
 
 // TestLookupStreamToken: over TCP the stream needs the token, as every
