@@ -79,6 +79,12 @@ kafka-suite-one:
 plugin:
 	bash scripts/plugin.sh build
 
+# The release files in dist/: rlmm-plugin-<version>.jar (the plugin, with the rlmm binaries for
+# linux/amd64 and linux/arm64 inside), rlmm-<version>-linux-{amd64,arm64}.tar.gz and SHA256SUMS.
+.PHONY: dist
+dist:
+	bash scripts/plugin.sh dist
+
 # The plugin's tests (mvn verify) against a real rlmm serve, and against the broker of
 # RLMM_KAFKA_BOOTSTRAP when it is set.
 plugin-test:

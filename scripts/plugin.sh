@@ -2,9 +2,12 @@
 # Builds and tests rlmm's Kafka broker plugin (plugin/: a RemoteLogMetadataManager
 # that is a thin gRPC client of `rlmm serve`).
 #
-#   scripts/plugin.sh build   build the rlmm binary (plugin/target/rlmm) and the shaded
-#                             plugin jar (Maven skipped when nothing changed since the
-#                             last build); prints the jar's path on stdout
+#   scripts/plugin.sh build   build the rlmm binary (plugin/target/rlmm), the binaries the jar
+#                             carries (linux/amd64 and linux/arm64, CGO off, with their
+#                             SHA-256) and the shaded plugin jar (Maven skipped when nothing
+#                             changed since the last build); prints the jar's path on stdout
+#   scripts/plugin.sh dist    build, then write dist/: rlmm-plugin-<version>.jar,
+#                             rlmm-<version>-linux-{amd64,arm64}.tar.gz and SHA256SUMS (make dist)
 #   scripts/plugin.sh test    build, then `mvn verify`: the tests against a real rlmm
 #                             serve, the packaged jar loaded as a broker loads it, and,
 #                             when RLMM_KAFKA_BOOTSTRAP is set, against that broker
@@ -18,8 +21,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PROJECT="$ROOT/plugin"
 TARGET="$PROJECT/target"
 BINARY="$TARGET/rlmm"
-JAR="$TARGET/rlmm-plugin-0.1.0.jar"
+# The project's version: the first <version> of the pom is the project's own.
+VERSION="$(sed -n 's:.*<version>\([^<]*\)</version>.*:\1:p' "$PROJECT/pom.xml" | head -1)"
+JAR="$TARGET/rlmm-plugin-$VERSION.jar"
 STAMP="$TARGET/.rlmm-build-stamp"
+# The binaries the jar carries (pom.xml's rlmm.bin.dir; BinaryExtractor reads them from the jar).
+BIN_RESOURCES="$TARGET/rlmm-bin"
+BIN_PLATFORMS=(linux-amd64 linux-arm64)
+DIST="$ROOT/dist"
 
 log() { echo "plugin.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -31,9 +40,29 @@ build_binary() {
 	(cd "$ROOT" && go build -o "$BINARY" ./cmd/rlmm) || die "go build ./cmd/rlmm failed"
 }
 
+# build_bundled builds the rlmm binary of each platform the jar carries, static (CGO off) and
+# without local paths (-trimpath), into $BIN_RESOURCES/org/rlmm/plugin/bin/<platform>/rlmm with
+# rlmm.sha256 beside it. A binary whose bytes did not change is left as it was (its file's time
+# too), so an unchanged tree does not repackage the jar.
+build_bundled() {
+	local platform dir
+	for platform in "${BIN_PLATFORMS[@]}"; do
+		dir="$BIN_RESOURCES/org/rlmm/plugin/bin/$platform"
+		mkdir -p "$dir"
+		(cd "$ROOT" && CGO_ENABLED=0 GOOS="${platform%-*}" GOARCH="${platform#*-}" \
+			go build -trimpath -o "$dir/rlmm.new" ./cmd/rlmm) || die "go build ./cmd/rlmm for $platform failed"
+		if [[ -f "$dir/rlmm.sha256" ]] && cmp -s "$dir/rlmm.new" "$dir/rlmm"; then
+			rm -f "$dir/rlmm.new"
+			continue
+		fi
+		mv "$dir/rlmm.new" "$dir/rlmm"
+		(cd "$dir" && sha256sum rlmm >rlmm.sha256.new && mv rlmm.sha256.new rlmm.sha256)
+	done
+}
+
 jar_up_to_date() {
 	[[ -f "$STAMP" && -f "$JAR" ]] || return 1
-	[[ -z "$(find "$PROJECT/pom.xml" "$PROJECT/src/main" "$ROOT/proto" -newer "$STAMP" -print -quit)" ]]
+	[[ -z "$(find "$PROJECT/pom.xml" "$PROJECT/src/main" "$ROOT/proto" "$BIN_RESOURCES" -newer "$STAMP" -print -quit)" ]]
 }
 
 build_jar() {
@@ -56,12 +85,43 @@ build_jar() {
 
 build() {
 	build_binary
+	build_bundled
 	build_jar
 	echo "$JAR"
 }
 
+# dist writes the release files into dist/: the plugin jar (both binaries inside), a tarball per
+# platform with the same binary (for rlmm's own commands, or for rlmm.serve.binary), and their
+# SHA-256 sums (sha256sum -c SHA256SUMS checks them).
+dist() {
+	build >/dev/null
+	command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
+	rm -rf "$DIST"
+	mkdir -p "$DIST"
+	cp "$JAR" "$DIST/rlmm-plugin-$VERSION.jar"
+	local files=("rlmm-plugin-$VERSION.jar") platform name stage
+	stage="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-dist.XXXXXX")"
+	for platform in "${BIN_PLATFORMS[@]}"; do
+		name="rlmm-$VERSION-$platform"
+		mkdir -p "$stage/$name"
+		cp "$BIN_RESOURCES/org/rlmm/plugin/bin/$platform/rlmm" "$stage/$name/rlmm"
+		chmod 0755 "$stage/$name/rlmm"
+		cp "$ROOT/LICENSE" "$ROOT/README.md" "$stage/$name/"
+		# Owner, order and times fixed: the same binaries give the same tarball.
+		tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime='@0' -cf - "$name" |
+			gzip -n -9 >"$DIST/$name.tar.gz"
+		files+=("$name.tar.gz")
+	done
+	rm -rf "$stage"
+	(cd "$DIST" && sha256sum "${files[@]}" >SHA256SUMS)
+	log "wrote $DIST:"
+	(cd "$DIST" && ls -l "${files[@]}" SHA256SUMS >&2)
+	cat "$DIST/SHA256SUMS"
+}
+
 run_tests() {
 	build_binary
+	build_bundled
 	command -v mvn >/dev/null || die "mvn not found: install Maven 3.8+"
 	touch "$STAMP.new" 2>/dev/null || { mkdir -p "$TARGET" && touch "$STAMP.new"; }
 	if ! mvn -B -f "$PROJECT/pom.xml" verify -Drlmm.binary="$BINARY"; then
@@ -86,10 +146,11 @@ bench() {
 
 case "${1:-}" in
 build) build ;;
+dist) dist ;;
 test) run_tests ;;
 bench)
 	shift
 	bench "$@"
 	;;
-*) die "usage: $0 build | test | bench [args]" ;;
+*) die "usage: $0 build | dist | test | bench [args]" ;;
 esac

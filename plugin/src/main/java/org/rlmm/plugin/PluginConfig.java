@@ -1,6 +1,5 @@
 package org.rlmm.plugin;
 
-import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -20,7 +19,10 @@ import org.apache.kafka.common.config.ConfigException;
  * already removed). A missing or wrong setting is a {@link ConfigException} naming it.
  */
 final class PluginConfig {
-    /** Path of the rlmm binary to start as the child; default: {@code rlmm} on the PATH. */
+    /**
+     * Path of the rlmm binary to start as the child; default: the jar's own binary for the host,
+     * extracted into the work directory ({@link BinaryExtractor}).
+     */
     static final String BINARY = "rlmm.serve.binary";
     /** Connect to an already running server on this Unix socket instead of starting one. */
     static final String SOCKET = "rlmm.serve.socket";
@@ -103,6 +105,8 @@ final class PluginConfig {
     final String clusterId;
     final Path logDir;
     final Path binary;
+    /** The jar's binary that {@link #binary} is extracted from; null when {@link #BINARY} names one. */
+    final BinaryExtractor.Bundled bundledBinary;
     final Path socket;
     final String address;
     final Path tlsCa;
@@ -233,7 +237,9 @@ final class PluginConfig {
             }
             String snap = string(configs, SNAPSHOT_DIR);
             snapshotDir = snap == null ? workDir.resolve("snapshots") : Paths.get(snap).toAbsolutePath();
-            binary = binary(string(configs, BINARY));
+            String binarySetting = string(configs, BINARY);
+            bundledBinary = binarySetting == null ? BinaryExtractor.forHost() : null;
+            binary = bundledBinary == null ? binary(binarySetting) : bundledBinary.target(workDir);
             socket = SocketPath.choose(workDir.resolve("serve.sock"));
             String extra = string(configs, EXTRA_ARGS);
             List<String> args = new ArrayList<>();
@@ -256,6 +262,7 @@ final class PluginConfig {
             snapshotDir = null;
             embeddedDir = null;
             binary = null;
+            bundledBinary = null;
             extraArgs = List.of();
             socket = mode == Mode.SOCKET ? Paths.get(socketSetting).toAbsolutePath() : null;
             if (socket != null && socket.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length
@@ -363,27 +370,10 @@ final class PluginConfig {
     }
 
     private static Path binary(String setting) {
-        if (setting != null) {
-            Path p = Paths.get(setting).toAbsolutePath();
-            if (!Files.isRegularFile(p) || !Files.isExecutable(p)) {
-                throw new ConfigException(BINARY, setting, "no executable file " + p);
-            }
-            return p;
+        Path p = Paths.get(setting).toAbsolutePath();
+        if (!Files.isRegularFile(p) || !Files.isExecutable(p)) {
+            throw new ConfigException(BINARY, setting, "no executable file " + p);
         }
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String dir : path.split(File.pathSeparator)) {
-                if (dir.isEmpty()) {
-                    continue;
-                }
-                Path p = Paths.get(dir, "rlmm");
-                if (Files.isRegularFile(p) && Files.isExecutable(p)) {
-                    return p.toAbsolutePath();
-                }
-            }
-        }
-        throw new ConfigException(BINARY, null,
-                "missing: set it to the path of the rlmm binary (none named rlmm is on the PATH), or set "
-                        + SOCKET + " to use a running server");
+        return p;
     }
 }

@@ -152,6 +152,7 @@ final class ServeProcess implements AutoCloseable {
     void start() throws RemoteStorageException {
         try {
             prepareDirectories();
+            installBinary();
             writeProperties();
         } catch (IOException e) {
             throw new RemoteStorageException("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
@@ -221,6 +222,24 @@ final class ServeProcess implements AutoCloseable {
                 // Not a POSIX file system: the socket's own mode (0600) still guards it.
             }
         }
+    }
+
+    /** Extracts the jar's rlmm binary into the work directory, unless an intact copy is there. */
+    private void installBinary() throws IOException {
+        BinaryExtractor.Bundled b = cfg.bundledBinary;
+        if (b == null) {
+            return; // rlmm.serve.binary names the binary: used as it is
+        }
+        long began = System.nanoTime();
+        boolean wrote;
+        try {
+            wrote = b.install(cfg.binary);
+        } catch (IOException e) {
+            throw new IOException("extracting the jar's rlmm binary (" + b.platform + ") to " + cfg.binary + ": "
+                    + e.getMessage(), e);
+        }
+        log.info("rlmm plugin: {} the jar's rlmm binary for {} at {} (SHA-256 {}, {} ms)", wrote ? "extracted" : "reusing",
+                b.platform, cfg.binary, b.sha256, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began));
     }
 
     private void writeProperties() throws IOException {

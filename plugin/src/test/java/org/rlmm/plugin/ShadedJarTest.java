@@ -97,6 +97,41 @@ class ShadedJarTest {
         assertEquals(List.of(), nativeLibs, "JNI libraries in the jar (the Unix socket needs none: F4)");
     }
 
+    /** The ELF machine of each platform's binary (e_machine: x86-64 62, AArch64 183). */
+    static final Map<String, Integer> ELF_MACHINE = Map.of("linux-amd64", 62, "linux-arm64", 183);
+
+    @Test
+    void theJarCarriesTheRlmmBinaryOfEachPlatformWithItsChecksum() throws Exception {
+        try (JarFile j = new JarFile(jar().toFile())) {
+            for (String platform : List.of("linux-amd64", "linux-arm64")) {
+                String name = "org/rlmm/plugin/bin/" + platform + "/rlmm";
+                JarEntry bin = j.getJarEntry(name);
+                JarEntry sum = j.getJarEntry(name + ".sha256");
+                assertNotNull(bin, name + " is not in the jar (scripts/plugin.sh builds it)");
+                assertNotNull(sum, name + ".sha256 is not in the jar");
+                byte[] b;
+                try (java.io.InputStream in = j.getInputStream(bin)) {
+                    b = in.readAllBytes();
+                }
+                String want;
+                try (java.io.InputStream in = j.getInputStream(sum)) {
+                    want = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim().split("\\s+")[0];
+                }
+                String got = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(b));
+                assertEquals(want, got, name + ": its checksum file");
+                // A static Linux executable for its architecture: ELF, 64-bit, little-endian, e_machine.
+                assertEquals(0x7f, b[0]);
+                assertEquals("ELF", new String(b, 1, 3, java.nio.charset.StandardCharsets.US_ASCII), name);
+                assertEquals(2, b[4], name + ": 64-bit");
+                assertEquals(ELF_MACHINE.get(platform), (b[18] & 0xff) | (b[19] & 0xff) << 8, name + ": e_machine");
+            }
+        }
+    }
+
+    /**
+     * With no rlmm.serve.binary, as README's install configures it: the plugin extracts the jar's
+     * own binary for this host into its work directory and runs that.
+     */
     @Test
     void theJarLoadedAsABrokerLoadsItServesOverTheUnixSocket() throws Exception {
         ClassLoader parent = RemoteLogMetadataManager.class.getClassLoader();
@@ -105,7 +140,17 @@ class ShadedJarTest {
             assertEquals(loader, cls.getClassLoader(), "the plugin class comes from the jar");
             RemoteLogMetadataManager m = (RemoteLogMetadataManager) cls.getDeclaredConstructor().newInstance();
             try {
-                m.configure(TestSupport.embeddedConfig(dir));
+                Map<String, Object> config = new java.util.HashMap<>(TestSupport.embeddedConfig(dir));
+                config.remove("rlmm.serve.binary");
+                m.configure(config);
+                Path extracted = PluginConfig.defaultWorkDir(Paths.get((String) config.get("log.dir"))).resolve("rlmm");
+                assertTrue(Files.isExecutable(extracted), "the jar's binary is extracted to " + extracted);
+                String platform = BinaryExtractor.platform(System.getProperty("os.name"), System.getProperty("os.arch"));
+                try (JarFile j = new JarFile(jar().toFile());
+                        java.io.InputStream in = j.getInputStream(j.getJarEntry("org/rlmm/plugin/bin/" + platform + "/rlmm.sha256"))) {
+                    String want = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).split("\\s+")[0];
+                    assertEquals(want, BinaryExtractor.sha256(extracted), "the extracted binary is the jar's for " + platform);
+                }
                 TopicIdPartition tp = TestSupport.newPartition("shaded");
                 TestSupport.assignAndAwaitReady(m, tp, Duration.ofSeconds(30));
                 RemoteLogSegmentMetadata s = TestSupport.segment(tp, 0, 9, Optional.empty(), true, 0, 0);
