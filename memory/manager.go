@@ -454,6 +454,19 @@ func (m *Manager) Partitions() []rlmm.TopicIDPartition {
 	return out
 }
 
+// Holdings returns how many user partitions have any state (the length of
+// Partitions, without building the list) and how many live segments (not
+// DELETE_SEGMENT_FINISHED) they hold: what a cache costs.
+func (m *Manager) Holdings() (partitions int, segments int64) {
+	m.parts.each(func(p *partition) {
+		partitions++
+		p.mu.RLock()
+		segments += int64(p.live)
+		p.mu.RUnlock()
+	})
+	return partitions, segments
+}
+
 // sortPartitions sorts ps like Partitions.
 func sortPartitions(ps []*partition) {
 	slices.SortFunc(ps, func(a, b *partition) int { return compareTP(a.tp, b.tp) })

@@ -98,7 +98,7 @@ func TestLookupStreamAnswersAsUnary(t *testing.T) {
 		{"past the end", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 500}, -1, false},
 		{"unknown epoch", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 9, Offset: 20}, -1, false},
 		{"negative offset", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 0, Offset: -1}, -1, false},
-		{"partition not held", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: elsewhere, Offset: 20}, -1, false},
+		{"partition not held", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: elsewhere, Offset: 20}, rlmmpb.ErrorKind_NOT_ASSIGNED, false},
 		{"no partition", f, &rlmmpb.SegmentForOffsetRequest{Offset: 20}, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
 		{"no topic id", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: badUUID}, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
 		{"no request at all", f, nil, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},

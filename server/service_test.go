@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
@@ -116,9 +117,13 @@ func TestEveryRPC(t *testing.T) {
 		if len(got) != len(wantEpoch) || len(got) == 0 {
 			t.Fatalf("epoch 0: %d segments, want %d", len(got), len(wantEpoch))
 		}
-		got, batches = listAll(t, f, &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(f.tpElsewhere(tp))})
-		if len(got) != 0 || batches != 0 {
-			t.Fatalf("unassigned partition: %d segments in %d batches, want none", len(got), batches)
+		// A partition not hosted is refused, never an empty list.
+		stream, err := f.client.ListSegments(ctx, &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(f.tpElsewhere(tp))})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if st, info := errorInfo(t, err); st.Code() != codes.FailedPrecondition || info.GetKind() != rlmmpb.ErrorKind_NOT_ASSIGNED {
+			t.Fatalf("unhosted partition: %v, want FAILED_PRECONDITION with NOT_ASSIGNED", err)
 		}
 	})
 	t.Run("RemoteLogSize", func(t *testing.T) {

@@ -854,3 +854,31 @@ func kafkaDeleteRecords(t testing.TB, adm *kadm.Client, topic string, p int32, o
 func writeFileAtomic(dir, name string, data []byte) error {
 	return atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600)
 }
+
+// unhostedReads runs every read of tp and returns the errors of those that
+// did not answer with an error, or with a value (each must be refused).
+func unhostedReads(m *Manager, tp rlmm.TopicIDPartition) []error {
+	var errs []error
+	check := func(name string, answered bool, err error) {
+		if answered || err == nil {
+			err = fmt.Errorf("%s of %s answered (%v, %v)", name, tp, answered, err)
+		}
+		errs = append(errs, err)
+	}
+	_, ok, err := m.SegmentForOffset(tp, 0, 0)
+	check("SegmentForOffset", ok, err)
+	_, ok, err = m.HighestOffsetForEpoch(tp, 0)
+	check("HighestOffsetForEpoch", ok, err)
+	sz, err := m.RemoteLogSize(tp, 0)
+	check("RemoteLogSize", sz != 0, err)
+	list, err := m.ListSegments(tp)
+	check("ListSegments", len(list) != 0, err)
+	var dst rlmm.SegmentMetadata
+	ok, err = m.SegmentForOffsetInto(tp, 0, 0, &dst)
+	check("SegmentForOffsetInto", ok, err)
+	_, ok, err = m.NextSegmentWithTxnIndex(tp, 0, 0)
+	check("NextSegmentWithTxnIndex", ok, err)
+	list, err = m.ListSegmentsForEpoch(tp, 0)
+	check("ListSegmentsForEpoch", len(list) != 0, err)
+	return errs
+}

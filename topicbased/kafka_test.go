@@ -234,34 +234,19 @@ func TestKafkaRemoteLogSize(t *testing.T) {
 	}
 }
 
-// Scenario 11: a partition never assigned: reads miss, a mutation fails at
-// once with ErrNotAssigned and publishes nothing (Kafka publishes and then
-// fails its future; rlmm does not write what it could not read back).
+// Scenario 11: a partition never assigned: every read is refused with
+// ErrNotAssigned (Kafka's RemoteResourceNotFoundException), never an empty
+// answer; a mutation fails at once with ErrNotAssigned and publishes
+// nothing (Kafka publishes and then fails its future; rlmm does not write
+// what it could not read back).
 func TestKafkaNeverAssigned(t *testing.T) {
 	l := newLog(t, 3)
 	m := startManager(t, Config{Log: l})
 	tp := topicPartition("foo", 1, 0)
-	if _, ok, err := m.SegmentForOffset(tp, 0, 0); ok || err != nil {
-		t.Errorf("SegmentForOffset = %v, %v; want miss", ok, err)
-	}
-	if _, ok, err := m.HighestOffsetForEpoch(tp, 0); ok || err != nil {
-		t.Errorf("HighestOffsetForEpoch = %v, %v; want miss", ok, err)
-	}
-	if s, err := m.RemoteLogSize(tp, 0); s != 0 || err != nil {
-		t.Errorf("RemoteLogSize = %d, %v; want 0", s, err)
-	}
-	if l, err := m.ListSegments(tp); len(l) != 0 || err != nil {
-		t.Errorf("ListSegments = %v, %v; want empty", l, err)
-	}
-	var dst rlmm.SegmentMetadata
-	if ok, err := m.SegmentForOffsetInto(tp, 0, 0, &dst); ok || err != nil {
-		t.Errorf("SegmentForOffsetInto = %v, %v; want miss", ok, err)
-	}
-	if _, ok, err := m.NextSegmentWithTxnIndex(tp, 0, 0); ok || err != nil {
-		t.Errorf("NextSegmentWithTxnIndex = %v, %v; want miss", ok, err)
-	}
-	if l, err := m.ListSegmentsForEpoch(tp, 0); len(l) != 0 || err != nil {
-		t.Errorf("ListSegmentsForEpoch = %v, %v; want empty", l, err)
+	for _, err := range unhostedReads(m, tp) {
+		if !errors.Is(err, rlmm.ErrNotAssigned) {
+			t.Errorf("%v; want ErrNotAssigned", err)
+		}
 	}
 	if m.IsReady(tp) {
 		t.Error("IsReady of an unassigned partition")
@@ -276,8 +261,10 @@ func TestKafkaNeverAssigned(t *testing.T) {
 }
 
 // Scenario 12 and several user partitions sharing one metadata partition:
-// events already in the log are applied exactly once on assignment; an
-// empty metadata partition is ready at once.
+// events already in the log are applied exactly once on assignment, and
+// only for the hosted user partition (the others' are skipped, their reads
+// refused); a user partition hosted later is rebuilt by one pass over the
+// metadata partition; an empty metadata partition is ready at once.
 func TestKafkaSharedMetadataPartition(t *testing.T) {
 	l := newLog(t, 3)
 	tps, mp := sharingPartitions(t, 3, 3)
@@ -291,33 +278,46 @@ func TestKafkaSharedMetadataPartition(t *testing.T) {
 	// An empty metadata partition is ready at once.
 	other := distinctPartitions(t, 3, 3)[(mp+1)%3]
 	assign(t, reader, other)
-	// Assigning one user partition consumes the whole metadata partition.
-	assign(t, reader, tps[0])
-	for i, tp := range tps {
-		if !reader.IsReady(tp) {
-			t.Errorf("partition %d sharing the metadata partition is not ready", i)
-		}
-		got, ok, err := reader.SegmentForOffset(tp, 0, 50)
-		want := finished(t, segment(tp, uint64(i), 0, 99))
+	lookup := func(i int) {
+		t.Helper()
+		got, ok, err := reader.SegmentForOffset(tps[i], 0, 50)
+		want := finished(t, segment(tps[i], uint64(i), 0, 99))
 		if err != nil || !ok || !got.Equal(&want) {
 			t.Errorf("partition %d: lookup = %v, %v, %v", i, got, ok, err)
 		}
 	}
-	if s := reader.Stats(); s.Applied != uint64(2*len(tps)) || s.Rejected != 0 {
-		t.Errorf("events applied %d, rejected %d; want %d, 0 (each exactly once)", s.Applied, s.Rejected, 2*len(tps))
+	// Hosting one user partition consumes the metadata partition and keeps
+	// that user partition only.
+	assign(t, reader, tps[0])
+	lookup(0)
+	for _, tp := range tps[1:] {
+		if _, _, err := reader.SegmentForOffset(tp, 0, 50); !errors.Is(err, rlmm.ErrNotAssigned) || reader.IsReady(tp) {
+			t.Errorf("%s, not hosted: lookup error %v, ready %v; want ErrNotAssigned, not ready", tp, err, reader.IsReady(tp))
+		}
 	}
-	// Stopping one of two hosted user partitions keeps their shared
-	// metadata partition; stopping the last one drops it.
+	if s := reader.Stats(); s.Applied != 2 || s.Skipped != uint64(2*(len(tps)-1)) || s.Rejected != 0 || s.CachedPartitions != 1 {
+		t.Errorf("applied %d, skipped %d, rejected %d, cached %d; want 2, %d, 0, 1", s.Applied, s.Skipped, s.Rejected, s.CachedPartitions, 2*(len(tps)-1))
+	}
+	// Hosting the other two later rebuilds both with one pass.
+	assign(t, reader, tps[1:]...)
+	for i := range tps {
+		lookup(i)
+	}
+	if s := reader.Stats(); s.Passes != 1 || s.Rebuilt != 2 || s.Applied != uint64(2*len(tps)) {
+		t.Errorf("passes %d, rebuilt %d, applied %d; want 1 pass rebuilding 2, %d applied", s.Passes, s.Rebuilt, s.Applied, 2*len(tps))
+	}
+	// Stopping one hosted user partition drops its state only; stopping
+	// the last one drops the metadata partition.
 	ctx := testCtx(t)
-	assign(t, reader, tps[1])
 	must(t, reader.OnStopPartitions(ctx, tps[:1]))
-	if !reader.IsReady(tps[0]) {
-		t.Error("stopping one of two hosted partitions unassigned their metadata partition")
+	if !reader.IsReady(tps[1]) {
+		t.Error("stopping one of the hosted partitions unassigned their metadata partition")
 	}
-	must(t, reader.OnStopPartitions(ctx, tps[1:2]))
+	lookup(1)
+	must(t, reader.OnStopPartitions(ctx, tps[1:]))
 	for _, tp := range tps {
-		if _, ok, err := reader.SegmentForOffset(tp, 0, 50); ok || err != nil {
-			t.Errorf("after stop: lookup = %v, %v; want miss", ok, err)
+		if _, ok, err := reader.SegmentForOffset(tp, 0, 50); ok || !errors.Is(err, rlmm.ErrNotAssigned) {
+			t.Errorf("after stop: lookup = %v, %v; want ErrNotAssigned", ok, err)
 		}
 		if reader.IsReady(tp) {
 			t.Errorf("after stop: %s is still ready", tp)
@@ -325,6 +325,9 @@ func TestKafkaSharedMetadataPartition(t *testing.T) {
 	}
 	if !reader.IsReady(other) {
 		t.Error("the other metadata partition was dropped too")
+	}
+	if s := reader.Stats(); s.CachedPartitions != 0 {
+		t.Errorf("%d user partitions cached after every one was stopped; want 0", s.CachedPartitions)
 	}
 }
 
@@ -424,7 +427,9 @@ func TestKafkaBadRecordsDoNotStopThePump(t *testing.T) {
 	value, err := wire.AppendEvent(nil, &ev)
 	must(t, err)
 	wrong := (mp + 1) % 3
-	must(t, m.ReconcileAssignment(ctx, []int32{wrong}))
+	// Hosting a partition of the wrong metadata partition makes it consumed.
+	otherTP := distinctPartitions(t, 3, 3)[wrong]
+	assign(t, m, otherTP)
 	_, err = l.Publish(ctx, wrong, value)
 	must(t, err)
 	// An update of an unknown segment, written by "another broker".
@@ -440,7 +445,6 @@ func TestKafkaBadRecordsDoNotStopThePump(t *testing.T) {
 		t.Fatalf("pump did not apply the event after the bad records: %v", list)
 	}
 	// The misrouted record may be handled after the add (another partition).
-	otherTP := distinctPartitions(t, 3, 3)[wrong]
 	must(t, m.AddSegment(ctx, segment(otherTP, 2, 0, 1)))
 	s := m.Stats()
 	if s.Undecodable != 1 || s.Rejected != 2 || s.Applied != 2 {

@@ -41,7 +41,7 @@ var kafkaTests = []namedTest{
 	{"SnapshotOfAnotherPartitionCountIsIgnored", TestSnapshotOfAnotherPartitionCountIsIgnored},
 	{"SnapshotAheadOfTheLogIsDropped", TestSnapshotAheadOfTheLogIsDropped},
 	{"SnapshotOfAnotherLogIsDropped", TestSnapshotOfAnotherLogIsDropped},
-	{"SnapshotKeepsHeldUnassignedPartitions", TestSnapshotKeepsHeldUnassignedPartitions},
+	{"SnapshotStateOfUnhostedPartitionsIsDropped", TestSnapshotStateOfUnhostedPartitionsIsDropped},
 	{"ReassignAfterRemovalReplaysFromZero", TestReassignAfterRemovalReplaysFromZero},
 	{"LinearizableAcrossTwoManagers", TestLinearizableAcrossTwoManagers},
 }

@@ -138,44 +138,40 @@ func TestStartValidatesConfig(t *testing.T) {
 		}
 	}
 	m := startManager(t, Config{Log: newLog(t, 3)})
-	if err := m.ReconcileAssignment(testCtx(t), []int32{3}); !errors.Is(err, rlmm.ErrInvalidArgument) {
-		t.Errorf("ReconcileAssignment out of range: %v; want ErrInvalidArgument", err)
-	}
 	if err := m.WriteSnapshot(testCtx(t)); !errors.Is(err, rlmm.ErrInvalidArgument) {
 		t.Errorf("WriteSnapshot without a directory: %v; want ErrInvalidArgument", err)
 	}
 }
 
-// ReconcileAssignment consumes exactly the given metadata partitions plus
-// those covering hosted user partitions; partitions it no longer names are
-// dropped, hosted ones stay.
-func TestReconcileAssignmentIsDeclarative(t *testing.T) {
+// The manager consumes exactly the metadata partitions that cover hosted
+// user partitions and keeps exactly the hosted user partitions: a stopped
+// one leaves the view and the cache (its reads: ErrNotAssigned), its
+// metadata partition stops being consumed once nothing hosted is left in it.
+func TestHostedSetDrivesWhatIsConsumedAndKept(t *testing.T) {
 	l := newLog(t, 3)
 	m := startManager(t, Config{Log: l})
 	tps := distinctPartitions(t, 3, 3) // tps[i] is in metadata partition i
-	assign(t, m, tps[0])
 	ctx := testCtx(t)
-	must(t, m.ReconcileAssignment(ctx, []int32{1, 2}))
-	for _, tp := range tps {
-		must(t, m.WaitReady(ctx, tp))
-	}
+	assign(t, m, tps...)
 	addFinished(t, m, segment(tps[2], 1, 0, 9))
-	must(t, m.ReconcileAssignment(ctx, []int32{1}))
+	must(t, m.OnStopPartitions(ctx, tps[2:]))
 	if !m.IsReady(tps[0]) || !m.IsReady(tps[1]) {
-		t.Error("a hosted or still named metadata partition was dropped")
+		t.Error("a hosted partition was dropped")
 	}
 	if m.IsReady(tps[2]) {
-		t.Error("metadata partition 2 is still consumed after ReconcileAssignment dropped it")
+		t.Error("a stopped partition is still ready")
 	}
-	if l, err := m.ListSegments(tps[2]); len(l) != 0 || err != nil {
-		t.Errorf("dropped partition served %v, %v; want a miss", l, err)
+	if l, err := m.ListSegments(tps[2]); len(l) != 0 || !errors.Is(err, rlmm.ErrNotAssigned) {
+		t.Errorf("stopped partition served %v, %v; want ErrNotAssigned", l, err)
 	}
-	must(t, m.ReconcileAssignment(ctx, nil))
 	var got []int32
 	for _, p := range m.Stats().Partitions {
 		got = append(got, p.Partition)
 	}
-	if len(got) != 1 || got[0] != 0 {
-		t.Errorf("consumed metadata partitions %v; want only the hosted one, [0]", got)
+	if len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Errorf("consumed metadata partitions %v; want the hosted ones, [0 1]", got)
+	}
+	if s := m.Stats(); s.Hosted != 2 || s.CachedPartitions != 0 {
+		t.Errorf("Hosted %d, CachedPartitions %d; want 2 hosted, 0 cached (the stopped one's state dropped)", s.Hosted, s.CachedPartitions)
 	}
 }

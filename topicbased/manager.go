@@ -75,6 +75,15 @@ type metaPartition struct {
 	start int64
 	// addedAt is when it was added, for the catch-up time. Pump.
 	addedAt time.Time
+	// want, kept, pass and queued: the hosted user partitions this
+	// metadata partition covers, and which of them are built, being
+	// rebuilt, or waiting for a pass (hosting.go). For a partition held
+	// from the snapshot and not consumed yet, kept is what the snapshot
+	// holds. Pump.
+	want   map[wire.PartitionKey]rlmm.TopicIDPartition
+	kept   map[wire.PartitionKey]rlmm.TopicIDPartition
+	pass   *rebuildPass
+	queued map[wire.PartitionKey]rlmm.TopicIDPartition
 	// highWater is the highest high-water mark known: the target, what the
 	// pump applied, and the housekeeper's samples, which reach it through
 	// the pump's control queue. Pump.
@@ -147,16 +156,33 @@ type Manager struct {
 	// mu guards the fields marked so in metaPartition and these.
 	mu           sync.Mutex
 	hosted       map[rlmm.TopicIDPartition]struct{} // callers (OnPartitionLeadershipChanges, OnStopPartitions)
-	explicit     map[int32]struct{}                 // callers (ReconcileAssignment)
 	controlQueue []*controlRequest                  // submit appends, the pump takes
 	pollCancel   context.CancelFunc                 // the pump (submit calls it)
 	rejected     []RejectedEvent                    // the pump
 	rejectedNext int                                // the pump: ring position once rejected is full
+	readyChanged chan struct{}                      // the pump closes and replaces it (ReadinessChanged)
 
-	// assignMu orders assignment requests; planned is the assignment after
-	// every submitted request. Callers, under assignMu.
-	assignMu sync.Mutex
-	planned  map[int32]struct{}
+	// keep is the readers' view of the hosted user partitions (the pump
+	// publishes a new one after every change; readers load it).
+	keep atomic.Pointer[keepView]
+	// viewDirty: the pump's sets changed since the view was published;
+	// dropQueue: user partitions to drop from the cache once it is;
+	// passDue: metadata partitions whose next pass is due. The pump,
+	// under applyMu.
+	viewDirty bool
+	dropQueue []rlmm.TopicIDPartition
+	passDue   []int32
+	// hostedKnown: the broker has named what it hosts at least once (the
+	// snapshot's state of what it does not host is dropped from then on).
+	// The pump, under applyMu.
+	hostedKnown bool
+
+	// assignMu orders assignment requests; planned is the set of metadata
+	// partitions and plannedHosted the hosted user partitions after every
+	// submitted request. Callers, under assignMu.
+	assignMu      sync.Mutex
+	planned       map[int32]struct{}
+	plannedHosted map[rlmm.TopicIDPartition]struct{}
 
 	// snapMu serializes snapshot writes; lastSnapVersion is the version the
 	// last written snapshot reflects. Snapshot writers, under snapMu.
@@ -174,6 +200,10 @@ type Manager struct {
 	stats struct {
 		// The pump.
 		applied, rejected, undecodable atomic.Uint64
+		// skipped counts events of user partitions not hosted here;
+		// passes the rebuild passes started and rebuilt the user
+		// partitions they rebuilt. The pump.
+		skipped, passes, rebuilt atomic.Uint64
 		// historyLost counts the events known deleted before they were
 		// applied; snapshotDropped the metadata partitions whose snapshot
 		// state was dropped because it claimed more than the log holds.
@@ -223,16 +253,17 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		cfg:         c,
-		log:         c.Log,
-		n:           c.Log.Partitions(),
-		logger:      c.Logger,
-		met:         c.Metrics,
-		hosted:      map[rlmm.TopicIDPartition]struct{}{},
-		explicit:    map[int32]struct{}{},
-		planned:     map[int32]struct{}{},
-		closedCh:    make(chan struct{}),
-		restoreDone: make(chan struct{}),
+		cfg:           c,
+		log:           c.Log,
+		n:             c.Log.Partitions(),
+		logger:        c.Logger,
+		met:           c.Metrics,
+		hosted:        map[rlmm.TopicIDPartition]struct{}{},
+		planned:       map[int32]struct{}{},
+		plannedHosted: map[rlmm.TopicIDPartition]struct{}{},
+		readyChanged:  make(chan struct{}),
+		closedCh:      make(chan struct{}),
+		restoreDone:   make(chan struct{}),
 	}
 	m.stats.startedAt = time.Now()
 	m.parts = make([]metaPartition, m.n)
@@ -243,7 +274,9 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		p.waiters = map[int64]*waiter{}
 		p.tickets = map[*ticket]struct{}{}
 		p.verdicts = map[int64]error{}
+		p.kept = map[wire.PartitionKey]rlmm.TopicIDPartition{}
 	}
+	m.keep.Store(&keepView{parts: map[wire.PartitionKey]keepEntry{}})
 	m.inner = memory.New(m.cfg.MemoryOptions...)
 	file, snap := m.loadSnapshot()
 
@@ -278,45 +311,65 @@ func (m *Manager) MetadataPartitionOf(tp rlmm.TopicIDPartition) int32 {
 	return wire.MetadataPartition(tp, m.n)
 }
 
-// IsReady reports whether tp's metadata partition is consumed and caught up
-// with the high-water mark observed when it was assigned.
+// IsReady reports whether tp is hosted here, its history built, and its
+// metadata partition consumed and caught up with the high-water mark
+// observed when it was assigned. It reads memory only.
 func (m *Manager) IsReady(tp rlmm.TopicIDPartition) bool {
 	if m.closed.Load() {
 		return false
 	}
-	return m.parts[wire.MetadataPartition(tp, m.n)].status.Load()&statusMask == statusReady
+	return m.readyIn(m.keep.Load(), tp)
+}
+
+// readGate is what gate saw, for stillValid after the cache read.
+type readGate struct {
+	p      *metaPartition
+	status uint64
+	view   *keepView
+}
+
+// stillValid reports whether nothing the gate checked changed during the
+// cache read (a partition dropped meanwhile may have been read half-dropped).
+func (g readGate) stillValid(m *Manager) bool {
+	return g.p.status.Load() == g.status && m.keep.Load() == g.view
 }
 
 // gate decides whether a read of tp may be served from the cache: serve is
-// false for an unassigned metadata partition (a miss); err is ErrNotReady
-// (or ErrClosed). status must be passed to stillValid after the cache read.
-func (m *Manager) gate(tp rlmm.TopicIDPartition) (p *metaPartition, status uint64, serve bool, err error) {
+// true only for a hosted user partition whose history is built and whose
+// metadata partition is ready; otherwise err wraps rlmm.ErrNotAssigned (not
+// hosted here), rlmm.ErrNotReady (being built or catching up) or
+// rlmm.ErrClosed. g must be checked with stillValid after the cache read.
+func (m *Manager) gate(tp rlmm.TopicIDPartition) (g readGate, serve bool, err error) {
 	if m.closed.Load() {
-		return nil, 0, false, fmt.Errorf("topicbased: read of %s: %w", tp, rlmm.ErrClosed)
+		return g, false, fmt.Errorf("topicbased: read of %s: %w", tp, rlmm.ErrClosed)
 	}
 	mp := wire.MetadataPartition(tp, m.n)
-	p = &m.parts[mp]
-	status = p.status.Load()
-	switch status & statusMask {
-	case statusReady:
-		return p, status, true, nil
-	case statusCatchingUp:
-		return p, status, false, fmt.Errorf("%w: partition %s: metadata partition %d is catching up", rlmm.ErrNotReady, tp, mp)
+	g.p = &m.parts[mp]
+	g.status = g.p.status.Load()
+	g.view = m.keep.Load()
+	e, hosted := g.view.parts[wire.KeyOf(tp)]
+	switch {
+	case !hosted || g.status&statusMask == statusUnassigned:
+		return g, false, fmt.Errorf("%w: read of %s: the partition is not hosted by this manager (no leadership or follower change named it)", rlmm.ErrNotAssigned, tp)
+	case e.state != keepReady:
+		return g, false, fmt.Errorf("%w: partition %s: its history is being rebuilt from metadata partition %d", rlmm.ErrNotReady, tp, mp)
+	case g.status&statusMask == statusCatchingUp:
+		return g, false, fmt.Errorf("%w: partition %s: metadata partition %d is catching up", rlmm.ErrNotReady, tp, mp)
 	}
-	return p, status, false, nil
+	return g, true, nil
 }
 
-// read runs a cache read under the gate: it is retried if the metadata
-// partition's status changed meanwhile (it was removed, so the cache may
+// read runs a cache read under the gate: it is retried if what the gate
+// checked changed meanwhile (the partition was dropped, so the cache may
 // have been dropped under the read), so nothing stale is ever returned.
 func gatedRead[T any](m *Manager, tp rlmm.TopicIDPartition, miss T, read func() (T, error)) (T, error) {
 	for {
-		p, status, serve, err := m.gate(tp)
+		g, serve, err := m.gate(tp)
 		if !serve {
 			return miss, err
 		}
 		v, err := read()
-		if p.status.Load() == status {
+		if g.stillValid(m) {
 			return v, err
 		}
 	}
@@ -328,17 +381,18 @@ type found[T any] struct {
 }
 
 // SegmentForOffset returns the COPY_SEGMENT_FINISHED segment of tp that
-// holds offset in leaderEpoch. A miss for an unassigned metadata partition;
-// rlmm.ErrNotReady while it catches up. (The fetch path: written out
+// holds offset in leaderEpoch. rlmm.ErrNotAssigned for a user partition not
+// hosted here; rlmm.ErrNotReady while its history is built or its metadata
+// partition catches up. (The fetch path: written out
 // without gatedRead's closure, to allocate nothing beyond the copy.)
 func (m *Manager) SegmentForOffset(tp rlmm.TopicIDPartition, leaderEpoch int32, offset int64) (rlmm.SegmentMetadata, bool, error) {
 	for {
-		p, status, serve, err := m.gate(tp)
+		g, serve, err := m.gate(tp)
 		if !serve {
 			return rlmm.SegmentMetadata{}, false, err
 		}
 		v, ok, err := m.inner.SegmentForOffset(tp, leaderEpoch, offset)
-		if p.status.Load() == status {
+		if g.stillValid(m) {
 			return v, ok, err
 		}
 	}
@@ -349,12 +403,12 @@ func (m *Manager) SegmentForOffset(tp rlmm.TopicIDPartition, leaderEpoch int32, 
 // *dst is unspecified when the result is a miss or an error.
 func (m *Manager) SegmentForOffsetInto(tp rlmm.TopicIDPartition, leaderEpoch int32, offset int64, dst *rlmm.SegmentMetadata) (bool, error) {
 	for {
-		p, status, serve, err := m.gate(tp)
+		g, serve, err := m.gate(tp)
 		if !serve {
 			return false, err
 		}
 		ok, err := m.inner.SegmentForOffsetInto(tp, leaderEpoch, offset, dst)
-		if p.status.Load() == status {
+		if g.stillValid(m) {
 			return ok, err
 		}
 	}
@@ -371,7 +425,7 @@ func (m *Manager) HighestOffsetForEpoch(tp rlmm.TopicIDPartition, leaderEpoch in
 }
 
 // ListSegments returns every segment of tp not yet DELETE_SEGMENT_FINISHED.
-// Gated like SegmentForOffset (empty when unassigned).
+// Gated like SegmentForOffset.
 func (m *Manager) ListSegments(tp rlmm.TopicIDPartition) ([]rlmm.SegmentMetadata, error) {
 	return gatedRead(m, tp, nil, func() ([]rlmm.SegmentMetadata, error) { return m.inner.ListSegments(tp) })
 }
@@ -385,7 +439,7 @@ func (m *Manager) ListSegmentsForEpoch(tp rlmm.TopicIDPartition, leaderEpoch int
 }
 
 // RemoteLogSize sums the sizes of ListSegmentsForEpoch. Gated like
-// SegmentForOffset (0 when unassigned).
+// SegmentForOffset.
 func (m *Manager) RemoteLogSize(tp rlmm.TopicIDPartition, leaderEpoch int32) (int64, error) {
 	return gatedRead(m, tp, 0, func() (int64, error) { return m.inner.RemoteLogSize(tp, leaderEpoch) })
 }
@@ -411,14 +465,14 @@ func (m *Manager) View(tp rlmm.TopicIDPartition) (memory.PartitionView, bool, er
 	return r.v, r.ok, err
 }
 
-// UserPartitions returns the user partitions the cache holds whose metadata
-// partition is assigned and ready, in no particular order.
+// UserPartitions returns the hosted user partitions that are ready, in no
+// particular order.
 func (m *Manager) UserPartitions() []rlmm.TopicIDPartition {
-	all := m.inner.Partitions()
-	out := all[:0]
-	for _, tp := range all {
-		if m.IsReady(tp) {
-			out = append(out, tp)
+	v := m.keep.Load()
+	var out []rlmm.TopicIDPartition
+	for _, e := range v.parts {
+		if m.readyIn(v, e.tp) {
+			out = append(out, e.tp)
 		}
 	}
 	return out
@@ -444,6 +498,10 @@ type PartitionStats struct {
 	// known since; LogStart the highest log start offset observed since
 	// (0 until records are deleted).
 	Applied, Target, HighWaterMark, LogStart int64
+	// Kept counts its hosted user partitions whose history is built;
+	// Building those a rebuild pass is reading or will read (hosted after
+	// the metadata partition was consumed).
+	Kept, Building int
 }
 
 // Stats is a point-in-time summary of the manager for operators and tests.
@@ -473,6 +531,18 @@ type Stats struct {
 	// snapshot was written for another log (a recreated topic: another
 	// log id) or claimed more events than the log holds.
 	HistoryLost, SnapshotDropped uint64
+	// Skipped counts the events of user partitions this manager does not
+	// host (read with their metadata partition, not decoded, not kept).
+	// Passes counts the rebuild passes started (a metadata partition read
+	// again from its start for user partitions hosted after it was
+	// consumed) and Rebuilt the user partitions they rebuilt.
+	Skipped, Passes, Rebuilt uint64
+	// Hosted is the number of user partitions hosted here; CachedPartitions
+	// the user partitions whose state the cache holds (hosted ones with
+	// state, and those of a snapshot not consumed yet) and CachedSegments
+	// their live segments.
+	Hosted, CachedPartitions int
+	CachedSegments           int64
 	// Partitions lists the assigned metadata partitions.
 	Partitions []PartitionStats
 }
@@ -496,7 +566,12 @@ func (m *Manager) Stats() Stats {
 		SnapshotBuildFailures: m.stats.buildFailures.Load(),
 		HistoryLost:           m.stats.historyLost.Load(),
 		SnapshotDropped:       m.stats.snapshotDropped.Load(),
+		Skipped:               m.stats.skipped.Load(),
+		Passes:                m.stats.passes.Load(),
+		Rebuilt:               m.stats.rebuilt.Load(),
+		Hosted:                len(m.keep.Load().parts),
 	}
+	s.CachedPartitions, s.CachedSegments = m.inner.Holdings()
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
 	for i := range m.parts {
@@ -507,6 +582,7 @@ func (m *Manager) Stats() Stats {
 		s.Partitions = append(s.Partitions, PartitionStats{
 			Partition: int32(i), Assigned: true, Ready: p.status.Load()&statusMask == statusReady,
 			Applied: p.next - 1, Target: p.target, HighWaterMark: p.highWater, LogStart: p.start,
+			Kept: len(p.kept), Building: len(p.queued) + p.passSize(),
 		})
 	}
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -295,10 +296,11 @@ func (m *Manager) syncTo(ctx context.Context, started time.Time, tp rlmm.TopicID
 	}
 }
 
-// WaitReady blocks until tp's metadata partition is assigned and caught up.
-// It returns an error wrapping rlmm.ErrNotAssigned at once if it is not
-// assigned (or stops being), rlmm.ErrClosed if the manager closes, and one
-// wrapping rlmm.ErrTimeout when ctx ends first.
+// WaitReady blocks until tp is hosted here, its history built and its
+// metadata partition caught up. It returns an error wrapping
+// rlmm.ErrNotAssigned at once if tp is not hosted (or stops being),
+// rlmm.ErrClosed if the manager closes, and one wrapping rlmm.ErrTimeout
+// when ctx ends first.
 func (m *Manager) WaitReady(ctx context.Context, tp rlmm.TopicIDPartition) error {
 	if m.closed.Load() {
 		return fmt.Errorf("topicbased: wait for %s: %w", tp, rlmm.ErrClosed)
@@ -307,21 +309,23 @@ func (m *Manager) WaitReady(ctx context.Context, tp rlmm.TopicIDPartition) error
 	return m.waitReady(ctx, time.Now(), tp, mp, &m.parts[mp])
 }
 
-// waitReady returns nil once mp is assigned and ready, ErrNotAssigned at once
-// if it is not assigned, and a timeout error if ctx ends first. It waits for
-// the pump's notification, never by polling.
+// waitReady returns nil once tp is ready, ErrNotAssigned at once if it is
+// not hosted, and a timeout error if ctx ends first. It waits for the
+// pump's notification, never by polling.
 func (m *Manager) waitReady(ctx context.Context, started time.Time, tp rlmm.TopicIDPartition, mp int32, p *metaPartition) error {
+	k := wire.KeyOf(tp)
 	for {
 		m.mu.Lock()
 		st := p.status.Load() & statusMask
+		e, hosted := m.keep.Load().parts[k]
 		changed := p.changed
 		m.mu.Unlock()
-		switch st {
-		case statusReady:
-			return nil
-		case statusUnassigned:
-			return fmt.Errorf("%w: partition %s: metadata partition %d is not consumed by this manager; nothing was published",
+		switch {
+		case !hosted || st == statusUnassigned:
+			return fmt.Errorf("%w: partition %s is not hosted by this manager (metadata partition %d); nothing was published",
 				rlmm.ErrNotAssigned, tp, mp)
+		case st == statusReady && e.state == keepReady:
+			return nil
 		}
 		select {
 		case <-changed:
@@ -334,9 +338,12 @@ func (m *Manager) waitReady(ctx context.Context, started time.Time, tp rlmm.Topi
 }
 
 // OnPartitionLeadershipChanges adds the user partitions this broker now
-// leads or follows to its hosted set and consumes the metadata partitions
-// that cover them. It returns once the pump has started consuming the new
-// ones (their readiness follows; see IsReady).
+// leads or follows to its hosted set: the manager consumes the metadata
+// partitions that cover them and keeps the state of exactly the hosted
+// user partitions. It returns once the pump has taken the change: the new
+// metadata partitions are being consumed, and a user partition hosted
+// after its metadata partition was consumed is being rebuilt (their
+// readiness follows; see IsReady and ReadinessChanged).
 func (m *Manager) OnPartitionLeadershipChanges(ctx context.Context, leaders, followers []rlmm.TopicIDPartition) error {
 	m.mu.Lock()
 	for _, tp := range leaders {
@@ -349,10 +356,9 @@ func (m *Manager) OnPartitionLeadershipChanges(ctx context.Context, leaders, fol
 	return m.reconcile(ctx)
 }
 
-// OnStopPartitions removes user partitions from the hosted set; a metadata
-// partition that no longer covers any hosted partition (nor one given to
-// ReconcileAssignment) stops being consumed and its user partitions are
-// dropped from the cache.
+// OnStopPartitions removes user partitions from the hosted set: their
+// state is dropped from the cache, and a metadata partition that no longer
+// covers any hosted partition stops being consumed.
 func (m *Manager) OnStopPartitions(ctx context.Context, partitions []rlmm.TopicIDPartition) error {
 	m.mu.Lock()
 	for _, tp := range partitions {
@@ -362,45 +368,25 @@ func (m *Manager) OnStopPartitions(ctx context.Context, partitions []rlmm.TopicI
 	return m.reconcile(ctx)
 }
 
-// ReconcileAssignment is the seed's declarative assignment: the manager
-// consumes exactly metadataPartitions plus the metadata partitions that
-// cover the user partitions given to OnPartitionLeadershipChanges. Call it
-// with nil to consume only the latter. Newly added partitions are consumed
-// from the snapshot's committed offset + 1 (or 0) and are ready once they
-// reach the high-water mark observed now; removed ones are dropped from the
-// cache.
-func (m *Manager) ReconcileAssignment(ctx context.Context, metadataPartitions []int32) error {
-	for _, mp := range metadataPartitions {
-		if mp < 0 || mp >= m.n {
-			return fmt.Errorf("%w: metadata partition %d is outside [0, %d)", rlmm.ErrInvalidArgument, mp, m.n)
-		}
-	}
-	m.mu.Lock()
-	m.explicit = map[int32]struct{}{}
-	for _, mp := range metadataPartitions {
-		m.explicit[mp] = struct{}{}
-	}
-	m.mu.Unlock()
-	return m.reconcile(ctx)
-}
-
-// reconcile brings the consumed set to the desired one: the pump executes
-// the difference to what earlier requests planned.
+// reconcile brings the consumed metadata partitions and the kept user
+// partitions to the hosted set: the pump executes the difference to what
+// earlier requests planned.
 func (m *Manager) reconcile(ctx context.Context) error {
 	if m.closed.Load() {
 		return fmt.Errorf("topicbased: assignment change: %w", rlmm.ErrClosed)
 	}
 	m.assignMu.Lock()
 	m.mu.Lock()
+	hosted := maps.Clone(m.hosted)
+	m.mu.Unlock()
 	desired := map[int32]struct{}{}
-	for tp := range m.hosted {
+	for tp := range hosted {
 		desired[wire.MetadataPartition(tp, m.n)] = struct{}{}
 	}
-	for mp := range m.explicit {
-		desired[mp] = struct{}{}
-	}
-	m.mu.Unlock()
 	r := &controlRequest{done: make(chan error, 1)}
+	if !maps.Equal(hosted, m.plannedHosted) {
+		r.hosted = hosted
+	}
 	for mp := range desired {
 		if _, ok := m.planned[mp]; !ok {
 			r.add = append(r.add, mp)
@@ -413,7 +399,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	}
 	slices.Sort(r.add)
 	slices.Sort(r.remove)
-	if len(r.add) == 0 && len(r.remove) == 0 {
+	if len(r.add) == 0 && len(r.remove) == 0 && r.hosted == nil {
 		m.assignMu.Unlock()
 		return nil
 	}
@@ -439,6 +425,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		return fmt.Errorf("topicbased: assignment change: %w", err)
 	}
 	m.planned = desired
+	m.plannedHosted = hosted
 	m.assignMu.Unlock()
 	select {
 	case err := <-r.done:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/internal/apply"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -19,6 +20,8 @@ const pollRetryDelay = 200 * time.Millisecond
 // Polls, so no record fetched under the old assignment is applied under the
 // new one.
 type controlRequest struct {
+	// hosted, when not nil, is the new set of hosted user partitions.
+	hosted map[rlmm.TopicIDPartition]struct{}
 	add    []int32
 	target []int64 // high-water mark of each add, observed before the request
 	start  []int64 // log start offset of each add, observed after target
@@ -117,7 +120,6 @@ func (m *Manager) pump(ctx context.Context) {
 // applyBatch applies records under applyMu, then publishes the new offsets,
 // readiness and verdicts under mu.
 func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) []batchResult {
-	type counts struct{ applied, rejected, undecodable int }
 	perPartition := map[int32]*counts{}
 	m.applyMu.Lock()
 	for i := range records {
@@ -127,10 +129,26 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			continue
 		}
 		p := &m.parts[rec.Partition]
-		if !p.assigned || p.loading || rec.Offset < p.next {
-			// Not ours (any more) or already applied: the subscription's
-			// exact Remove/Add makes this rare, the offset check makes it safe.
+		if !p.assigned || p.loading {
+			// Not ours (any more): the subscription's exact Remove/Add
+			// makes this rare.
 			continue
+		}
+		if pass := p.pass; pass != nil {
+			if rec.Offset < pass.read {
+				continue
+			}
+			if rec.Offset < p.next {
+				m.applyPassRecord(rec, p, perPartition)
+				continue
+			}
+			// The log start moved past next: what the pass still had to
+			// read is gone.
+			m.historyLost(rec.Partition, pass.read, p.next, "a rebuild pass found its records deleted")
+			m.finishPass(rec.Partition)
+		}
+		if rec.Offset < p.next {
+			continue // already applied
 		}
 		if rec.Offset > p.next {
 			// The subscription delivers from the log start when the
@@ -142,11 +160,16 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			c = &counts{}
 			perPartition[rec.Partition] = c
 		}
-		reason, verdict := m.applyRecord(rec)
-		switch reason {
+		offset := rec.Offset
+		res := apply.Record(m.inner, m.n, rec.Partition, offset, rec.Value, func(k wire.PartitionKey) bool { return p.keeps(k, offset) })
+		verdict := res.Err
+		switch res.Reason {
 		case 0:
 			c.applied++
 			m.stats.applied.Add(1)
+		case ReasonNotKept:
+			m.stats.skipped.Add(1)
+			verdict = errNotHosted
 		case ReasonUndecodable:
 			c.undecodable++
 			m.stats.undecodable.Add(1)
@@ -154,13 +177,14 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			c.rejected++
 			m.stats.rejected.Add(1)
 		}
-		if reason != 0 {
-			m.recordRejected(rec, reason, verdict, p.status.Load()&statusMask == statusReady)
+		if res.Reason != 0 && res.Reason != ReasonNotKept {
+			m.recordRejected(rec, res.Reason, res.Err, p.status.Load()&statusMask == statusReady)
 		}
 		p.next = rec.Offset + 1
 		p.highWater = max(p.highWater, p.next)
 		results = append(results, batchResult{rec.Partition, rec.Offset, verdict})
 	}
+	m.flushHosting()
 	m.version.Add(uint64(len(results)))
 	now := time.Now()
 	m.mu.Lock()
@@ -210,35 +234,48 @@ func (m *Manager) publishProgress(mp int32, now time.Time) {
 	}
 }
 
-// applyRecord decodes and applies one record; reason is 0 when the state
-// machine accepted it, else why it was skipped.
-func (m *Manager) applyRecord(rec *eventlog.Record) (reason Reason, verdict error) {
-	ev, err := wire.DecodeEvent(rec.Value)
-	if err != nil {
-		return ReasonUndecodable, fmt.Errorf("metadata partition %d offset %d: %w", rec.Partition, rec.Offset, err)
+// counts are one metadata partition's events of a batch, for the metrics.
+type counts struct{ applied, rejected, undecodable int }
+
+// errNotHosted is the verdict of an event of a user partition that is no
+// longer hosted when the pump reads it (a mutation waiting for it learns
+// that its event is in the log but not applied here).
+var errNotHosted = fmt.Errorf("%w: the user partition stopped being hosted by this manager before its event was applied; the event is in the log", rlmm.ErrNotAssigned)
+
+// applyPassRecord applies a record that a rebuild pass of p reads (below
+// p.next): only events of the user partitions being rebuilt are applied;
+// nobody waits for these offsets. Pump, under applyMu.
+func (m *Manager) applyPassRecord(rec *eventlog.Record, p *metaPartition, perPartition map[int32]*counts) {
+	pass := p.pass
+	if rec.Offset > pass.read {
+		m.historyLost(rec.Partition, pass.read, rec.Offset, "a rebuild pass was delivered a later offset than the next one expected")
 	}
-	tp, ok := ev.TopicIDPartition()
-	if !ok {
-		return ReasonUnexpected, fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
-			rlmm.ErrCorrupt, rec.Partition, rec.Offset, ev.Key)
+	res := apply.Record(m.inner, m.n, rec.Partition, rec.Offset, rec.Value, func(k wire.PartitionKey) bool {
+		_, ok := pass.building[k]
+		return ok
+	})
+	switch res.Reason {
+	case 0:
+		c := perPartition[rec.Partition]
+		if c == nil {
+			c = &counts{}
+			perPartition[rec.Partition] = c
+		}
+		c.applied++
+		m.stats.applied.Add(1)
+	case ReasonNotKept:
+		m.stats.skipped.Add(1)
+	case ReasonUndecodable, ReasonMisrouted, ReasonUnexpected:
+		// Seen and reported when it was first read.
+	default:
+		// Rejected for a partition being rebuilt: expected (an update
+		// whose segment expired with retention), as during any catch-up.
+		m.recordRejected(rec, res.Reason, res.Err, false)
 	}
-	if mp := wire.MetadataPartition(tp, m.n); mp != rec.Partition {
-		return ReasonMisrouted, fmt.Errorf("%w: metadata partition %d offset %d: event of %s belongs in metadata partition %d",
-			rlmm.ErrInvalidArgument, rec.Partition, rec.Offset, tp, mp)
+	pass.read = rec.Offset + 1
+	if pass.read >= p.next {
+		m.finishPass(rec.Partition)
 	}
-	ctx := context.Background()
-	switch ev.Key {
-	case wire.KeySegment:
-		err = m.inner.AddSegment(ctx, ev.Segment)
-	case wire.KeyUpdate:
-		err = m.inner.UpdateSegment(ctx, ev.Update)
-	case wire.KeyPartitionDelete:
-		err = m.inner.PutPartitionDelete(ctx, ev.PartitionDelete)
-	}
-	if err != nil {
-		return ReasonRejected, err
-	}
-	return 0, nil
 }
 
 // recordRejected logs a skipped event and keeps it in the bounded list.
@@ -277,11 +314,19 @@ func (m *Manager) setStatus(p *metaPartition, st uint64) {
 	p.status.Store((old>>2+1)<<2 | st)
 	close(p.changed)
 	p.changed = make(chan struct{})
+	m.readinessChangedLocked()
 }
 
 // executeControl performs one request on the pump goroutine.
 func (m *Manager) executeControl(r *controlRequest) error {
 	var errs []error
+	if r.hosted != nil {
+		m.applyMu.Lock()
+		m.setWanted(r.hosted)
+		m.hostedKnown = true
+		m.dropUnhostedHeld()
+		m.applyMu.Unlock()
+	}
 	for _, mp := range r.remove {
 		if err := m.removePartition(mp); err != nil {
 			errs = append(errs, err)
@@ -298,6 +343,21 @@ func (m *Manager) executeControl(r *controlRequest) error {
 			errs = append(errs, err)
 		}
 	}
+	if r.hosted != nil {
+		m.applyMu.Lock()
+		for i := range m.parts {
+			if p := &m.parts[i]; p.assigned && !p.loading {
+				if err := m.reconcileKept(int32(i)); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		m.viewDirty = true
+		m.applyMu.Unlock()
+	}
+	m.applyMu.Lock()
+	m.flushHosting()
+	m.applyMu.Unlock()
 	if len(r.sampledOf) > 0 {
 		m.applySamples(r.sampledOf, r.sampled)
 	}
@@ -342,6 +402,7 @@ func (m *Manager) addPartition(mp int32, target, start int64) error {
 // records were all deleted). Caller holds applyMu.
 func (m *Manager) consume(mp int32) error {
 	p := &m.parts[mp]
+	m.viewDirty = true
 	if p.held && p.next > p.target {
 		// The snapshot claims events the log does not have: the log was
 		// recreated (a topic deleted and created again under the same
@@ -357,6 +418,7 @@ func (m *Manager) consume(mp int32) error {
 	}
 	if !p.held {
 		p.next = 0
+		clear(p.kept)
 	}
 	why := "a replay from offset 0 (no snapshot state) found the log start offset above it"
 	if p.held {
@@ -387,7 +449,9 @@ func (m *Manager) consume(mp int32) error {
 	}
 	m.met.PartitionReadiness(mp, true, ready, catchUp)
 	m.met.PartitionProgress(mp, p.next-1, p.highWater)
-	return nil
+	// The user partitions the snapshot held and no longer hosted are
+	// dropped, the hosted ones it did not hold are rebuilt by a pass.
+	return m.reconcileKept(mp)
 }
 
 // applySamples merges the housekeeper's high-water marks into the assigned
@@ -465,6 +529,10 @@ func (m *Manager) dropHeld(mp int32) {
 	p.next = 0
 	p.target = 0
 	p.start = 0
+	clear(p.kept)
+	p.pass = nil
+	p.queued = nil
+	m.viewDirty = true
 	m.version.Add(1)
 }
 

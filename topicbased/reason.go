@@ -1,42 +1,33 @@
 package topicbased
 
-// Reason says why the pump skipped an event of the log (RejectedEvent).
-type Reason uint8
+import "github.com/rlmm-go/rlmm/internal/apply"
+
+// Reason says why the pump skipped an event of the log (RejectedEvent). It
+// is the reason of the one event path (internal/apply) that the pump,
+// `rlmm inspect`/`verify` and `rlmm simulate` share; String gives its name
+// ("undecodable", "rejected", "misrouted", "unexpected", "history_lost",
+// "not_kept").
+type Reason = apply.Reason
 
 // The reasons an event is skipped.
 const (
 	// ReasonUndecodable: the record's bytes are not an event (wire's
 	// decoder refused them).
-	ReasonUndecodable Reason = iota + 1
+	ReasonUndecodable = apply.ReasonUndecodable
 	// ReasonRejected: the state machine refused the event (an update of an
 	// unknown segment, a forbidden transition, an invalid argument).
-	ReasonRejected
+	ReasonRejected = apply.ReasonRejected
 	// ReasonMisrouted: the event belongs in another metadata partition.
-	ReasonMisrouted
+	ReasonMisrouted = apply.ReasonMisrouted
 	// ReasonUnexpected: a record of a kind that does not belong in the
 	// metadata topic.
-	ReasonUnexpected
+	ReasonUnexpected = apply.ReasonUnexpected
 	// ReasonHistoryLost: not one event but a range of them is gone from the
 	// log (retention or DeleteRecords moved its start offset past events
 	// this manager had not applied). The RejectedEvent's Offset is the
 	// first lost offset and its Err a *HistoryLostError naming the range.
-	ReasonHistoryLost
+	ReasonHistoryLost = apply.ReasonHistoryLost
+	// ReasonNotKept: an event of a user partition this manager does not
+	// host. Counted (Stats.Skipped), never kept in Rejected.
+	ReasonNotKept = apply.ReasonNotKept
 )
-
-// String returns the reason's name as logs and the CLI show it:
-// "undecodable", "rejected", "misrouted", "unexpected" or "history_lost".
-func (r Reason) String() string {
-	switch r {
-	case ReasonUndecodable:
-		return "undecodable"
-	case ReasonRejected:
-		return "rejected"
-	case ReasonMisrouted:
-		return "misrouted"
-	case ReasonUnexpected:
-		return "unexpected"
-	case ReasonHistoryLost:
-		return "history_lost"
-	}
-	return "unknown"
-}

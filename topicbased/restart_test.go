@@ -235,22 +235,40 @@ func TestSnapshotOfAnotherLogIsDropped(t *testing.T) {
 	restartReplaysNothing(t, fresh, dir, tps, viewOf(t, expected, tps))
 }
 
-// A snapshot keeps the held state of metadata partitions that this run did
-// not assign (loaded from the previous snapshot), so a later restart that
-// assigns them still replays only their tail.
-func TestSnapshotKeepsHeldUnassignedPartitions(t *testing.T) {
+// A snapshot's state of metadata partitions that this run does not host is
+// kept until the broker names what it hosts, and dropped then: memory and
+// the next snapshot follow what the broker hosts. A later restart that
+// hosts them again replays them from 0.
+func TestSnapshotStateOfUnhostedPartitionsIsDropped(t *testing.T) {
 	l := newLog(t, 3)
 	dir := t.TempDir()
 	tps := distinctPartitions(t, 3, 3)
 	want, _ := flushedRun(t, l, dir, tps, 2)
 
 	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	<-m2.Restored()
+	if s := m2.Stats(); s.CachedPartitions != 3 {
+		t.Errorf("before any assignment the snapshot's %d user partitions are held; want 3", s.CachedPartitions)
+	}
 	assign(t, m2, tps[0])
-	if _, ok, err := m2.SegmentForOffset(tps[1], 0, 0); ok || err != nil {
-		t.Errorf("unassigned partition held from the snapshot served a read: %v, %v", ok, err)
+	if _, ok, err := m2.SegmentForOffset(tps[1], 0, 0); ok || !errors.Is(err, rlmm.ErrNotAssigned) {
+		t.Errorf("unhosted partition held from the snapshot served a read: %v, %v; want ErrNotAssigned", ok, err)
+	}
+	if s := m2.Stats(); s.CachedPartitions != 1 || s.Hosted != 1 {
+		t.Errorf("after hosting one partition: %d cached, %d hosted; want 1 and 1", s.CachedPartitions, s.Hosted)
 	}
 	must(t, m2.ShutdownAndFlush(testCtx(t)))
-	restartReplaysNothing(t, l, dir, tps, want)
+
+	m3 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m3, tps...)
+	must(t, sameViews(viewOf(t, m3, tps), want))
+	s := m3.Stats()
+	if s.SnapshotSegments != len(want[tps[0]].Segments) {
+		t.Errorf("the snapshot held %d segments; want the hosted partition's %d", s.SnapshotSegments, len(want[tps[0]].Segments))
+	}
+	if s.Consumed() == 0 {
+		t.Error("nothing replayed for the partitions the snapshot no longer held")
+	}
 }
 
 // Removing a metadata partition and adding it back replays it from 0: it is
@@ -273,8 +291,8 @@ func TestReassignAfterRemovalReplaysFromZero(t *testing.T) {
 	want := viewOf(t, m, []rlmm.TopicIDPartition{tp})
 
 	must(t, m.OnStopPartitions(ctx, []rlmm.TopicIDPartition{tp}))
-	if l, err := m.ListSegments(tp); len(l) != 0 || err != nil {
-		t.Errorf("after stop: %v, %v; want a miss", l, err)
+	if l, err := m.ListSegments(tp); len(l) != 0 || !errors.Is(err, rlmm.ErrNotAssigned) {
+		t.Errorf("after stop: %v, %v; want ErrNotAssigned", l, err)
 	}
 	// The dropped state is not in a snapshot taken now either.
 	must(t, m.WriteSnapshot(ctx))

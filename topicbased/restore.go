@@ -152,7 +152,11 @@ func (m *Manager) loadSnapshot() (*os.File, *snapshot.Reader) {
 	}
 	blocks := make([]int, m.n)
 	for _, blk := range r.Blocks() {
-		blocks[wire.MetadataPartition(blk.TopicIDPartition, m.n)]++
+		mp := wire.MetadataPartition(blk.TopicIDPartition, m.n)
+		blocks[mp]++
+		// What the snapshot holds is what was kept (hosted) when it was
+		// written, with or without state.
+		m.parts[mp].kept[wire.KeyOf(blk.TopicIDPartition)] = blk.TopicIDPartition
 	}
 	for i, c := range r.Head().Committed {
 		p := &m.parts[i]
@@ -255,6 +259,11 @@ func (m *Manager) installRestored(r *restored) error {
 		return nil // removed while loading: its state is not wanted any more
 	}
 	p.loading = false
+	if !p.assigned && m.hostedKnown {
+		// The broker said what it hosts, and nothing of it is here.
+		m.dropHeld(r.mp)
+		return nil
+	}
 	err := r.err
 	if err == nil {
 		if err = m.inner.Install(r.builders); err != nil {

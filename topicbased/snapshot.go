@@ -55,9 +55,7 @@ func (m *Manager) writeSnapshot(ctx context.Context) error {
 		head.Committed[i] = -1
 		if p := &m.parts[i]; p.held {
 			head.Committed[i] = p.next - 1
-			states = append(states, m.inner.Export(func(tp rlmm.TopicIDPartition) bool {
-				return wire.MetadataPartition(tp, m.n) == mp
-			})...)
+			states = m.appendKept(states, mp)
 		}
 		m.applyMu.Unlock()
 	}
@@ -70,6 +68,36 @@ func (m *Manager) writeSnapshot(ctx context.Context) error {
 	m.lastSnapVersion = version
 	m.logger.Debug("topicbased: snapshot written", "bytes", size, "user_partitions", len(states), "duration", d)
 	return nil
+}
+
+// appendKept appends the state of mp's kept user partitions: their cache
+// state, and an empty block for each one without state, so a restart knows
+// it was kept (built to the committed offset) and needs no pass. Partitions
+// being rebuilt are left out: their state is not built to the committed
+// offset. Caller holds applyMu.
+func (m *Manager) appendKept(states []memory.PartitionState, mp int32) []memory.PartitionState {
+	p := &m.parts[mp]
+	first := len(states)
+	states = append(states, m.inner.Export(func(tp rlmm.TopicIDPartition) bool {
+		if wire.MetadataPartition(tp, m.n) != mp {
+			return false
+		}
+		_, ok := p.kept[wire.KeyOf(tp)]
+		return ok
+	})...)
+	if len(states)-first == len(p.kept) {
+		return states
+	}
+	exported := make(map[wire.PartitionKey]struct{}, len(states)-first)
+	for i := first; i < len(states); i++ {
+		exported[wire.KeyOf(states[i].TopicIDPartition)] = struct{}{}
+	}
+	for k, tp := range p.kept {
+		if _, ok := exported[k]; !ok {
+			states = append(states, memory.PartitionState{TopicIDPartition: tp})
+		}
+	}
+	return states
 }
 
 // writeSnapshotFile replaces path with a snapshot of head and states

@@ -218,23 +218,29 @@ func (r *reader) header(field string) int16 {
 
 // compactString reads a non-nullable compact string.
 func (r *reader) compactString(field string) string {
+	return string(r.compactStringBytes(field))
+}
+
+// compactStringBytes reads a non-nullable compact string and returns its
+// bytes in place (nil after a failure).
+func (r *reader) compactStringBytes(field string) []byte {
 	start := r.off
 	n := int32(r.uvarint(field)) - 1 // wraps as Java's int does
 	if r.err != nil {
-		return ""
+		return nil
 	}
 	switch {
 	case n < 0:
 		r.failAt(start, field, "non-nullable string serialized as null")
-		return ""
+		return nil
 	case n > maxStringLen:
 		r.failAt(start, field, "string length %d exceeds %d", n, maxStringLen)
-		return ""
+		return nil
 	}
 	if !r.needFor(start, int(n), field) {
-		return ""
+		return nil
 	}
-	s := string(r.b[r.off : r.off+int(n)])
+	s := r.b[r.off : r.off+int(n) : r.off+int(n)]
 	r.off += int(n)
 	return s
 }
@@ -407,29 +413,8 @@ func normalizeEpochs(es []rlmm.EpochStart) []rlmm.EpochStart {
 func DecodeEvent(b []byte) (Event, error) {
 	var e Event
 	r := reader{b: b, record: "record frame"}
-	fv := r.header("frame version")
-	if r.err == nil && fv != frameVersion {
-		if fv == 0 {
-			r.failAt(0, "frame version", "frame version 0 (the KRaft preview of Kafka 2.8) is not supported")
-		} else {
-			r.failAt(0, "frame version", "unknown frame version %d (only 1 is supported)", fv)
-		}
-	}
-	keyOff := r.off
-	key := APIKey(r.header("api key"))
-	if r.err == nil && !key.Valid() {
-		r.failAt(keyOff, "api key", "unknown metadata id %d", key)
-	}
-	verOff := r.off
-	ver := r.header("record version")
+	key := r.frame()
 	if r.err != nil {
-		return e, r.err
-	}
-	r.record = key.String()
-	if ver > recordVersion {
-		// Kafka's generated readers reject it at the first nested struct,
-		// which every valid record of every type has.
-		r.failAt(verOff, "record version", "unsupported record version %d (only 0 is supported)", ver)
 		return e, r.err
 	}
 	e.Key = key
@@ -478,6 +463,38 @@ func DecodeEvent(b []byte) (Event, error) {
 		return Event{}, r.err
 	}
 	return e, nil
+}
+
+// frame reads the frame header (frame version, api key, record version)
+// with Kafka's checks and names the record being read after it; r.err is
+// set when the header is refused.
+func (r *reader) frame() APIKey {
+	fv := r.header("frame version")
+	if r.err == nil && fv != frameVersion {
+		if fv == 0 {
+			r.failAt(0, "frame version", "frame version 0 (the KRaft preview of Kafka 2.8) is not supported")
+		} else {
+			r.failAt(0, "frame version", "unknown frame version %d (only 1 is supported)", fv)
+		}
+	}
+	keyOff := r.off
+	key := APIKey(r.header("api key"))
+	if r.err == nil && !key.Valid() {
+		r.failAt(keyOff, "api key", "unknown metadata id %d", key)
+	}
+	verOff := r.off
+	ver := r.header("record version")
+	if r.err != nil {
+		return 0
+	}
+	r.record = key.String()
+	if ver > recordVersion {
+		// Kafka's generated readers reject it at the first nested struct,
+		// which every valid record of every type has.
+		r.failAt(verOff, "record version", "unsupported record version %d (only 0 is supported)", ver)
+		return 0
+	}
+	return key
 }
 
 // readSegmentNumbers reads the 36 bytes of offsets, broker and timestamps

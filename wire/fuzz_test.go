@@ -146,3 +146,35 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPeekPartition checks that PeekPartition never panics, fails only
+// with a *DecodeError, and agrees with DecodeEvent on every value that
+// decodes: the same api key and user partition.
+func FuzzPeekPartition(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key, k, ok, perr := PeekPartition(b)
+		if perr != nil {
+			var de *DecodeError
+			if !errors.As(perr, &de) || !errors.Is(perr, rlmm.ErrCorrupt) {
+				t.Fatalf("peek error %v is not a *DecodeError wrapping ErrCorrupt", perr)
+			}
+		}
+		e, err := DecodeEvent(b)
+		if err != nil {
+			return
+		}
+		if perr != nil {
+			t.Fatalf("DecodeEvent accepts %x but PeekPartition refuses it: %v", b, perr)
+		}
+		if key != e.Key {
+			t.Fatalf("peeked api key %d, decoded %d", key, e.Key)
+		}
+		tp, named := e.TopicIDPartition()
+		if named != ok || (ok && k != KeyOf(tp)) {
+			t.Fatalf("peeked %v (%v), decoded %v (%v)", k, ok, tp, named)
+		}
+	})
+}

@@ -60,16 +60,13 @@ func (e *engine) finalCheck(ctx context.Context) error {
 		}
 		phase := fmt.Sprintf("checking broker %d", b.id)
 		err := e.parallel(ctx, phase, func(*partitionModel) bool { return true }, func(ctx context.Context, _ int, p *partitionModel) error {
-			if p.deleted {
+			if p.deleted || !slices.Contains(p.replicas, b.id) {
+				// Not hosted (a deleted partition was stopped): refused,
+				// never an answer, stale or empty.
 				got, err := b.mgr.ListSegments(p.tp)
-				if err != nil && !errors.Is(err, rlmm.ErrNotReady) {
-					e.addDifference("broker %d, deleted partition %s: %v", b.id, p.tp, err)
-				} else if len(got) > 0 {
-					e.addDifference("broker %d, deleted partition %s still lists %d segments", b.id, p.tp, len(got))
+				if !errors.Is(err, rlmm.ErrNotAssigned) || len(got) > 0 {
+					e.addDifference("broker %d, partition %s it does not host: %d segments, %v; want ErrNotAssigned", b.id, p.tp, len(got), err)
 				}
-				return nil
-			}
-			if !slices.Contains(p.replicas, b.id) {
 				return nil
 			}
 			diff, err := e.awaitView(ctx, b, p)
@@ -86,8 +83,32 @@ func (e *engine) finalCheck(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		e.checkHoldings(b)
 	}
 	return nil
+}
+
+// checkHoldings compares what b's cache holds with the model restricted
+// to what b hosts: exactly the live segments of its partitions.
+func (e *engine) checkHoldings(b *broker) {
+	h := e.holdingOf(b)
+	if h.CachedSegments != h.HostedSegments || h.CachedPartitions > h.HostedPartitions {
+		e.addDifference("broker %d holds %d user partitions with %d segments; it hosts %d partitions with %d live segments",
+			b.id, h.CachedPartitions, h.CachedSegments, h.HostedPartitions, h.HostedSegments)
+	}
+}
+
+// holdingOf is b's hosted share of the model beside what its cache holds.
+func (e *engine) holdingOf(b *broker) Holding {
+	st := b.mgr.Stats()
+	h := Holding{Broker: b.id, CachedPartitions: st.CachedPartitions, CachedSegments: st.CachedSegments}
+	for _, p := range e.parts {
+		if !p.deleted && slices.Contains(p.replicas, b.id) {
+			h.HostedPartitions++
+			h.HostedSegments += int64(len(p.segs))
+		}
+	}
+	return h
 }
 
 // checkReads compares lookups at both ends of every finished segment's

@@ -130,6 +130,7 @@ type measurements struct {
 	events    int64 // records in the log
 	rejected  int64 // events the live brokers skipped
 	heap      float64
+	holdings  []Holding // per live broker, before heapPerSegment closes one
 }
 
 // measure runs the last steps of a run, in this order: the lookup burst
@@ -141,6 +142,7 @@ func (e *engine) measure(ctx context.Context) measurements {
 	ms.burst, ms.burstTime = e.lookupBurst(ctx)
 	for _, b := range e.brokers {
 		if b.mgr != nil {
+			ms.holdings = append(ms.holdings, e.holdingOf(b))
 			st := b.mgr.Stats()
 			ms.rejected += int64(st.Rejected + st.Undecodable)
 			for _, r := range b.mgr.Rejected() {
@@ -207,7 +209,7 @@ func (e *engine) report(restart Restart, ms measurements) *Report {
 	c := &e.cfg
 	rep := &Report{Seed: c.Seed, Brokers: c.Brokers, Topics: c.Topics, Partitions: len(e.parts), Rounds: c.Rounds,
 		MetadataPartitions: c.Log.Partitions(), Restart: restart, DeletedTopic: fmt.Sprintf("topic-%d", c.Topics-1),
-		Events: ms.events, Rejected: ms.rejected, HeapBytesPerSegment: ms.heap}
+		Events: ms.events, Rejected: ms.rejected, HeapBytesPerSegment: ms.heap, Holdings: ms.holdings}
 	for _, p := range e.parts {
 		rep.LiveSegments += int64(len(p.segs))
 	}
@@ -246,14 +248,8 @@ func (e *engine) heapPerSegment() float64 {
 		if b.mgr == nil {
 			continue
 		}
-		// Count what the cache really holds: it may keep partitions of its
-		// metadata partitions that this broker does not host.
-		var n int64
-		for _, p := range e.parts {
-			if segs, err := b.mgr.ListSegments(p.tp); err == nil {
-				n += int64(len(segs))
-			}
-		}
+		// Count what the cache really holds.
+		n := b.mgr.Stats().CachedSegments
 		if best == nil || n > bestSegs {
 			best, bestSegs = b, n
 		}

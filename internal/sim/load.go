@@ -300,28 +300,38 @@ type lookupTarget struct {
 // lookupBurst measures lookup throughput on the live brokers with
 // GOMAXPROCS readers, each read checked against the model.
 func (e *engine) lookupBurst(ctx context.Context) (int64, time.Duration) {
-	var targets []lookupTarget
-	for _, p := range e.parts {
-		for i := range p.segs {
-			m := &p.segs[i]
-			if m.State != rlmm.CopySegmentFinished {
+	// Each broker is asked only about the partitions it hosts: the others
+	// are refused (finalCheck checks that).
+	var live []*broker
+	var targets [][]lookupTarget
+	for _, b := range e.brokers {
+		if b.mgr == nil {
+			continue
+		}
+		var ts []lookupTarget
+		for _, p := range e.parts {
+			if p.deleted || !slices.Contains(p.replicas, b.id) {
 				continue
 			}
-			for _, le := range m.LeaderEpochs {
-				if s, end, ok := epochRange(m, le.Epoch); ok && end >= s {
-					off := (s + end) / 2
-					targets = append(targets, lookupTarget{p.tp, le.Epoch, off, p.finishedCovering(le.Epoch, off)})
+			for i := range p.segs {
+				m := &p.segs[i]
+				if m.State != rlmm.CopySegmentFinished {
+					continue
+				}
+				for _, le := range m.LeaderEpochs {
+					if s, end, ok := epochRange(m, le.Epoch); ok && end >= s {
+						off := (s + end) / 2
+						ts = append(ts, lookupTarget{p.tp, le.Epoch, off, p.finishedCovering(le.Epoch, off)})
+					}
 				}
 			}
 		}
-	}
-	var live []*broker
-	for _, b := range e.brokers {
-		if b.mgr != nil {
+		if len(ts) > 0 {
 			live = append(live, b)
+			targets = append(targets, ts)
 		}
 	}
-	if len(targets) == 0 || len(live) == 0 {
+	if len(live) == 0 {
 		return 0, 0
 	}
 	readers := runtime.GOMAXPROCS(0)
@@ -330,17 +340,16 @@ func (e *engine) lookupBurst(ctx context.Context) (int64, time.Duration) {
 	start := time.Now()
 	for r := range readers {
 		wg.Go(func() {
-			b := live[r%len(live)]
+			b, ts := live[r%len(live)], targets[r%len(live)]
 			for i := range perReader {
 				if i%4096 == 0 && ctx.Err() != nil {
 					return
 				}
-				t := &targets[(i*7919+r*104729)%len(targets)]
+				t := &ts[(i*7919+r*104729)%len(ts)]
 				got, found, err := b.mgr.SegmentForOffset(t.tp, t.epoch, t.offset)
 				switch {
 				case errors.Is(err, rlmm.ErrNotReady):
-					// Every hosted partition was ready before the burst; a
-					// partition this broker does not host is a miss, not this.
+					// Every hosted partition was ready before the burst.
 					e.notReady.Add(1)
 					e.lookupErrors.Add(1)
 					continue

@@ -42,6 +42,22 @@ type Restart struct {
 	SnapshotSegments int `json:"snapshotSegments"`
 }
 
+// Holding is one broker's hosted share of the cluster beside what its
+// manager's cache holds: a broker keeps the state of the partitions it
+// hosts and nothing else, so the two agree.
+type Holding struct {
+	Broker int32 `json:"broker"`
+	// HostedPartitions and HostedSegments: the partitions the broker leads
+	// or follows (deleted ones excluded) and their live segments in the
+	// model.
+	HostedPartitions int   `json:"hostedPartitions"`
+	HostedSegments   int64 `json:"hostedSegments"`
+	// CachedPartitions and CachedSegments: the user partitions with state
+	// in the broker's cache and their live segments.
+	CachedPartitions int   `json:"cachedPartitions"`
+	CachedSegments   int64 `json:"cachedSegments"`
+}
+
 // Report is the outcome of a simulation.
 type Report struct {
 	Seed               int64   `json:"seed"`
@@ -82,6 +98,9 @@ type Report struct {
 	LiveSegments       int64  `json:"liveSegments"`
 
 	Restart Restart `json:"restart"`
+	// Holdings says, per live broker, what it hosts and what its cache
+	// holds (the restarted broker's included).
+	Holdings []Holding `json:"holdings"`
 	// HeapBytesPerSegment is the heap released by closing the broker
 	// holding the most segments, divided by the segments its cache held
 	// (runtime.MemStats after GC).
@@ -121,6 +140,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  restart      broker %d ready in %.1f ms; replayed %d of %d events (%.1f%%) after loading %d segments from its snapshot\n",
 		r.Restart.Broker, r.Restart.DurationMs, r.Restart.EventsReplayed, r.Restart.EventsTotal, pct, r.Restart.SnapshotSegments)
+	for _, h := range r.Holdings {
+		restarted := ""
+		if h.Broker == r.Restart.Broker {
+			restarted = " (restarted)"
+		}
+		fmt.Fprintf(&b, "  broker %-5d hosts %d partitions with %d segments (%s of the live ones), holds %d partitions with %d segments (%s)%s\n",
+			h.Broker, h.HostedPartitions, h.HostedSegments, percent(h.HostedSegments, r.LiveSegments),
+			h.CachedPartitions, h.CachedSegments, percent(h.CachedSegments, r.LiveSegments), restarted)
+	}
 	fmt.Fprintf(&b, "  memory       %.0f heap bytes per live segment in a broker's cache\n", r.HeapBytesPerSegment)
 	fmt.Fprintf(&b, "  rejected     %d events (0 expected)\n", r.Rejected)
 	for _, d := range r.Differences {
@@ -128,6 +156,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// percent prints part of whole as a percentage.
+func percent(part, whole int64) string {
+	if whole == 0 {
+		return "0%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
 }
 
 // us prints microseconds with a readable unit.

@@ -1,0 +1,14 @@
+// Package apply is the one path an event of the metadata log takes into a
+// cache: read the record's user partition (wire.PeekPartition, no full
+// decode), check that the event is in the metadata partition Kafka's
+// partitioner puts it in, ask the caller whether it keeps that user
+// partition, and only then decode the event and apply it to a
+// memory.Manager. The topic-based manager's pump, `rlmm inspect`/`verify`'s
+// view (internal/view) and so `rlmm simulate` all go through Record, so
+// what they apply, skip and reject is decided in one place: an event in
+// the wrong metadata partition is never applied anywhere (no broker would
+// read it), and an event of a user partition the caller does not keep is
+// skipped before it is decoded.
+//
+// It imports rlmm, wire and memory only; it does no I/O.
+package apply
