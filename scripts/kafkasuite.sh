@@ -9,17 +9,22 @@
 #   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
 #   scripts/kafkasuite.sh table [KDIR RDIR] one markdown row per run, both RLMMs side by side (the
 #                                           table of docs/COMPATIBILITY.md), from the last runs' reports
-#   scripts/kafkasuite.sh gate [RLMM]       after a full run: exit 0 when all 74 of Kafka's runs ran and
-#                                           every failing one matches a line of kafkasuite/known-failures.txt,
-#                                           its evidence included (scripts/kafkasuite_gate.py), 1 otherwise
+#   scripts/kafkasuite.sh skip              what make test runs first for RLMM_SKIP_KAFKA_SUITE=1: says so, or
+#                                           fails under CI, where the suite may not be skipped
+#   scripts/kafkasuite.sh gate [RLMM]       after a full run: exit 0 when Kafka's 32 scenario and 42
+#                                           transaction runs all ran, none skipped or rerun, and every failing
+#                                           one matches a line of kafkasuite/known-failures.txt, its evidence
+#                                           in its own output included (scripts/kafkasuite_gate.py), 1 otherwise
 #
 # `rlmm` (make kafka-suite, and make test) ends with the gate: a failure whose cause is known and
 # shown in the run's own output (docs/COMPATIBILITY.md) is reported, not hidden, and any
 # other failure, or fewer than 74 runs, fails the command.
 #
-# The rlmm run builds bin/rlmm (go build) and the plugin's shaded jar (scripts/plugin.sh build) first.
+# The rlmm run builds the plugin's shaded jar, with the rlmm binaries it carries, first (scripts/plugin.sh
+# build); no run is ever retried (no Surefire reruns), and the gate refuses reports that have any.
 # Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
-# Environment: RLMM_SUITE_MVN_ARGS adds Maven arguments (e.g. -Dsurefire.timeout=...).
+# Environment: RLMM_SUITE_MVN_ARGS adds Maven arguments (e.g. -Dsurefire.timeout=...; reruns refused),
+# RLMM_SUITE_BINARY an rlmm binary the plugins run instead of their jar's (rlmm.serve.binary).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,11 +33,11 @@ MODULE="$ROOT/kafkasuite"
 log() { echo "kafkasuite.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# plugin_args prints the -D settings of the rlmm run: the plugin's jar and class, the rlmm binary.
+# plugin_args prints the -D settings of the rlmm run: the plugin's jar and class. The plugins run the
+# rlmm binary their jar carries (extracted into each broker's <log.dir>.rlmm), as a broker installed
+# by README's four settings does; RLMM_SUITE_BINARY names another binary instead (rlmm.serve.binary).
 plugin_args() {
 	command -v go >/dev/null || die "go not found"
-	log "building bin/rlmm"
-	(cd "$ROOT" && go build -o bin/rlmm ./cmd/rlmm) || die "go build of cmd/rlmm failed"
 	local jar=""
 	if [[ -f "$ROOT/scripts/plugin.sh" ]]; then
 		log "building the broker plugin (scripts/plugin.sh build)"
@@ -48,7 +53,7 @@ plugin_args() {
 	printf '%s\n' "-Dsuite.plugin.jar=$jar" \
 		"-Dsuite.plugin.class=${RLMM_PLUGIN_CLASS:-org.rlmm.plugin.RlmmRemoteLogMetadataManager}" \
 		"-Dsuite.plugin.binary.setting=${RLMM_PLUGIN_BINARY_SETTING:-rlmm.serve.binary}" \
-		"-Dsuite.rlmm.binary=$ROOT/bin/rlmm"
+		"-Dsuite.rlmm.binary=${RLMM_SUITE_BINARY:-}"
 }
 
 run() {
@@ -64,6 +69,11 @@ run() {
 	else
 		rm -rf "$MODULE/target/reports-$rlmm" # a full run's reports are that run's only
 	fi
+	# Every run runs once: a failure is a failure, never retried until it passes (the pom pins
+	# rerunFailingTestsCount to 0 as well, and the gate refuses a report with reruns).
+	case "${RLMM_SUITE_MVN_ARGS:-}" in
+	*rerunFailingTestsCount*) die "RLMM_SUITE_MVN_ARGS asks Surefire for reruns: refused (each of Kafka's runs runs once)" ;;
+	esac
 	# shellcheck disable=SC2206 # a list of Maven arguments
 	[[ -n "${RLMM_SUITE_MVN_ARGS:-}" ]] && args+=(${RLMM_SUITE_MVN_ARGS})
 	log "mvn ${args[*]}"
@@ -146,7 +156,23 @@ gate() {
 	python3 "$ROOT/scripts/kafkasuite_gate.py" "$dir" "$MODULE/known-failures.txt"
 }
 
+# skip is what make test runs, right after lint, when RLMM_SKIP_KAFKA_SUITE=1: a skip, saying so, on a
+# developer's machine; an error under CI (CI set, and not false or 0), where the suite is the verdict on
+# the plugin against Kafka's own tests and may not be left out.
+skip() {
+	case "${CI:-}" in
+	"" | false | 0)
+		echo "kafka suite skipped: RLMM_SKIP_KAFKA_SUITE=1 (make kafka-suite runs it; refused under CI)"
+		;;
+	*)
+		log "RLMM_SKIP_KAFKA_SUITE=1 is refused under CI (CI=$CI): Kafka's tiered-storage suite is part of the verdict"
+		exit 1
+		;;
+	esac
+}
+
 case "${1:-}" in
+skip) skip ;;
 rlmm)
 	# mvn's own exit status is not the verdict: the gate is (it also fails when runs are missing).
 	run rlmm || log "maven reported failures; the gate decides which are known"
@@ -160,5 +186,5 @@ one)
 summary) summary "${2:-rlmm}" ;;
 gate) gate "${2:-rlmm}" ;;
 table) table "${2:-}" "${3:-}" ;;
-*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table | gate [rlmm|kafka]" ;;
+*) die "usage: $0 rlmm | kafka | one CLASS [rlmm|kafka] | summary [rlmm|kafka] | table | gate [rlmm|kafka] | skip" ;;
 esac

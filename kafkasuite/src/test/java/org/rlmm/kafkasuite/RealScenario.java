@@ -10,6 +10,7 @@ import org.apache.kafka.common.replica.ReplicaSelector;
 import org.apache.kafka.tiered.storage.TieredStorageTestBuilder;
 import org.apache.kafka.tiered.storage.TieredStorageTestHarness;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Runs one of Kafka's tiered-storage integration tests (most are {@code final}, so they cannot be
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.BeforeEach;
  * tear-down are the harness's own, inherited. The subclass has the real test's simple name, so the
  * harness derives the same RLMM prefix and storage directory names from it.
  */
+@ExtendWith(RunMarkers.class)
 abstract class RealScenario extends TieredStorageTestHarness {
     private final TieredStorageTestHarness real;
     private final Class<? extends TieredStorageTestHarness> realClass;

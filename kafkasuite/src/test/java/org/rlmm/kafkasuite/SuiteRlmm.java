@@ -4,9 +4,11 @@ import java.lang.reflect.Field;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
+import java.util.Set;
 
 import kafka.server.KafkaBroker;
 import org.apache.kafka.server.log.remote.metadata.storage.ClassLoaderAwareRemoteLogMetadataManager;
@@ -26,9 +28,12 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <li>{@code rlmm}: rlmm's broker plugin: {@code suite.plugin.class} loaded from the shaded jar
  *       {@code suite.plugin.jar} through {@code remote.log.metadata.manager.class.path} (its own class
  *       loader, as any broker loads a plugin), and the plugin's settings under the harness's
- *       {@code remote.log.metadata.manager.impl.prefix}: the rlmm binary ({@code suite.rlmm.binary},
- *       under the setting named by {@code suite.plugin.binary.setting}) and any
- *       {@code suite.plugin.settings} ({@code key=value,key=value}). The settings the harness puts under
+ *       {@code remote.log.metadata.manager.impl.prefix}: any {@code suite.plugin.settings}
+ *       ({@code key=value,key=value}) and, only when {@code suite.rlmm.binary} is given, that binary
+ *       under the setting named by {@code suite.plugin.binary.setting} (default
+ *       {@code rlmm.serve.binary}). Without it, as scripts/kafkasuite.sh runs the suite, each plugin
+ *       runs the rlmm binary its jar carries, extracted into its work directory, as a broker
+ *       installed by README's four settings does. The settings the harness puts under
  *       the prefix for Kafka's RLMM ({@code remote.log.metadata.topic.num.partitions}, replication factor,
  *       initialization retry interval) stay: rlmm takes Kafka's setting names.</li>
  * </ul>
@@ -88,13 +93,16 @@ final class SuiteRlmm {
         if (!Files.isRegularFile(Path.of(jar))) {
             throw new IllegalStateException("suite.plugin.jar=" + jar + ": no such file (run scripts/plugin.sh build)");
         }
-        String binary = required("suite.rlmm.binary");
-        if (!Files.isExecutable(Path.of(binary))) {
-            throw new IllegalStateException("suite.rlmm.binary=" + binary + ": not an executable file (run make build)");
-        }
         props.setProperty(CLASS_NAME, required("suite.plugin.class"));
         props.setProperty(CLASS_PATH, jar);
-        props.setProperty(prefix + required("suite.plugin.binary.setting"), binary);
+        String binary = System.getProperty("suite.rlmm.binary", "").trim();
+        if (!binary.isEmpty()) {
+            if (!Files.isExecutable(Path.of(binary))) {
+                throw new IllegalStateException("suite.rlmm.binary=" + binary + ": not an executable file (run make build)");
+            }
+            String setting = System.getProperty("suite.plugin.binary.setting", "").trim();
+            props.setProperty(prefix + (setting.isEmpty() ? "rlmm.serve.binary" : setting), binary);
+        }
         for (String kv : System.getProperty("suite.plugin.settings", "").split(",")) {
             if (kv.isBlank()) {
                 continue;
@@ -128,6 +136,46 @@ final class SuiteRlmm {
         }
         if (!wrong.isEmpty()) {
             throw new IllegalStateException("expected every broker's RLMM to be " + want + ", got " + wrong);
+        }
+        if (choice() == Choice.RLMM) {
+            synchronized (WORK_DIRS) {
+                for (KafkaBroker b : CollectionConverters.asJava(brokers)) {
+                    WORK_DIRS.add(workDir(b.config().logDirs().get(0)));
+                }
+            }
+        }
+    }
+
+    /** The plugin's work directories of the brokers of the current run (see {@link #removeWorkDirs}). */
+    private static final Set<Path> WORK_DIRS = new LinkedHashSet<>();
+
+    /**
+     * The plugin's default work directory for a broker's log directory ({@code <log.dir>.rlmm}, beside
+     * it; the plugin's PluginConfig.defaultWorkDir).
+     */
+    static Path workDir(String logDir) {
+        Path p = Path.of(logDir).toAbsolutePath();
+        return p.resolveSibling(p.getFileName() + ".rlmm");
+    }
+
+    /**
+     * Removes the work directories of the brokers {@link #checkInUse} saw, once the run's brokers are
+     * shut down (RunMarkers, after the harness's tear-down). Each holds the plugin's extracted rlmm
+     * binary (some 44 MB), its snapshots and socket; the harness deletes its log directories, but these
+     * are beside them, so a full run would otherwise leave some 200 of them in the temporary directory.
+     */
+    static void removeWorkDirs() {
+        List<Path> dirs;
+        synchronized (WORK_DIRS) {
+            dirs = new ArrayList<>(WORK_DIRS);
+            WORK_DIRS.clear();
+        }
+        for (Path d : dirs) {
+            try {
+                RunMarkers.deleteTree(d);
+            } catch (java.io.IOException e) {
+                System.out.println("kafkasuite: could not remove the plugin's work directory " + d + ": " + e);
+            }
         }
     }
 
