@@ -3,7 +3,13 @@
 // checks what it does through the remote log metadata it writes: segments
 // copied and finished, read back from remote storage, deleted by retention,
 // the partition deletion of a deleted topic, a broker restart, the rlmm
-// sidecar killed with -9, and leadership moving between two brokers.
+// sidecar killed with -9, leadership moving between two brokers, and a
+// cluster of three (TestClusterOfThree: topics of replication factor 1 and 2
+// over a metadata topic of 3 partitions, so that every broker consumes every
+// metadata partition; a partition reassigned to a broker that never hosted
+// it and read from offset 0 out of remote storage; leadership moves; a
+// broker restart; and, with rlmm, each sidecar holding only its broker's
+// partitions, read from its snapshot).
 //
 // The same tests run with either RLMM, selected by one environment variable:
 //

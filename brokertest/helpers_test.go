@@ -158,13 +158,21 @@ type cluster struct {
 	nodes     int
 	addrs     []string // broker address of node i+1
 	remoteDir string   // LocalTieredStorage's root (rsm.config.dir)
+	extra     string   // server.properties lines of this cluster, after extraConfig
 }
 
 // startCluster starts a cluster of nodes nodes in a temporary directory and
 // stops it when the test ends (printing the logs' tails if it failed).
 func startCluster(t *testing.T, nodes int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), nodes: nodes}
+	return startClusterWith(t, nodes, "")
+}
+
+// startClusterWith is startCluster with more server.properties lines for
+// every broker (after extraConfig, so a key of both takes extra's value).
+func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, mode: requireMode(t), nodes: nodes, extra: extra}
 	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
 	must(t, err)
 	c.dir = dir
@@ -209,7 +217,7 @@ func (c *cluster) script(args ...string) (string, error) {
 	cmd.Env = append(os.Environ(),
 		"KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
 		"KAFKA_RLMM="+c.mode, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
-		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+extraConfig)
+		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+strings.TrimSpace(extraConfig+"\n"+c.extra))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -291,6 +299,8 @@ func (c *cluster) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.ProducerBatchMaxBytes(256 << 10),
 		kgo.RecordRetries(20),
 		kgo.FetchMaxWait(500 * time.Millisecond),
+		// Every record names its partition (0 for the one-partition topics).
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	}
 	return kgo.NewClient(append(base, opts...)...)
 }
@@ -319,16 +329,26 @@ func topicConfigs(extra map[string]string) map[string]*string {
 // replicas (the first is the preferred leader) and returns its partition.
 func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, replicas []int32) rlmm.TopicIDPartition {
 	t.Helper()
+	return createTopicAssigned(ctx, t, cl, topic, [][]int32{replicas})[0]
+}
+
+// createTopicAssigned creates a tiered topic of len(assignment) partitions,
+// partition i on the brokers assignment[i] (the first its preferred leader),
+// waits until every partition has a leader and returns them in order.
+func createTopicAssigned(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, assignment [][]int32) []rlmm.TopicIDPartition {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic = topic
 	rt.NumPartitions = -1
 	rt.ReplicationFactor = -1
-	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	a.Partition = 0
-	a.Replicas = replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	for i, replicas := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition = int32(i)
+		a.Replicas = replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
 	for k, v := range topicConfigs(nil) {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name = k
@@ -347,21 +367,35 @@ func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string
 			t.Fatalf("creating topic %s: %v %s", topic, err, msg)
 		}
 	}
-	tp := rlmm.TopicIDPartition{Topic: topic, Partition: 0}
+	return waitLeaders(ctx, t, cl, topic, len(assignment))
+}
+
+// waitLeaders waits until the topic has n partitions, each with a leader,
+// and returns them in order.
+func waitLeaders(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, n int) []rlmm.TopicIDPartition {
+	t.Helper()
+	var tps []rlmm.TopicIDPartition
 	adm := kadm.NewClient(cl)
-	waitFor(ctx, t, "topic "+topic+" to have a leader", func() (bool, string, error) {
+	waitFor(ctx, t, fmt.Sprintf("topic %s to have %d partitions, each with a leader", topic, n), func() (bool, string, error) {
 		td, err := adm.ListTopics(ctx, topic)
 		if err != nil {
 			return false, "", err
 		}
 		d, ok := td[topic]
-		if !ok || d.Err != nil || len(d.Partitions) != 1 || d.Partitions[0].Leader < 0 {
+		if !ok || d.Err != nil || len(d.Partitions) != n {
 			return false, fmt.Sprintf("%+v", d), nil
 		}
-		tp.TopicID = rlmm.Uuid(d.ID)
+		tps = tps[:0]
+		for i := range int32(n) {
+			p, ok := d.Partitions[i]
+			if !ok || p.Leader < 0 {
+				return false, fmt.Sprintf("partition %d: %+v", i, p), nil
+			}
+			tps = append(tps, rlmm.TopicIDPartition{TopicID: rlmm.Uuid(d.ID), Topic: topic, Partition: i})
+		}
 		return true, "", nil
 	})
-	return tp
+	return tps
 }
 
 // alterTopic sets topic configurations (incrementally).
@@ -380,7 +414,7 @@ func alterTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string,
 	}
 }
 
-// leader returns the partition's current leader.
+// leader returns the current leader of a one-partition topic, and its ISR.
 func leader(ctx context.Context, cl *kgo.Client, topic string) (int32, []int32, error) {
 	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
 	if err != nil {
@@ -392,6 +426,24 @@ func leader(ctx context.Context, cl *kgo.Client, topic string) (int32, []int32, 
 	}
 	p := d.Partitions[0]
 	return p.Leader, p.ISR, nil
+}
+
+// partitionLeader returns the current leader, replicas and ISR of a
+// partition of a topic of any size.
+func partitionLeader(ctx context.Context, cl *kgo.Client, topic string, partition int32) (kadm.PartitionDetail, error) {
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return kadm.PartitionDetail{}, err
+	}
+	d, ok := td[topic]
+	if !ok || d.Err != nil {
+		return kadm.PartitionDetail{}, fmt.Errorf("topic %s: %+v", topic, d)
+	}
+	p, ok := d.Partitions[partition]
+	if !ok || p.Err != nil {
+		return kadm.PartitionDetail{}, fmt.Errorf("topic %s partition %d: %+v", topic, partition, p)
+	}
+	return p, nil
 }
 
 // recordValue is record i's value: random bytes from a seed of i, so the
@@ -422,11 +474,16 @@ func produce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, fr
 // produceRecords is produce returning the error, with a pause after every
 // batch of 250 records (to spread a load over time).
 func produceRecords(ctx context.Context, cl *kgo.Client, topic string, from, to int64, pause time.Duration) error {
+	return produceRecordsTo(ctx, cl, topic, 0, from, to, pause)
+}
+
+// produceRecordsTo is produceRecords into one partition of the topic.
+func produceRecordsTo(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, to int64, pause time.Duration) error {
 	const batch = 250
 	for i := from; i < to; i += batch {
 		var recs []*kgo.Record
 		for j := i; j < min(i+batch, to); j++ {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: recordKey(j), Value: recordValue(j)})
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: partition, Key: recordKey(j), Value: recordValue(j)})
 		}
 		res := cl.ProduceSync(ctx, recs...)
 		if err := res.FirstErr(); err != nil {
@@ -452,7 +509,13 @@ func produceRecords(ctx context.Context, cl *kgo.Client, topic string, from, to 
 // record is the one produced at that offset.
 func (c *cluster) consume(ctx context.Context, t *testing.T, topic string, from, to int64) {
 	t.Helper()
-	cl, err := c.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}),
+	c.consumePartition(ctx, t, topic, 0, from, to)
+}
+
+// consumePartition is consume of one partition of the topic.
+func (c *cluster) consumePartition(ctx context.Context, t *testing.T, topic string, partition int32, from, to int64) {
+	t.Helper()
+	cl, err := c.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
 		kgo.FetchMaxBytes(8<<20))
 	must(t, err)
 	defer cl.Close()
@@ -481,19 +544,24 @@ func (c *cluster) consume(ctx context.Context, t *testing.T, topic string, from,
 			next++
 		})
 	}
-	t.Logf("read offsets %d..%d of %s back, every byte as produced, in %s", from, to-1, topic, time.Since(start).Round(time.Millisecond))
+	t.Logf("read offsets %d..%d of %s-%d back, every byte as produced, in %s", from, to-1, topic, partition, time.Since(start).Round(time.Millisecond))
 }
 
 // listOffset returns the offset ListOffsets gives for a special timestamp:
 // -1 latest, -2 earliest (the log start, remote included), -4 earliest local
 // (KIP-405), -5 latest tiered (KIP-1005).
 func listOffset(ctx context.Context, cl *kgo.Client, topic string, ts int64) (int64, error) {
+	return listPartitionOffset(ctx, cl, topic, 0, ts)
+}
+
+// listPartitionOffset is listOffset of one partition of the topic.
+func listPartitionOffset(ctx context.Context, cl *kgo.Client, topic string, partition int32, ts int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition = 0
+	rp.Partition = partition
 	rp.Timestamp = ts
 	rp.CurrentLeaderEpoch = -1
 	rt.Partitions = append(rt.Partitions, rp)
@@ -674,7 +742,7 @@ type tiered struct {
 func (c *cluster) waitTiered(ctx context.Context, t *testing.T, cl *kgo.Client, tp rlmm.TopicIDPartition, logStart int64, minSegments int) tiered {
 	t.Helper()
 	var res tiered
-	waitFor(ctx, t, fmt.Sprintf("%s: every rolled segment copied (at least %d) and gone locally", tp.Topic, minSegments), func() (bool, string, error) {
+	waitFor(ctx, t, fmt.Sprintf("%s-%d: every rolled segment copied (at least %d) and gone locally", tp.Topic, tp.Partition, minSegments), func() (bool, string, error) {
 		v, err := c.readMetadata(ctx)
 		if err != nil {
 			return false, "", err
@@ -699,14 +767,15 @@ func (c *cluster) waitTiered(ctx context.Context, t *testing.T, cl *kgo.Client, 
 		if err != nil {
 			return false, err.Error() + ": " + describe(all), nil
 		}
-		local, err := listOffset(ctx, cl, tp.Topic, tsEarliestLocal)
+		local, err := listPartitionOffset(ctx, cl, tp.Topic, tp.Partition, tsEarliestLocal)
 		if err != nil {
 			return false, "", err
 		}
-		ld, _, err := leader(ctx, cl, tp.Topic)
+		pd, err := partitionLeader(ctx, cl, tp.Topic, tp.Partition)
 		if err != nil {
 			return false, "", err
 		}
+		ld := pd.Leader
 		files, err := localSegments(c.nodeDir(int(ld)), tp)
 		if err != nil {
 			return false, "", err
