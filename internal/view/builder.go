@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/internal/apply"
 	"github.com/rlmm-go/rlmm/memory"
 	"github.com/rlmm-go/rlmm/wire"
 )
@@ -26,6 +27,9 @@ type Counts struct {
 	Snapshots        int64 `json:"snapshotRecords"`
 	Undecodable      int64 `json:"undecodable"`
 	Rejected         int64 `json:"rejected"`
+	// Misrouted counts events found in a metadata partition other than
+	// the one Kafka's partitioner puts them in (reported, not applied).
+	Misrouted int64 `json:"misrouted"`
 	// UnknownSegments counts updates of segments the view does not know in
 	// metadata partitions whose history is partly gone (not rejected).
 	UnknownSegments int64 `json:"unknownSegmentEvents"`
@@ -116,48 +120,45 @@ func NewBuilder(metadataPartitions int32) *Builder {
 	}
 }
 
-// Apply decodes one record and applies it. It returns the decoded event, or
-// the decode error (the record is then counted as undecodable and reported);
-// an event the state machine rejects is returned without error and reported.
+// Apply decodes one record and applies it through the one event path the
+// brokers' managers take (internal/apply.Record), so the view holds the
+// state a broker would: an event in the wrong metadata partition is
+// reported and not applied (no broker reads it). It returns the decoded
+// event, or the decode error (the record is then counted as undecodable
+// and reported); an event the state machine rejects is returned without
+// error and reported.
 func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	b.counts.Records++
 	b.counts.Bytes += int64(len(rec.Value))
 	ref := &RecordRef{Partition: rec.Partition, Offset: rec.Offset}
-	ev, err := wire.DecodeEvent(rec.Value)
-	if err != nil {
+	res := apply.Record(b.cache, b.metadataPartitions, rec.Partition, rec.Offset, rec.Value, nil)
+	ev := res.Event
+	switch res.Reason {
+	case apply.ReasonUndecodable:
 		b.counts.Undecodable++
 		b.anomalies = append(b.anomalies, Anomaly{Kind: UndecodableRecord, Record: ref,
-			Detail: fmt.Sprintf("%d bytes: %v", len(rec.Value), err)})
-		return ev, err
-	}
-	if ev.Key == wire.KeySnapshot {
+			Detail: fmt.Sprintf("%d bytes: %v", len(rec.Value), res.Err)})
+		return ev, res.Err
+	case apply.ReasonUnexpected:
 		b.counts.Snapshots++
 		b.anomalies = append(b.anomalies, Anomaly{Kind: SnapshotRecord, Warning: true, Record: ref,
 			Detail: "a snapshot record (api key 3) inside the metadata topic, where Kafka never writes one: ignored"})
 		return ev, nil
-	}
-	tp, ok := ev.TopicIDPartition()
-	if !ok {
-		// A decoded event always names its partition; be defensive anyway.
-		b.anomalies = append(b.anomalies, Anomaly{Kind: UndecodableRecord, Record: ref,
-			Detail: fmt.Sprintf("record with api key %d names no partition", ev.Key)})
-		b.counts.Undecodable++
+	case apply.ReasonMisrouted:
+		want := wire.MetadataPartitionOfKey(res.Key, b.metadataPartitions)
+		b.anomalies = append(b.anomalies, Anomaly{Kind: MisroutedEvent, Record: ref, TopicIDPartition: misroutedName(rec.Value, res.Key),
+			Detail: fmt.Sprintf("event belongs in metadata partition %d of %d, found in %d: brokers never read it, and it is not applied here either",
+				want, b.metadataPartitions, rec.Partition)})
+		b.counts.Misrouted++
 		return ev, nil
 	}
+	tp, _ := ev.TopicIDPartition()
 	info := b.partitions[tp]
 	if info == nil {
 		info = &partitionInfo{metadataPartition: rec.Partition}
 		b.partitions[tp] = info
 	}
-	if b.metadataPartitions > 0 {
-		if want := wire.MetadataPartition(tp, b.metadataPartitions); want != rec.Partition {
-			b.anomalies = append(b.anomalies, Anomaly{Kind: MisroutedEvent, Record: ref, TopicIDPartition: tp.String(),
-				Detail: fmt.Sprintf("event belongs in metadata partition %d of %d, found in %d: brokers never read it",
-					want, b.metadataPartitions, rec.Partition)})
-		}
-	}
-	ctx := context.Background()
-	var applyErr error
+	applyErr := res.Err
 	switch ev.Key {
 	case wire.KeySegment:
 		b.counts.Segments++
@@ -166,11 +167,9 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 			b.anomalies = append(b.anomalies, Anomaly{Kind: SanityWarning, Warning: true, Record: ref,
 				TopicIDPartition: tp.String(), SegmentIDs: []string{ev.Segment.ID.ID.String()}, Detail: serr.Error()})
 		}
-		applyErr = b.cache.AddSegment(ctx, ev.Segment)
 	case wire.KeyUpdate:
 		b.counts.Updates++
 		b.seen(ev.Update.EventTimestampMs)
-		applyErr = b.cache.UpdateSegment(ctx, ev.Update)
 	case wire.KeyPartitionDelete:
 		b.counts.PartitionDeletes++
 		d := ev.PartitionDelete
@@ -183,7 +182,6 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 			b.anomalies = append(b.anomalies, Anomaly{Kind: PartitionDeleteOrder, Warning: true, Record: ref,
 				TopicIDPartition: tp.String(), Detail: fmt.Sprintf("partition delete state %s after %s", d.State, from)})
 		}
-		applyErr = b.cache.PutPartitionDelete(ctx, d)
 		if applyErr == nil {
 			info.deleteState, info.hasDelete = d.State, true
 		}
@@ -208,6 +206,17 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 		b.anomalies = append(b.anomalies, a)
 	}
 	return ev, nil
+}
+
+// misroutedName names the user partition of a misrouted record: decoded
+// when it decodes (with its topic name), else from its routing key.
+func misroutedName(value []byte, k wire.PartitionKey) string {
+	if ev, err := wire.DecodeEvent(value); err == nil {
+		if tp, ok := ev.TopicIDPartition(); ok {
+			return tp.String()
+		}
+	}
+	return rlmm.TopicIDPartition{TopicID: k.TopicID, Partition: k.Partition}.String()
 }
 
 func segmentOf(ev *wire.Event) (rlmm.Uuid, bool) {
