@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.URL;
+import java.net.URLConnection;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -84,7 +85,7 @@ final class BinaryExtractor {
             Path tmp = Files.createTempFile(dir, "." + FILE_NAME + "-", ".tmp", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
             try {
                 MessageDigest md = digest();
-                try (InputStream in = resource.openStream();
+                try (InputStream in = open(resource);
                         FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE);
                         OutputStream out = java.nio.channels.Channels.newOutputStream(ch)) {
                     byte[] buf = new byte[1 << 16];
@@ -178,7 +179,7 @@ final class BinaryExtractor {
             return null;
         }
         String hex;
-        try (InputStream in = sum.openStream()) {
+        try (InputStream in = open(sum)) {
             String text = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim();
             hex = text.split("\\s+", 2)[0].toLowerCase(Locale.ROOT);
         } catch (IOException e) {
@@ -188,6 +189,17 @@ final class BinaryExtractor {
             return null;
         }
         return new Bundled(platform, bin, hex);
+    }
+
+    /**
+     * Opens a resource of the jar without the JDK's shared cache of jar files: that cache would keep
+     * the jar open for the JVM's life after this plugin instance and its class loader are gone (a
+     * JVM that starts many brokers makes many instances).
+     */
+    private static InputStream open(URL resource) throws IOException {
+        URLConnection c = resource.openConnection();
+        c.setUseCaches(false);
+        return c.getInputStream();
     }
 
     /** The SHA-256 of a file, in lower-case hex. */
