@@ -44,6 +44,9 @@ var kafkaTests = []namedTest{
 	{"SnapshotStateOfUnhostedPartitionsIsDropped", TestSnapshotStateOfUnhostedPartitionsIsDropped},
 	{"ReassignAfterRemovalReplaysFromZero", TestReassignAfterRemovalReplaysFromZero},
 	{"LinearizableAcrossTwoManagers", TestLinearizableAcrossTwoManagers},
+	{"NewlyHostedPartitionsRebuiltInOnePass", TestNewlyHostedPartitionsRebuiltInOnePass},
+	{"PartitionsHostedDuringAPassWaitForTheNext", TestPartitionsHostedDuringAPassWaitForTheNext},
+	{"RestartKeepsHostedPartitionsWithoutEvents", TestRestartKeepsHostedPartitionsWithoutEvents},
 }
 
 // realKafkaTests are the main paths, run against a real broker.
@@ -55,6 +58,7 @@ var realKafkaTests = []namedTest{
 	{"RestartFromSnapshotReplaysOnlyTheTail", TestRestartFromSnapshotReplaysOnlyTheTail},
 	{"ReassignAfterRemovalReplaysFromZero", TestReassignAfterRemovalReplaysFromZero},
 	{"LinearizableAcrossTwoManagers", TestLinearizableAcrossTwoManagers},
+	{"NewlyHostedPartitionsRebuiltInOnePass", TestNewlyHostedPartitionsRebuiltInOnePass},
 }
 
 func TestOverKfake(t *testing.T) {
