@@ -294,6 +294,10 @@ func closeRestartFixture() {
 		_ = f.log.Close()
 		delete(restartFixtures, name)
 	}
+	if hostingFix != nil {
+		_ = hostingFix.log.Close()
+		hostingFix = nil
+	}
 	for _, d := range restartTempDirs {
 		_ = os.RemoveAll(d)
 	}
