@@ -21,8 +21,11 @@ var (
 	// ErrNotReady: the partition's metadata is still catching up with the
 	// log. Retriable: Kafka's ReplicaNotAvailableException.
 	ErrNotReady = errors.New("remote log metadata not ready")
-	// ErrNotAssigned: the user partition's metadata partition is not consumed
-	// by this manager, so a mutation of it could not be read back.
+	// ErrNotAssigned: the user partition is not hosted by this manager (no
+	// leadership or follower change named it, or it was stopped): a read is
+	// refused rather than answered empty (Kafka's
+	// RemoteResourceNotFoundException), and a mutation publishes nothing,
+	// since it could not be read back.
 	ErrNotAssigned = errors.New("metadata partition not assigned")
 	// ErrClosed: the manager or log was closed.
 	ErrClosed = errors.New("closed")

@@ -8,8 +8,9 @@ import "context"
 //
 // Mutations return once the event is recorded and visible to this manager's
 // reads (read-your-writes). Reads never block on I/O. For a partition the
-// manager does not serve, reads return a miss (false, empty, 0) and no error;
-// for one that is still catching up they return ErrNotReady.
+// manager does not serve (a broker's manager serves the partitions the
+// broker hosts), reads return an error wrapping ErrNotAssigned, never an
+// empty answer; for one that is still catching up they return ErrNotReady.
 type Manager interface {
 	// AddSegment records a new segment; its state must be COPY_SEGMENT_STARTED.
 	AddSegment(ctx context.Context, m SegmentMetadata) error

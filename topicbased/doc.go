@@ -5,20 +5,33 @@
 //
 // Start returns a *Manager that implements rlmm.Manager:
 //
-//   - The broker drives what is consumed. OnPartitionLeadershipChanges and
-//     OnStopPartitions keep the set of hosted user partitions; the manager
-//     consumes exactly the metadata partitions that cover them (Kafka's
-//     partitioner, wire.MetadataPartition), plus those given to
-//     ReconcileAssignment. A newly added metadata partition is consumed from
-//     the snapshot's committed offset + 1 (or 0), never below its log start
-//     offset, and is ready once it has applied up to the high-water mark
-//     observed when it was added (at once when every record was deleted:
-//     start = high-water mark). A removed
-//     one stops being consumed and its user partitions are dropped from the
-//     cache and its offsets forgotten: adding it back replays it from 0.
-//   - Reads are local lookups in the cache, gated per metadata partition: an
-//     unassigned one is a miss (false, empty, 0; never stale data), one that
-//     is catching up answers rlmm.ErrNotReady.
+//   - The broker drives what is consumed and kept. OnPartitionLeadershipChanges
+//     and OnStopPartitions keep the set of hosted user partitions; the
+//     manager consumes exactly the metadata partitions that cover them
+//     (Kafka's partitioner, wire.MetadataPartition) and keeps the state of
+//     exactly the hosted user partitions: the events of the others are
+//     routed from the record's bytes (wire.PeekPartition) and skipped
+//     before they are decoded (internal/apply, the one event path). A newly
+//     added metadata partition is consumed from the snapshot's committed
+//     offset + 1 (or 0), never below its log start offset, and is ready
+//     once it has applied up to the high-water mark observed when it was
+//     added (at once when every record was deleted: start = high-water
+//     mark). A user partition hosted after its metadata partition was
+//     consumed is rebuilt by a pass that reads that metadata partition again
+//     from its log start, applying only the events of the partitions being
+//     rebuilt; partitions hosted while a pass runs wait for the next one,
+//     which takes them all. A stopped user partition leaves the readers'
+//     view and then the cache; a metadata partition left with no hosted
+//     partition stops being consumed and its offsets are forgotten: adding
+//     it back replays it from 0. Once the broker has named what it hosts,
+//     the snapshot's state of metadata partitions it does not need is
+//     dropped.
+//   - Reads are local lookups in the cache, gated per user partition: one
+//     not hosted is refused with rlmm.ErrNotAssigned (never an empty
+//     answer, never stale data), one being rebuilt or whose metadata
+//     partition is catching up answers rlmm.ErrNotReady. ReadinessChanged
+//     and HostedReadiness let a server push readiness instead of being
+//     asked.
 //   - Mutations check their argument and, once the metadata partition is
 //     ready, the transition against the cache (failing fast, publishing
 //     nothing); then they encode the event (wire), publish it, and wait until
