@@ -10,6 +10,14 @@
 # Writes the tables into docs/BENCHMARKS.md between
 #   <!-- bench-broker:begin --> and <!-- bench-broker:end -->
 #
+# `scripts/bench-broker.sh memory` runs instead the per-broker memory workload
+# (brokerbench memory) on clusters of several brokers, Kafka's RLMM and rlmm's
+# plugin for each layout, and writes its table between
+#   <!-- bench-broker-memory:begin --> and <!-- bench-broker-memory:end -->
+#   BENCH_MEMORY_CONFIGS ["3:1:30 3:2:30 3:2:60 2:2:30"]  brokers:rf:partitions of each run
+#   BENCH_MEMORY_SEGMENTS [4000]    finished remote segments per partition
+#   BENCH_MEMORY_NOTE               a sentence for the table's text (the code measured, the load)
+#
 # Environment (defaults in brackets):
 #   BENCH_BROKER_EVENTS ["100000 1000000"]  event counts of the restart runs
 #   BENCH_BROKER_MIB [100]          MiB produced by the copy run
@@ -52,6 +60,26 @@ bench() {
 
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "results in $OUT; load average $LOAD_START"
+if [[ "${1:-}" == memory ]]; then
+	CONFIGS="${BENCH_MEMORY_CONFIGS:-3:1:30 3:2:30 3:2:60 2:2:30}"
+	SEGMENTS="${BENCH_MEMORY_SEGMENTS:-4000}"
+	for conf in $CONFIGS; do
+		IFS=: read -r nb rf np <<<"$conf"
+		for mode in kafka rlmm; do
+			bench "$OUT/memory-$mode-${conf//:/-}.json" memory --mode "$mode" --brokers "$nb" --rf "$rf" \
+				--partitions "$np" --segments "$SEGMENTS"
+		done
+	done
+	note="${BENCH_MEMORY_NOTE:-}"
+	note+="${note:+ }Load average (1/5/15 min) $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (memory only: no timing is reported)."
+	args=(memory-report --dir "$OUT" --configs "$CONFIGS" --note "$note")
+	if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
+		args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
+	fi
+	"$WORK/brokerbench" "${args[@]}" | tee "$OUT/memory.md"
+	log "raw results kept in $OUT"
+	exit 0
+fi
 for n in $EVENTS; do
 	for mode in kafka rlmm; do
 		bench "$OUT/restart-$mode-$n.json" restart --mode "$mode" --events "$n"

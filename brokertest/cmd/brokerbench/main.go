@@ -7,6 +7,8 @@
 //	brokerbench restart --mode kafka|rlmm --events N [--plugin-jar J --rlmm-binary B]
 //	brokerbench copy    --mode kafka|rlmm [--mib M] [--partitions P] [--plugin-jar J --rlmm-binary B]
 //	brokerbench report  --dir RESULTS [--events "N ..."] [--benchmarks docs/BENCHMARKS.md]
+//	brokerbench memory  --mode kafka|rlmm [--brokers N] [--rf R] [--partitions P] [--segments S] [--plugin-jar J --rlmm-binary B]
+//	brokerbench memory-report --dir RESULTS --configs "N:R:P ..." [--benchmarks docs/BENCHMARKS.md]
 //
 // restart: a one-partition tiered topic with a few segments in remote
 // storage; then N realistic metadata events (segments added and finished, a
@@ -24,6 +26,9 @@
 // COPY_SEGMENT_FINISHED event (the broker takes both timestamps: the span is
 // the add's wait, LocalTieredStorage's copy of the segment and the finish's
 // creation), and segments finished per second over the run.
+//
+// memory: the per-broker heap and RSS of the RLMM on an N-broker cluster
+// (memory.go says what is measured and how).
 //
 // It uses franz-go (kgo, kadm, kmsg) like the tests, and rlmm's wire and
 // eventlog/kafkalog packages for the metadata. Exit status 0 with the JSON
@@ -63,8 +68,12 @@ var errUsage = errors.New("usage")
 const metadataPartitions = 50
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		if err := report(os.Args[2:]); err != nil {
+	if len(os.Args) > 1 && (os.Args[1] == "report" || os.Args[1] == "memory-report") {
+		rep := report
+		if os.Args[1] == "memory-report" {
+			rep = memoryReport
+		}
+		if err := rep(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "brokerbench report:", err)
 			if errors.Is(err, errUsage) {
 				os.Exit(2)
@@ -96,11 +105,18 @@ type options struct {
 	pluginJar  string
 	binary     string
 	root       string
+	// memory only
+	brokers  int
+	rf       int
+	segments int
 }
 
 func run(args []string) (map[string]any, error) {
+	if len(args) > 0 && args[0] == "memory" {
+		return memory(args[1:])
+	}
 	if len(args) == 0 || (args[0] != "restart" && args[0] != "copy") {
-		return nil, fmt.Errorf("%w: brokerbench restart|copy --mode kafka|rlmm [flags]", errUsage)
+		return nil, fmt.Errorf("%w: brokerbench restart|copy|memory --mode kafka|rlmm [flags]", errUsage)
 	}
 	var o options
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
@@ -136,19 +152,33 @@ func run(args []string) (map[string]any, error) {
 	return copyLoad(ctx, o, b)
 }
 
-// broker is a one-node tiered cluster run by scripts/kafka.sh.
+// broker is a tiered cluster run by scripts/kafka.sh: one node, or
+// o.brokers nodes for the memory workload.
 type broker struct {
-	o    options
-	dir  string
-	addr string
+	o     options
+	dir   string
+	addr  string // the first node's address
+	addrs []string
+	nodes int
+	extra string // KAFKA_EXTRA_CONFIG
 }
 
+// Every cluster has one controller, node 1 (a broker too): the other nodes
+// are brokers only, so each node's role is the same in every run (an active
+// controller's heap is tens of MiB larger than a broker's).
+
 func startBroker(ctx context.Context, o options) (*broker, error) {
+	return startNodes(ctx, o, 1, "")
+}
+
+// startNodes starts a cluster of nodes nodes with extra server.properties
+// lines on every node.
+func startNodes(ctx context.Context, o options, nodes int, extra string) (*broker, error) {
 	dir, err := os.MkdirTemp("", "rlmm-brokerbench-")
 	if err != nil {
 		return nil, err
 	}
-	b := &broker{o: o, dir: dir}
+	b := &broker{o: o, dir: dir, nodes: nodes, extra: extra}
 	out, err := b.script(ctx, "start", dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -156,7 +186,8 @@ func startBroker(ctx context.Context, o options) (*broker, error) {
 	}
 	for line := range strings.Lines(out) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RLMM_KAFKA_BOOTSTRAP="); ok {
-			b.addr = v
+			b.addrs = strings.Split(v, ",")
+			b.addr = b.addrs[0]
 		}
 	}
 	if b.addr == "" {
@@ -168,8 +199,9 @@ func startBroker(ctx context.Context, o options) (*broker, error) {
 
 func (b *broker) script(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(b.o.root, "scripts", "kafka.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", "KAFKA_NODES=1",
-		"KAFKA_RLMM="+b.o.mode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g")
+	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
+		"KAFKA_RLMM="+b.o.mode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g",
+		"KAFKA_EXTRA_CONFIG="+b.extra, "KAFKA_CONTROLLERS=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
