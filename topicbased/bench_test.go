@@ -213,53 +213,26 @@ func restartSegments() int {
 // publishers; then a manager replays it all and writes its snapshot.
 func buildRestartFixture(l eventlog.Log, snapDir string, segments, history int) (*restartFixture, error) {
 	const perPartition = 1000
-	parts := l.Partitions()
 	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: (2 + 4*history) * segments}
 	ctx := context.Background()
 	nTPs := (segments + perPartition - 1) / perPartition
 	for i := range nTPs {
 		f.tps = append(f.tps, topicPartition("restart", 3, int32(i)))
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for {
-				t := int(next.Add(1) - 1)
-				if t >= nTPs {
-					return
-				}
-				tp := f.tps[t]
-				mp := wire.MetadataPartition(tp, parts)
-				for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
-					md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99, k/100, k*100)
-					evs := []wire.Event{wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished))}
-					for j := range history {
-						old := segment(tp, uint64(t*perPartition)+uint64(k)+uint64(j+1)<<32, k*100, k*100+99, k/100, k*100)
-						evs = append(evs, wire.SegmentEvent(old), wire.UpdateEvent(update(old, rlmm.CopySegmentFinished)),
-							wire.UpdateEvent(update(old, rlmm.DeleteSegmentStarted)), wire.UpdateEvent(update(old, rlmm.DeleteSegmentFinished)))
-					}
-					for _, ev := range evs {
-						var err error
-						if buf, err = wire.AppendEvent(buf[:0], &ev); err == nil {
-							_, err = l.Publish(ctx, mp, buf)
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}
+	err := publishFromWorkers(ctx, l, f.tps, func(t int, tp rlmm.TopicIDPartition) []wire.Event {
+		var evs []wire.Event
+		for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
+			md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99, k/100, k*100)
+			evs = append(evs, wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished)))
+			for j := range history {
+				old := segment(tp, uint64(t*perPartition)+uint64(k)+uint64(j+1)<<32, k*100, k*100+99, k/100, k*100)
+				evs = append(evs, wire.SegmentEvent(old), wire.UpdateEvent(update(old, rlmm.CopySegmentFinished)),
+					wire.UpdateEvent(update(old, rlmm.DeleteSegmentStarted)), wire.UpdateEvent(update(old, rlmm.DeleteSegmentFinished)))
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+		}
+		return evs
+	})
+	if err != nil {
 		return nil, err
 	}
 	m, err := Start(ctx, Config{Log: f.log, SnapshotDir: f.dir, SnapshotInterval: -1})
@@ -271,6 +244,40 @@ func buildRestartFixture(l eventlog.Log, snapDir string, segments, history int) 
 		return nil, err
 	}
 	return f, m.ShutdownAndFlush(ctx)
+}
+
+// publishFromWorkers publishes, from 64 goroutines, the events eventsOf
+// returns for each of tps (in order within one partition) to the
+// partition's metadata partition, and returns the first error.
+func publishFromWorkers(ctx context.Context, l eventlog.Log, tps []rlmm.TopicIDPartition, eventsOf func(i int, tp rlmm.TopicIDPartition) []wire.Event) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			var buf []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(tps) {
+					return
+				}
+				mp := wire.MetadataPartition(tps[i], l.Partitions())
+				for _, ev := range eventsOf(i, tps[i]) {
+					var err error
+					if buf, err = wire.AppendEvent(buf[:0], &ev); err == nil {
+						_, err = l.Publish(ctx, mp, buf)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 func waitAllReady(ctx context.Context, m *Manager, tps []rlmm.TopicIDPartition) error {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,39 +84,15 @@ func buildHostingFixture(l eventlog.Log, events int) (*hostingFixture, error) {
 	for i := range nTPs {
 		f.tps = append(f.tps, topicPartition("hosting", 5, int32(i)))
 	}
-	ctx := context.Background()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
-		wg.Go(func() {
-			var buf []byte
-			for {
-				t := int(next.Add(1) - 1)
-				if t >= nTPs {
-					return
-				}
-				tp := f.tps[t]
-				mp := wire.MetadataPartition(tp, l.Partitions())
-				for k := int64(0); k < perPartition; k++ {
-					md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99)
-					for _, ev := range []wire.Event{wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished))} {
-						var err error
-						if buf, err = wire.AppendEvent(buf[:0], &ev); err == nil {
-							_, err = l.Publish(ctx, mp, buf)
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	err := publishFromWorkers(context.Background(), l, f.tps, func(t int, tp rlmm.TopicIDPartition) []wire.Event {
+		evs := make([]wire.Event, 0, 2*perPartition)
+		for k := int64(0); k < perPartition; k++ {
+			md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99)
+			evs = append(evs, wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished)))
+		}
+		return evs
+	})
+	if err != nil {
 		return nil, err
 	}
 	return f, nil
