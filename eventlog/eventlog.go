@@ -46,6 +46,11 @@ type Record struct {
 	// Value is the record's bytes. The receiver owns it: the log never
 	// modifies a slice once it has handed it out.
 	Value []byte
+	// Tombstone is set for a record without any value (a Kafka record
+	// whose value is null, as a compacted topic holds to delete a key:
+	// KIP-1266 proposes keyed, compacted metadata records); Value is then
+	// nil. Only kafkalog delivers one: rlmm never writes one.
+	Tombstone bool
 }
 
 // Log is a partitioned, append-only, durable log of opaque records.

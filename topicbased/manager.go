@@ -204,6 +204,9 @@ type Manager struct {
 		// passes the rebuild passes started and rebuilt the user
 		// partitions they rebuilt. The pump.
 		skipped, passes, rebuilt atomic.Uint64
+		// tombstones counts the records without a value (also in
+		// rejected). The pump.
+		tombstones atomic.Uint64
 		// historyLost counts the events known deleted before they were
 		// applied; snapshotDropped the metadata partitions whose snapshot
 		// state was dropped because it claimed more than the log holds.
@@ -537,6 +540,10 @@ type Stats struct {
 	// again from its start for user partitions hosted after it was
 	// consumed) and Rebuilt the user partitions they rebuilt.
 	Skipped, Passes, Rebuilt uint64
+	// Tombstones counts the records with a null value skipped (also
+	// counted in Rejected): a compacted metadata topic (KIP-1266) holds
+	// them.
+	Tombstones uint64
 	// Hosted is the number of user partitions hosted here; CachedPartitions
 	// the user partitions whose state the cache holds (hosted ones with
 	// state, and those of a snapshot not consumed yet) and CachedSegments
@@ -569,6 +576,7 @@ func (m *Manager) Stats() Stats {
 		Skipped:               m.stats.skipped.Load(),
 		Passes:                m.stats.passes.Load(),
 		Rebuilt:               m.stats.rebuilt.Load(),
+		Tombstones:            m.stats.tombstones.Load(),
 		Hosted:                len(m.keep.Load().parts),
 	}
 	s.CachedPartitions, s.CachedSegments = m.inner.Holdings()

@@ -161,7 +161,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			perPartition[rec.Partition] = c
 		}
 		offset := rec.Offset
-		res := apply.Record(m.inner, m.n, rec.Partition, offset, rec.Value, func(k wire.PartitionKey) bool { return p.keeps(k, offset) })
+		res := apply.LogRecord(m.inner, m.n, rec, func(k wire.PartitionKey) bool { return p.keeps(k, offset) })
 		verdict := res.Err
 		switch res.Reason {
 		case 0:
@@ -173,6 +173,10 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 		case ReasonUndecodable:
 			c.undecodable++
 			m.stats.undecodable.Add(1)
+		case ReasonTombstone:
+			c.rejected++
+			m.stats.rejected.Add(1)
+			m.stats.tombstones.Add(1)
 		default:
 			c.rejected++
 			m.stats.rejected.Add(1)
@@ -250,7 +254,7 @@ func (m *Manager) applyPassRecord(rec *eventlog.Record, p *metaPartition, perPar
 	if rec.Offset > pass.read {
 		m.historyLost(rec.Partition, pass.read, rec.Offset, "a rebuild pass was delivered a later offset than the next one expected")
 	}
-	res := apply.Record(m.inner, m.n, rec.Partition, rec.Offset, rec.Value, func(k wire.PartitionKey) bool {
+	res := apply.LogRecord(m.inner, m.n, rec, func(k wire.PartitionKey) bool {
 		_, ok := pass.building[k]
 		return ok
 	})
@@ -265,7 +269,7 @@ func (m *Manager) applyPassRecord(rec *eventlog.Record, p *metaPartition, perPar
 		m.stats.applied.Add(1)
 	case ReasonNotKept:
 		m.stats.skipped.Add(1)
-	case ReasonUndecodable, ReasonMisrouted, ReasonUnexpected:
+	case ReasonUndecodable, ReasonMisrouted, ReasonUnexpected, ReasonTombstone:
 		// Seen and reported when it was first read.
 	default:
 		// Rejected for a partition being rebuilt: expected (an update

@@ -6,7 +6,7 @@ import "github.com/rlmm-go/rlmm/internal/apply"
 // is the reason of the one event path (internal/apply) that the pump,
 // `rlmm inspect`/`verify` and `rlmm simulate` share; String gives its name
 // ("undecodable", "rejected", "misrouted", "unexpected", "history_lost",
-// "not_kept").
+// "not_kept", "tombstone").
 type Reason = apply.Reason
 
 // The reasons an event is skipped.
@@ -30,4 +30,8 @@ const (
 	// ReasonNotKept: an event of a user partition this manager does not
 	// host. Counted (Stats.Skipped), never kept in Rejected.
 	ReasonNotKept = apply.ReasonNotKept
+	// ReasonTombstone: a record with a null value (a tombstone, as a
+	// compacted metadata topic under KIP-1266 would hold): skipped, counted
+	// (Stats.Tombstones, and in Stats.Rejected) and kept in Rejected.
+	ReasonTombstone = apply.ReasonTombstone
 )

@@ -53,7 +53,8 @@ segment or record it concerns:
 and, as warnings that do not change the exit status: segment metadata Kafka
 accepts but rlmm's stricter sanity checks fail (sanity_warning), partition
 delete states out of order (partition_delete_order), snapshot records inside
-the topic (snapshot_record), torn tails of the embedded log (torn_tail), a
+the topic (snapshot_record), records with a null value (tombstone_record: a
+compacted topic's, KIP-1266), torn tails of the embedded log (torn_tail), a
 metadata partition whose first records were deleted by retention or
 DeleteRecords (history_lost: reading starts at its log start offset), and
 updates there of segments added before that start (unknown_segment).

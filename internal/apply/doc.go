@@ -10,5 +10,9 @@
 // read it), and an event of a user partition the caller does not keep is
 // skipped before it is decoded.
 //
-// It imports rlmm, wire and memory only; it does no I/O.
+// A tombstone (a record with a null value, which a compacted metadata
+// topic under KIP-1266 would hold) is named as one (LogRecord) and skipped.
+//
+// It imports rlmm, eventlog (its Record type), wire and memory only; it
+// does no I/O.
 package apply

@@ -25,6 +25,10 @@ const (
 	// keep (a broker's manager keeps only the partitions it hosts). Not an
 	// anomaly: it is counted, never listed.
 	ReasonNotKept
+	// ReasonTombstone: a record without a value (a null value: a tombstone,
+	// as a compacted metadata topic under KIP-1266 would hold). Kafka's own
+	// manager's consumer dies on one; it is skipped and reported.
+	ReasonTombstone
 )
 
 // String returns the reason's name as logs and the CLI show it.
@@ -42,6 +46,8 @@ func (r Reason) String() string {
 		return "history_lost"
 	case ReasonNotKept:
 		return "not_kept"
+	case ReasonTombstone:
+		return "tombstone"
 	}
 	return "unknown"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/memory"
 	"github.com/rlmm-go/rlmm/wire"
 )
@@ -22,6 +23,17 @@ type Result struct {
 	// Event is the decoded event; set when the record was decoded (applied
 	// or rejected by the state machine, and a snapshot record).
 	Event wire.Event
+}
+
+// LogRecord is Record for a record of an eventlog.Log: a tombstone (a
+// record without a value) is ReasonTombstone, never decoded; every other
+// record goes through Record.
+func LogRecord(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(wire.PartitionKey) bool) Result {
+	if rec.Tombstone {
+		return Result{Reason: ReasonTombstone, Err: fmt.Errorf("metadata partition %d offset %d: a tombstone (a record with a null value, as a compacted topic holds): not an event",
+			rec.Partition, rec.Offset)}
+	}
+	return Record(cache, n, rec.Partition, rec.Offset, rec.Value, keep)
 }
 
 // Record routes one record of metadata partition partition (offset is for

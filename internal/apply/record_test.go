@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/memory"
 	"github.com/rlmm-go/rlmm/wire"
 )
@@ -68,5 +69,19 @@ func TestRecordRules(t *testing.T) {
 				t.Fatalf("applied %v, want %v", applied, tc.applied)
 			}
 		})
+	}
+}
+
+// A tombstone is named as one and never decoded; LogRecord hands every
+// other record to Record.
+func TestLogRecordNamesTombstones(t *testing.T) {
+	cache := memory.New()
+	res := LogRecord(cache, 5, &eventlog.Record{Partition: 2, Offset: 9, Tombstone: true}, nil)
+	if res.Reason != ReasonTombstone || res.Err == nil || res.Reason.String() != "tombstone" {
+		t.Errorf("tombstone: %v, %v; want ReasonTombstone with an error naming it", res.Reason, res.Err)
+	}
+	res = LogRecord(cache, 5, &eventlog.Record{Partition: 2, Offset: 10, Value: []byte{}}, nil)
+	if res.Reason != ReasonUndecodable {
+		t.Errorf("an empty value: %v; want undecodable, not a tombstone", res.Reason)
 	}
 }

@@ -27,6 +27,8 @@ type Counts struct {
 	Snapshots        int64 `json:"snapshotRecords"`
 	Undecodable      int64 `json:"undecodable"`
 	Rejected         int64 `json:"rejected"`
+	// Tombstones counts records with a null value (skipped).
+	Tombstones int64 `json:"tombstones"`
 	// Misrouted counts events found in a metadata partition other than
 	// the one Kafka's partitioner puts them in (reported, not applied).
 	Misrouted int64 `json:"misrouted"`
@@ -131,9 +133,14 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	b.counts.Records++
 	b.counts.Bytes += int64(len(rec.Value))
 	ref := &RecordRef{Partition: rec.Partition, Offset: rec.Offset}
-	res := apply.Record(b.cache, b.metadataPartitions, rec.Partition, rec.Offset, rec.Value, nil)
+	res := apply.LogRecord(b.cache, b.metadataPartitions, &rec, nil)
 	ev := res.Event
 	switch res.Reason {
+	case apply.ReasonTombstone:
+		b.counts.Tombstones++
+		b.anomalies = append(b.anomalies, Anomaly{Kind: TombstoneRecord, Warning: true, Record: ref,
+			Detail: "a record with a null value (a tombstone, as a compacted metadata topic holds): not an event, skipped"})
+		return ev, nil
 	case apply.ReasonUndecodable:
 		b.counts.Undecodable++
 		b.anomalies = append(b.anomalies, Anomaly{Kind: UndecodableRecord, Record: ref,

@@ -207,3 +207,20 @@ func TestReadLogOfAnEmptyLog(t *testing.T) {
 		t.Fatalf("ReadLog = %d, %v; want 0, nil", n, err)
 	}
 }
+
+// A tombstone (a record with a null value) is a warning naming it, counted,
+// never "undecodable".
+func TestBuilderNamesTombstones(t *testing.T) {
+	b := NewBuilder(metadataPartitions)
+	if _, err := b.Apply(eventlog.Record{Partition: 1, Offset: 4, Tombstone: true}); err != nil {
+		t.Fatalf("a tombstone is not a decode error: %v", err)
+	}
+	got := b.StreamAnomalies()
+	mustEqualKinds(t, got, TombstoneRecord)
+	if !got[0].Warning || got[0].Record == nil || got[0].Record.Offset != 4 {
+		t.Errorf("anomaly %+v; want a warning naming offset 4", got[0])
+	}
+	if c := b.Counts(); c.Tombstones != 1 || c.Undecodable != 0 {
+		t.Errorf("counts %+v; want 1 tombstone, 0 undecodable", c)
+	}
+}

@@ -53,6 +53,11 @@ const (
 	// SnapshotRecord: a snapshot record (api key 3) inside the topic, where
 	// Kafka never writes one; it is ignored. Warning.
 	SnapshotRecord Kind = "snapshot_record"
+	// TombstoneRecord: a record with a null value (a tombstone: a compacted
+	// metadata topic, as KIP-1266 proposes, holds them to delete a key).
+	// Not an event; skipped (Kafka 4.3's own manager's consumer dies on
+	// one). Warning.
+	TombstoneRecord Kind = "tombstone_record"
 	// TornTail: bytes after the last good record of an embedded log file,
 	// the remains of a write a crash interrupted (never acknowledged unless
 	// the journal restored it). A broker opening the log drops them.
