@@ -50,6 +50,11 @@
 #                           cluster) and the StandardAuthorizer; see make_security and
 #                           configure_security. `start` then also prints RLMM_KAFKA_SASL_BOOTSTRAP
 #                           and RLMM_KAFKA_SECURITY_DIR (the CA, keys and users.properties)
+#                           gssapi: the SASL_SSL listener takes GSSAPI (Kerberos) instead, against the
+#                           KDC of KAFKA_KRB5_DIR (scripts/kdc.sh start: krb5.conf, broker.keytab,
+#                           realm), asks every client for a certificate from the cluster's CA
+#                           (ssl.client.auth=required), and has no authorizer; see configure_gssapi.
+#                           `start` prints the same two lines
 # Run-time settings (read by every command): RLMM_CACHE [~/.cache/rlmm] holds the jars;
 # KAFKA_HEAP [512m]; KAFKA_START_TIMEOUT [90s]; KAFKA_STOP_TIMEOUT [30] seconds.
 set -euo pipefail
@@ -150,7 +155,7 @@ prop() { sed -n "s/^$2=//p" "$1" | head -n1; }
 # the script configured before it kept them: a single 4.4.0 node).
 load_cluster() {
 	local dir="$1"
-	C_VERSION=4.4.0 C_NODES=1 C_CONTROLLERS=1 C_TIERED=0 C_SECURITY=none
+	C_VERSION=4.4.0 C_NODES=1 C_CONTROLLERS=1 C_TIERED=0 C_SECURITY=none C_KRB5_DIR=
 	if [[ -f "$dir/cluster.env" ]]; then
 		# shellcheck disable=SC1091 # written by save_cluster
 		source "$dir/cluster.env"
@@ -171,7 +176,15 @@ new_cluster() {
 	C_TIERED="${KAFKA_TIERED:-0}"
 	[[ "$C_TIERED" == 0 || "$C_TIERED" == 1 ]] || die "KAFKA_TIERED must be 0 or 1, got '$C_TIERED'"
 	C_SECURITY="${KAFKA_SECURITY:-none}"
-	[[ "$C_SECURITY" == none || "$C_SECURITY" == sasl_ssl ]] || die "KAFKA_SECURITY must be none or sasl_ssl, got '$C_SECURITY'"
+	[[ "$C_SECURITY" == none || "$C_SECURITY" == sasl_ssl || "$C_SECURITY" == gssapi ]] ||
+		die "KAFKA_SECURITY must be none, sasl_ssl or gssapi, got '$C_SECURITY'"
+	C_KRB5_DIR=
+	if [[ "$C_SECURITY" == gssapi ]]; then
+		C_KRB5_DIR="${KAFKA_KRB5_DIR:-}"
+		[[ -n "$C_KRB5_DIR" && -f "$C_KRB5_DIR/krb5.conf" && -f "$C_KRB5_DIR/broker.keytab" && -f "$C_KRB5_DIR/realm" ]] ||
+			die "KAFKA_SECURITY=gssapi needs KAFKA_KRB5_DIR, a directory of scripts/kdc.sh start (krb5.conf, broker.keytab, realm)"
+		C_KRB5_DIR="$(cd "$C_KRB5_DIR" && pwd)"
+	fi
 	{
 		echo "# The cluster's settings, kept by scripts/kafka.sh at its first start."
 		echo "C_VERSION=$C_VERSION"
@@ -179,6 +192,9 @@ new_cluster() {
 		echo "C_CONTROLLERS=$C_CONTROLLERS"
 		echo "C_TIERED=$C_TIERED"
 		echo "C_SECURITY=$C_SECURITY"
+		if [[ -n "$C_KRB5_DIR" ]]; then
+			echo "C_KRB5_DIR=$C_KRB5_DIR"
+		fi
 	} >"$dir/cluster.env"
 }
 
@@ -285,13 +301,15 @@ configure() {
 	local dir="$1" n="$C_NODES" k="$C_CONTROLLERS"
 	local ports cid voters="" i tiered=""
 	local secure="" scram=()
-	[[ "$C_SECURITY" != sasl_ssl ]] || secure=1
+	[[ "$C_SECURITY" == none ]] || secure=1
 	# Two ports per node (broker, controller), and with security a SASL_SSL
 	# port per node after them.
 	mapfile -t ports < <("$PROBE" ports $((secure ? 3 * n : 2 * n)))
 	if [[ -n "$secure" ]]; then
 		make_security "$dir/security"
-		mapfile -t scram < <(scram_args "$dir/security")
+		if [[ "$C_SECURITY" == sasl_ssl ]]; then
+			mapfile -t scram < <(scram_args "$dir/security")
+		fi
 	fi
 	cid="$("$PROBE" cluster-id)"
 	echo "$cid" >"$dir/cluster-id"
@@ -356,8 +374,10 @@ EOF
 		if [[ -n "$tiered" ]]; then
 			echo "$tiered" >>"$ndir/server.properties"
 		fi
-		if [[ -n "$secure" ]]; then
+		if [[ "$C_SECURITY" == sasl_ssl ]]; then
 			configure_security "$ndir/server.properties" "$dir/security" "${ports[2 * n + i - 1]}"
+		elif [[ "$C_SECURITY" == gssapi ]]; then
+			configure_gssapi "$ndir/server.properties" "$dir/security" "${ports[2 * n + i - 1]}"
 		fi
 		if [[ -n "${KAFKA_EXTRA_CONFIG:-}" ]]; then
 			printf '# KAFKA_EXTRA_CONFIG\n%s\n' "$KAFKA_EXTRA_CONFIG" >>"$ndir/server.properties"
@@ -389,7 +409,7 @@ bootstrap_line() {
 	if [[ "$C_TIERED" == 1 ]]; then
 		echo "RLMM_KAFKA_REMOTE_DIR=$dir/tiered"
 	fi
-	if [[ "$C_SECURITY" == sasl_ssl ]]; then
+	if [[ "$C_SECURITY" != none ]]; then
 		addrs=""
 		for ((i = 1; i <= C_NODES; i++)); do
 			addrs+="${addrs:+,}127.0.0.1:$(prop "$(node_dir "$dir" "$i")/server.properties" listeners |
@@ -406,8 +426,13 @@ launch_node() {
 		log "node in $ndir already running (pid $pid)"
 		return 0
 	fi
+	local jvm_security=()
+	if [[ "$C_SECURITY" == gssapi ]]; then
+		# The broker's Kerberos configuration: the test KDC's, not the system's.
+		jvm_security=(-Djava.security.krb5.conf="$C_KRB5_DIR/krb5.conf")
+	fi
 	# setsid: the broker outlives this script and is stopped only by `stop`.
-	setsid nohup java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Djava.awt.headless=true \
+	setsid nohup java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -Djava.awt.headless=true ${jvm_security[@]+"${jvm_security[@]}"} \
 		-Dlog4j2.configurationFile="$ndir/log4j2.properties" -Dkafka.logs.dir="$ndir" \
 		-cp "$(libs_dir "$C_VERSION")/*" kafka.Kafka "$ndir/server.properties" >>"$ndir/broker.out" 2>&1 </dev/null &
 	echo $! >"$ndir/pid"
@@ -601,6 +626,32 @@ listener.name.sasl_ssl.ssl.keystore.password=$(cat "$sec/keystore.password")
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:admin;User:ANONYMOUS
 allow.everyone.if.no.acl.found=false
+EOF
+}
+
+# configure_gssapi FILE SECURITY_DIR PORT adds a SASL_SSL listener on PORT
+# that takes GSSAPI: the broker logs in as kafka/127.0.0.1 from the KDC's
+# broker.keytab (its JAAS entry is the listener's sasl.jaas.config; its
+# krb5.conf the JVM's java.security.krb5.conf, see launch_node), presents
+# the cluster's certificate, and requires a client certificate from the
+# cluster's CA. No authorizer: every authenticated principal may do anything.
+configure_gssapi() {
+	local file="$1" sec="$2" port="$3" realm
+	realm="$(cat "$C_KRB5_DIR/realm")"
+	sed -i -e "s|^listeners=.*|&,SASL_SSL://127.0.0.1:$port|" \
+		-e "s|^advertised.listeners=.*|&,SASL_SSL://127.0.0.1:$port|" \
+		-e "s|^listener.security.protocol.map=.*|&,SASL_SSL:SASL_SSL|" "$file"
+	cat >>"$file" <<EOF
+# KAFKA_SECURITY=gssapi (KDC of $C_KRB5_DIR)
+sasl.enabled.mechanisms=GSSAPI
+sasl.kerberos.service.name=kafka
+listener.name.sasl_ssl.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="$C_KRB5_DIR/broker.keytab" principal="kafka/127.0.0.1@$realm";
+listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+listener.name.sasl_ssl.ssl.keystore.location=$sec/broker.p12
+listener.name.sasl_ssl.ssl.keystore.password=$(cat "$sec/keystore.password")
+listener.name.sasl_ssl.ssl.truststore.type=PEM
+listener.name.sasl_ssl.ssl.truststore.location=$sec/ca.pem
+listener.name.sasl_ssl.ssl.client.auth=required
 EOF
 }
 

@@ -184,9 +184,16 @@ func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
 		}
 		kc.BootstrapServers = fc.BootstrapServers
 		if securityFlagsChanged(flags.Changed) {
+			// The flags replace every security setting of --properties
+			// (PEM files only: the JKS/PKCS12 stores and Kerberos, whose
+			// passwords must not be on a command line, come from
+			// --properties alone).
 			kc.TLSEnable, kc.TLSCAFile, kc.TLSCertFile, kc.TLSKeyFile = fc.TLSEnable, fc.TLSCAFile, fc.TLSCertFile, fc.TLSKeyFile
 			kc.TLSInsecureSkipVerify = fc.TLSInsecureSkipVerify
 			kc.SASLMechanism, kc.SASLUser, kc.SASLPassword = fc.SASLMechanism, fc.SASLUser, fc.SASLPassword
+			kc.TLSKeyStoreLocation, kc.TLSKeyStorePassword, kc.TLSKeyPassword = "", "", ""
+			kc.TLSTrustStoreLocation, kc.TLSTrustStorePassword = "", ""
+			kc.SASLKerberosServiceName, kc.SASLKerberosPrincipal, kc.SASLKerberosKeyTab, kc.SASLKerberosConfig = "", "", "", ""
 		}
 	}
 	kc.Topic = o.kafka.Topic

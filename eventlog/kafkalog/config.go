@@ -103,12 +103,40 @@ type Config struct {
 	// trust-all store). For tests only.
 	TLSInsecureSkipVerify bool
 
-	// SASLMechanism is sasl.mechanism: "" (none), PLAIN, SCRAM-SHA-256 or
-	// SCRAM-SHA-512 (Kafka: security.protocol=SASL_PLAINTEXT or SASL_SSL).
+	// TLSKeyStoreLocation is a JKS or PKCS12 key store holding the client
+	// certificate(s) for mutual TLS (Kafka: ssl.keystore.location with
+	// ssl.keystore.type JKS or PKCS12; the file's content tells the two
+	// apart, as Java's keystore.type.compat does). Every private key entry
+	// is offered, each with its certificate chain. TLSKeyStorePassword is
+	// ssl.keystore.password (required: it checks the store's integrity) and
+	// TLSKeyPassword is ssl.key.password (default: the store password; a
+	// PKCS12 key must be under the store password). Exclusive with
+	// TLSCertFile/TLSKeyFile.
+	TLSKeyStoreLocation, TLSKeyStorePassword, TLSKeyPassword string
+	// TLSTrustStoreLocation is a JKS or PKCS12 trust store whose trusted
+	// certificate entries verify the brokers (Kafka: ssl.truststore.location
+	// with ssl.truststore.type JKS or PKCS12), TLSTrustStorePassword its
+	// ssl.truststore.password (required). Exclusive with TLSCAFile.
+	TLSTrustStoreLocation, TLSTrustStorePassword string
+
+	// SASLMechanism is sasl.mechanism: "" (none), PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512 or GSSAPI (Kafka: security.protocol=SASL_PLAINTEXT or
+	// SASL_SSL).
 	SASLMechanism string
-	// SASLUser and SASLPassword are the credentials (Kafka: the username
-	// and password of sasl.jaas.config).
+	// SASLUser and SASLPassword are the credentials of PLAIN and SCRAM
+	// (Kafka: the username and password of sasl.jaas.config).
 	SASLUser, SASLPassword string
+
+	// GSSAPI (Kerberos), logged in from a keytab. SASLKerberosServiceName
+	// is sasl.kerberos.service.name (required: the broker's principal is
+	// <service>/<broker host>@<realm>, the host as the bootstrap and
+	// advertised addresses spell it). SASLKerberosPrincipal and
+	// SASLKerberosKeyTab are the principal and keyTab options of
+	// sasl.jaas.config's Krb5LoginModule (name@REALM; without @REALM, the
+	// krb5.conf's default_realm). SASLKerberosConfig is the krb5.conf (the
+	// JVM's java.security.krb5.conf); empty means $KRB5_CONFIG, else
+	// /etc/krb5.conf.
+	SASLKerberosServiceName, SASLKerberosPrincipal, SASLKerberosKeyTab, SASLKerberosConfig string
 
 	// ClientID is client.id. Empty means "rlmm".
 	ClientID string
@@ -175,18 +203,46 @@ func (c Config) withDefaults() (Config, error) {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return bad("a TLS client certificate needs both the certificate and the key file (got cert %q, key %q)", c.TLSCertFile, c.TLSKeyFile)
 	}
+	if c.TLSKeyStoreLocation != "" && c.TLSCertFile != "" {
+		return bad("ssl.keystore.location %s and a PEM client certificate %s: give one", c.TLSKeyStoreLocation, c.TLSCertFile)
+	}
+	if c.TLSKeyStoreLocation == "" && (c.TLSKeyStorePassword != "" || c.TLSKeyPassword != "") {
+		return bad("ssl.keystore.password or ssl.key.password without a JKS or PKCS12 ssl.keystore.location")
+	}
+	if c.TLSTrustStoreLocation != "" && c.TLSCAFile != "" {
+		return bad("ssl.truststore.location %s and a PEM CA file %s: give one", c.TLSTrustStoreLocation, c.TLSCAFile)
+	}
+	if c.TLSTrustStoreLocation == "" && c.TLSTrustStorePassword != "" {
+		return bad("ssl.truststore.password without a JKS or PKCS12 ssl.truststore.location")
+	}
+	kerberosSet := c.SASLKerberosServiceName != "" || c.SASLKerberosPrincipal != "" || c.SASLKerberosKeyTab != "" || c.SASLKerberosConfig != ""
 	switch strings.ToUpper(c.SASLMechanism) {
 	case "":
-		if c.SASLUser != "" || c.SASLPassword != "" {
-			return bad("SASL credentials given without a SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+		if c.SASLUser != "" || c.SASLPassword != "" || kerberosSet {
+			return bad("SASL credentials given without a SASL mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI)")
 		}
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 		c.SASLMechanism = strings.ToUpper(c.SASLMechanism)
 		if c.SASLUser == "" {
 			return bad("SASL mechanism %s needs a user", c.SASLMechanism)
 		}
+		if kerberosSet {
+			return bad("Kerberos settings (sasl.kerberos.service.name, Krb5LoginModule) with SASL mechanism %s", c.SASLMechanism)
+		}
+	case SASLGSSAPI:
+		c.SASLMechanism = SASLGSSAPI
+		switch {
+		case c.SASLUser != "" || c.SASLPassword != "":
+			return bad("SASL mechanism GSSAPI takes a principal and keytab, not a user name and password")
+		case c.SASLKerberosServiceName == "":
+			return bad("SASL mechanism GSSAPI needs sasl.kerberos.service.name (the first part of the brokers' principal, e.g. kafka)")
+		case c.SASLKerberosPrincipal == "":
+			return bad("SASL mechanism GSSAPI needs the client's principal (sasl.jaas.config: principal=\"name@REALM\")")
+		case c.SASLKerberosKeyTab == "":
+			return bad("SASL mechanism GSSAPI needs the client's keytab (sasl.jaas.config: useKeyTab=true keyTab=\"<file>\")")
+		}
 	default:
-		return bad("unknown SASL mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASLMechanism)
+		return bad("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or GSSAPI (not OAUTHBEARER: see the README)", c.SASLMechanism)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -199,7 +255,8 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	if c.TLS != nil {
 		return c.TLS.Clone(), nil
 	}
-	if !c.TLSEnable && c.TLSCAFile == "" && c.TLSCertFile == "" && !c.TLSInsecureSkipVerify {
+	if !c.TLSEnable && c.TLSCAFile == "" && c.TLSCertFile == "" && !c.TLSInsecureSkipVerify &&
+		c.TLSKeyStoreLocation == "" && c.TLSTrustStoreLocation == "" {
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.TLSInsecureSkipVerify} //nolint:gosec // opt-in, documented as test-only
@@ -221,20 +278,37 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
+	if c.TLSTrustStoreLocation != "" {
+		pool, err := trustStorePool(c.TLSTrustStoreLocation, c.TLSTrustStorePassword)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if c.TLSKeyStoreLocation != "" {
+		certs, err := keyStoreCertificates(c.TLSKeyStoreLocation, c.TLSKeyStorePassword, c.TLSKeyPassword)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = certs
+	}
 	return cfg, nil
 }
 
-// saslMechanism builds the SASL mechanism, or nil for none.
-func (c Config) saslMechanism() sasl.Mechanism {
+// saslMechanism builds the SASL mechanism, or nil for none. A GSSAPI
+// mechanism is made anew for every client: closing the client destroys it.
+func (c Config) saslMechanism() (sasl.Mechanism, error) {
 	switch c.SASLMechanism {
 	case SASLPlain:
-		return plain.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsMechanism()
+		return plain.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsMechanism(), nil
 	case SASLScramSHA256:
-		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha256Mechanism()
+		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha256Mechanism(), nil
 	case SASLScramSHA512:
-		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha512Mechanism()
+		return scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha512Mechanism(), nil
+	case SASLGSSAPI:
+		return c.kerberosMechanism()
 	}
-	return nil
+	return nil, nil
 }
 
 // clientOpts are the options every kgo client of a log shares.
@@ -260,7 +334,11 @@ func (c Config) clientOpts(role string) ([]kgo.Opt, error) {
 	if tlsCfg != nil {
 		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
 	}
-	if m := c.saslMechanism(); m != nil {
+	m, err := c.saslMechanism()
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
 		opts = append(opts, kgo.SASL(m))
 	}
 	return opts, nil

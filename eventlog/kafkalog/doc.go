@@ -11,6 +11,26 @@
 // pkg/sasl. Command-line flags use github.com/spf13/pflag, the flag library
 // under cobra, so the rlmm command registers the same flags.
 //
+// Secured clusters take Kafka's client settings by their names
+// (ParseProperties). Key and trust stores may be JKS, PKCS12 or PEM; the
+// two Java formats are decoded by well-kept pure-Go libraries rather than
+// by hand: github.com/pavlo-v-chernykh/keystore-go/v4 for JKS (the JKS
+// library cert-manager writes its JKS stores with; it checks the store's
+// integrity digest and decrypts keys under Sun's key protector) and
+// software.sslmate.com/src/go-pkcs12 for PKCS12 (SSLMate's maintained
+// successor of golang.org/x/crypto/pkcs12, which reads the PBES2/AES
+// stores current keytool writes and Java's trusted-certificate bags). As
+// in Java, a store's content, not its declared type, tells JKS from
+// PKCS12. Both decoders get at most 4 MiB of a file and run under a
+// recover, so a damaged store is an error naming the setting and the file,
+// never a crash. SASL GSSAPI (Kerberos) is franz-go's pkg/sasl/kerberos
+// over github.com/jcmturner/gokrb5/v8, the pure-Go Kerberos client (the
+// one franz-go and sarama build on), logged in from a keytab; only the
+// Krb5LoginModule options rlmm needs are parsed from sasl.jaas.config and
+// any other is refused by name. Every client of a log gets its own
+// Kerberos client, destroyed when that client closes. OAUTHBEARER is not
+// supported: Kafka's clients take its token from a Java callback handler.
+//
 // How the eventlog contract maps onto Kafka:
 //   - Open creates the topic when it is absent, the way Kafka's manager does
 //     (cleanup.policy=delete, retention.ms, the partition count and

@@ -258,6 +258,10 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mech, err := cfg.saslMechanism()
+	if err != nil {
+		t.Fatal(err)
+	}
 	checks := []struct {
 		name      string
 		got, want any
@@ -268,7 +272,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"consume wait", cfg.ConsumeWait, DefaultConsumeWait},
 		{"connect timeout", cfg.ConnectTimeout, DefaultConnectTimeout},
 		{"sasl mechanism", cfg.SASLMechanism, SASLScramSHA512},
-		{"sasl built", cfg.saslMechanism().Name(), SASLScramSHA512},
+		{"sasl built", mech.Name(), SASLScramSHA512},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

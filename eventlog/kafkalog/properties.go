@@ -1,8 +1,8 @@
 package kafkalog
 
 import (
+	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +15,6 @@ import (
 // (remote.log.metadata.common.client.bootstrap.servers and so on).
 const clientPrefix = "remote.log.metadata.common.client."
 
-// jaasOption matches one key="value" option of a sasl.jaas.config line.
-var jaasOption = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
-
 // ParseProperties builds a Config from Kafka-style properties, the keys an
 // operator already has in a broker's or client's configuration:
 //
@@ -28,10 +25,21 @@ var jaasOption = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
 //	remote.log.metadata.topic.retention.ms          RetentionMs
 //	remote.log.metadata.consume.wait.ms             ConsumeWait
 //	security.protocol                               PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-//	sasl.mechanism                                  SASLMechanism
-//	sasl.jaas.config                                username="..." password="..." (SASLUser, SASLPassword)
-//	ssl.truststore.location (ssl.truststore.type=PEM)  TLSCAFile
-//	ssl.keystore.location (ssl.keystore.type=PEM)      TLSCertFile and TLSKeyFile (one PEM file with both)
+//	sasl.mechanism                                  SASLMechanism: PLAIN (the default), SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI
+//	sasl.jaas.config                                PLAIN, SCRAM: username="..." password="..." (SASLUser, SASLPassword)
+//	                                                GSSAPI: com.sun.security.auth.module.Krb5LoginModule required
+//	                                                useKeyTab=true keyTab="..." principal="..." [storeKey=true] ...;
+//	                                                (SASLKerberosKeyTab, SASLKerberosPrincipal)
+//	sasl.kerberos.service.name                      SASLKerberosServiceName (or serviceName= in the JAAS line)
+//	java.security.krb5.conf                         SASLKerberosConfig (the broker JVM's system property)
+//	ssl.truststore.type                             JKS (the default), PKCS12 or PEM
+//	ssl.truststore.location                         TLSTrustStoreLocation (JKS, PKCS12) or TLSCAFile (PEM)
+//	ssl.truststore.password                         TLSTrustStorePassword (JKS, PKCS12)
+//	ssl.keystore.type                               JKS (the default), PKCS12 or PEM
+//	ssl.keystore.location                           TLSKeyStoreLocation (JKS, PKCS12), or TLSCertFile and
+//	                                                TLSKeyFile (PEM: one file with the key and the chain)
+//	ssl.keystore.password                           TLSKeyStorePassword (JKS, PKCS12)
+//	ssl.key.password                                TLSKeyPassword (JKS, PKCS12)
 //	client.id                                       ClientID
 //
 // Client keys may carry Kafka's "remote.log.metadata.common.client." prefix.
@@ -48,8 +56,9 @@ func ParseProperties(props map[string]string) (Config, error) {
 	}
 	slices.Sort(keys) // deterministic: the first bad key in order is reported
 	protocol := "PLAINTEXT"
-	var trustType, keyType = "JKS", "JKS"
-	var jaas string
+	var trustType, keyType = StoreJKS, StoreJKS
+	var jaas, serviceName string
+	var trustLocation, trustPassword, keyLocation, keyStorePassword, keyPassword string
 	for _, key := range keys {
 		v := strings.TrimSpace(props[key])
 		switch strings.TrimPrefix(key, clientPrefix) {
@@ -96,29 +105,71 @@ func ParseProperties(props map[string]string) (Config, error) {
 			c.SASLMechanism = v
 		case "sasl.jaas.config":
 			jaas = v
+		case "sasl.kerberos.service.name":
+			serviceName = v
+		case "java.security.krb5.conf":
+			c.SASLKerberosConfig = v
 		case "ssl.truststore.location":
-			c.TLSCAFile = v
+			trustLocation = v
 		case "ssl.truststore.type":
 			trustType = strings.ToUpper(v)
+		case "ssl.truststore.password":
+			trustPassword = v
 		case "ssl.keystore.location":
-			c.TLSCertFile, c.TLSKeyFile = v, v
+			keyLocation = v
 		case "ssl.keystore.type":
 			keyType = strings.ToUpper(v)
+		case "ssl.keystore.password":
+			keyStorePassword = v
+		case "ssl.key.password":
+			keyPassword = v
 		case "client.id":
 			c.ClientID = v
 		default:
 			return bad(key, "not a setting kafkalog knows")
 		}
 	}
-	if c.TLSCAFile != "" && trustType != "PEM" {
-		return bad("ssl.truststore.type", "%s stores are not supported; convert the truststore to PEM and set ssl.truststore.type=PEM", trustType)
+	// The stores: PEM as the PEM fields, JKS and PKCS12 as the store fields.
+	switch trustType {
+	case StorePEM:
+		if trustPassword != "" {
+			return bad("ssl.truststore.password", "not used with ssl.truststore.type=PEM (a PEM trust store has no password): remove it")
+		}
+		c.TLSCAFile = trustLocation
+	case StoreJKS, StorePKCS12:
+		c.TLSTrustStoreLocation, c.TLSTrustStorePassword = trustLocation, trustPassword
+		if trustLocation != "" && trustPassword == "" {
+			return bad("ssl.truststore.password", "missing: rlmm needs the password of a %s trust store (it checks the store's integrity)", trustType)
+		}
+	default:
+		return bad("ssl.truststore.type", "%q is not supported: want JKS, PKCS12 or PEM", trustType)
 	}
-	if c.TLSCertFile != "" && keyType != "PEM" {
-		return bad("ssl.keystore.type", "%s stores are not supported; convert the keystore to PEM and set ssl.keystore.type=PEM", keyType)
+	switch keyType {
+	case StorePEM:
+		if keyStorePassword != "" {
+			return bad("ssl.keystore.password", "not used with ssl.keystore.type=PEM: remove it")
+		}
+		if keyPassword != "" {
+			return bad("ssl.key.password", "an encrypted PEM key is not supported: give the PEM key unencrypted (mode 0600), or use a JKS or PKCS12 key store")
+		}
+		c.TLSCertFile, c.TLSKeyFile = keyLocation, keyLocation
+	case StoreJKS, StorePKCS12:
+		c.TLSKeyStoreLocation, c.TLSKeyStorePassword, c.TLSKeyPassword = keyLocation, keyStorePassword, keyPassword
+		if keyLocation != "" && keyStorePassword == "" {
+			return bad("ssl.keystore.password", "missing: rlmm needs the password of a %s key store", keyType)
+		}
+	default:
+		return bad("ssl.keystore.type", "%q is not supported: want JKS, PKCS12 or PEM", keyType)
+	}
+	if keyLocation == "" && (keyStorePassword != "" || keyPassword != "") {
+		return bad("ssl.keystore.location", "missing: ssl.keystore.password or ssl.key.password is set without a key store")
+	}
+	if trustLocation == "" && trustPassword != "" {
+		return bad("ssl.truststore.location", "missing: ssl.truststore.password is set without a trust store")
 	}
 	useTLS := protocol == "SSL" || protocol == "SASL_SSL"
 	useSASL := protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL"
-	if !useTLS && (c.TLSCAFile != "" || c.TLSCertFile != "") {
+	if !useTLS && (trustLocation != "" || keyLocation != "") {
 		return bad("security.protocol", "%s with ssl.* settings: use SSL or SASL_SSL", protocol)
 	}
 	c.TLSEnable = useTLS
@@ -126,23 +177,55 @@ func ParseProperties(props map[string]string) (Config, error) {
 		if c.SASLMechanism == "" {
 			c.SASLMechanism = SASLPlain // Kafka's default sasl.mechanism
 		}
-		for _, m := range jaasOption.FindAllStringSubmatch(jaas, -1) {
-			value := strings.ReplaceAll(strings.ReplaceAll(m[2], `\"`, `"`), `\\`, `\`)
-			switch m[1] {
-			case "username":
-				c.SASLUser = value
-			case "password":
-				c.SASLPassword = value
-			}
+		if err := c.saslFromJAAS(protocol, jaas, serviceName); err != nil {
+			return bad("sasl.jaas.config", "%v", err)
 		}
-		if c.SASLUser == "" {
-			return bad("sasl.jaas.config", "security.protocol %s needs username=\"...\" and password=\"...\"", protocol)
-		}
-	} else if c.SASLMechanism != "" || jaas != "" {
+	} else if c.SASLMechanism != "" || jaas != "" || serviceName != "" || c.SASLKerberosConfig != "" {
 		return bad("security.protocol", "%s with sasl.* settings: use SASL_PLAINTEXT or SASL_SSL", protocol)
 	}
 	if _, err := c.withDefaults(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// saslFromJAAS fills the SASL credentials from sasl.jaas.config (and, for
+// GSSAPI, sasl.kerberos.service.name, which must agree with a serviceName
+// option of the JAAS line, as Kafka requires).
+func (c *Config) saslFromJAAS(protocol, jaas, serviceName string) error {
+	if strings.EqualFold(c.SASLMechanism, SASLGSSAPI) {
+		if jaas == "" {
+			return fmt.Errorf("missing: sasl.mechanism GSSAPI needs %s required useKeyTab=true keyTab=\"...\" principal=\"...\";", Krb5LoginModule)
+		}
+		l, err := parseKrb5Login(jaas)
+		if err != nil {
+			return err
+		}
+		if l.serviceName != "" && serviceName != "" && l.serviceName != serviceName {
+			return fmt.Errorf("serviceName %q differs from sasl.kerberos.service.name %q", l.serviceName, serviceName)
+		}
+		if serviceName == "" {
+			serviceName = l.serviceName
+		}
+		if serviceName == "" {
+			return errors.New("no Kerberos service name: set sasl.kerberos.service.name (e.g. kafka) or serviceName= in the JAAS line")
+		}
+		c.SASLKerberosPrincipal, c.SASLKerberosKeyTab, c.SASLKerberosServiceName = l.principal, l.keyTab, serviceName
+		return nil
+	}
+	if serviceName != "" || c.SASLKerberosConfig != "" {
+		return fmt.Errorf("sasl.kerberos.service.name and java.security.krb5.conf are for sasl.mechanism GSSAPI, not %s", c.SASLMechanism)
+	}
+	if jaas == "" {
+		return fmt.Errorf("missing: security.protocol %s needs username=\"...\" and password=\"...\"", protocol)
+	}
+	e, err := parseJAAS(jaas)
+	if err != nil {
+		return err
+	}
+	c.SASLUser, c.SASLPassword = e.options["username"], e.options["password"]
+	if c.SASLUser == "" {
+		return fmt.Errorf("security.protocol %s needs username=\"...\" and password=\"...\"", protocol)
+	}
+	return nil
 }
