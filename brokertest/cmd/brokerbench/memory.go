@@ -25,8 +25,9 @@ package main
 //     its maps' entries are the JDK's classes);
 //   - the broker's RSS (VmRSS of /proc/PID/status);
 //   - with rlmm, the sidecar's (rlmm serve's) Go heap from its /metrics
-//     (go_memstats_heap_inuse_bytes, heap_alloc, next_gc) and its RSS,
-//     read after its first garbage collection once it caught up.
+//     (go_memstats_heap_inuse_bytes, heap_alloc) and its RSS, read after
+//     its first garbage collection once it caught up, and the lowest heap
+//     goal (next_gc: twice the heap marked live) of its next collections.
 //
 // Ready: every sidecar's metadata partitions assigned, ready, lag 0 (rlmm);
 // and for both, the brokers' live heaps steady (two full-GC samples within
@@ -153,6 +154,11 @@ func memory(args []string) (map[string]any, error) {
 	after, err := b.measure(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if o.mode == "rlmm" {
+		if err := b.lowestGoals(ctx, after); err != nil {
+			return nil, err
+		}
 	}
 	foreign, err := foreignEvents(ctx, b.addrs, events)
 	if err != nil {
@@ -346,7 +352,9 @@ type nodeMemory struct {
 	SidecarHeapInuse  int64 `json:"sidecarHeapInuse,omitempty"`
 	SidecarHeapAlloc  int64 `json:"sidecarHeapAlloc,omitempty"`
 	SidecarNextGC     int64 `json:"sidecarNextGc,omitempty"`
-	SidecarRSS        int64 `json:"sidecarRss,omitempty"`
+	// after the events: the lowest heap goal of SidecarGCs collections
+	SidecarGCs int   `json:"sidecarGcs,omitempty"`
+	SidecarRSS int64 `json:"sidecarRss,omitempty"`
 }
 
 func (b *broker) nodeDir(n int) string {
@@ -547,6 +555,50 @@ func (b *broker) waitSteady(ctx context.Context, gc bool) error {
 		}
 		return steady, nil
 	})
+}
+
+// gcCycles is how many of a sidecar's collections lowestGoals watches.
+const gcCycles = 5
+
+// lowestGoals watches every sidecar's next gcCycles garbage collections
+// (for at most 3 minutes, at least one each) and keeps in m the lowest heap
+// goal they set: the goal is twice the heap marked live, and the lowest is
+// the one least inflated by what was in flight at the mark (a snapshot
+// being written, a list being streamed to the broker).
+func (b *broker) lowestGoals(ctx context.Context, m []nodeMemory) error {
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	last := make([]float64, b.nodes)
+	for {
+		done := true
+		for i := range m {
+			mt, err := b.metrics(wctx, i+1)
+			if err != nil {
+				return err
+			}
+			if gc := mt["go_memstats_last_gc_time_seconds"]; gc != last[i] {
+				if last[i] != 0 {
+					m[i].SidecarGCs++
+					m[i].SidecarNextGC = min(m[i].SidecarNextGC, int64(mt["go_memstats_next_gc_bytes"]))
+				}
+				last[i] = gc
+			}
+			done = done && m[i].SidecarGCs >= gcCycles
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			for i := range m {
+				if m[i].SidecarGCs == 0 {
+					return fmt.Errorf("node %d: the sidecar collected no garbage in 3 minutes", i+1)
+				}
+			}
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // measure takes every node's figures.
