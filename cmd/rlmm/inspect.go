@@ -31,6 +31,10 @@ type inspectOptions struct {
 	quiet     bool
 	timeout   time.Duration
 	snapshot  string // inspect_snapshot.go
+	// sizes, byPartition, price: the size view (inspect_sizes.go).
+	sizes       bool
+	byPartition bool
+	price       float64
 }
 
 func newInspectCmd() *cobra.Command {
@@ -56,7 +60,8 @@ created.`,
   rlmm inspect --kafka broker1:9092 --topic orders --partition 3 --segments
   rlmm inspect --kafka broker1:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user ops --json
   rlmm inspect --dir /var/lib/rlmm/log --events | grep DELETE_SEGMENT
-  rlmm inspect --snapshot /var/lib/rlmm/snap/rlmm.snapshot --segments --json`,
+  rlmm inspect --snapshot /var/lib/rlmm/snap/rlmm.snapshot --segments --json
+  rlmm inspect --kafka broker1:9092 --sizes --price-per-gb-month 0.023   # remote bytes per topic, a monthly estimate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.snapshot != "" {
@@ -76,6 +81,7 @@ created.`,
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
+	addSizesFlags(f, o)
 	return cmd
 }
 
@@ -188,9 +194,15 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 		_, err := out.Write(line)
 		return err
 	}
+	if err := o.checkSizes(cmd); err != nil {
+		return err
+	}
 	b, err := materialize(ctx, src, o.timeout, o.quiet, onRecord)
 	if err != nil {
 		return err
+	}
+	if o.sizes {
+		return writeSizes(out, src, b, o)
 	}
 	var parts []jsonPartition
 	for _, tp := range b.Partitions() {
