@@ -490,7 +490,9 @@ func scrapeGauge(ctx context.Context, url, name string) (map[string]float64, err
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// No keep-alive: no connection (and its goroutines) outlives the scrape.
+	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return nil, err
 	}
