@@ -128,10 +128,22 @@ final class PluginConfig {
     /** Kafka's remote.log.metadata.* settings rlmm does not use (producer/consumer tuning and the like). */
     final List<String> ignoredSettings;
 
-    /** The client settings (after remote.log.metadata.common.client.) rlmm serve reads. */
+    /**
+     * The client settings (after remote.log.metadata.common.client.) rlmm serve reads. The
+     * passwords among them reach the child only through its properties file (mode 0600 in the
+     * private work directory, removed at close), never its command line.
+     */
     private static final List<String> CLIENT_KEYS = List.of("bootstrap.servers", "security.protocol", "sasl.mechanism",
-            "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type", "ssl.keystore.location",
-            "ssl.keystore.type", "client.id");
+            "sasl.jaas.config", "sasl.kerberos.service.name", "ssl.truststore.location", "ssl.truststore.type",
+            "ssl.truststore.password", "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password",
+            "ssl.key.password", "client.id");
+    /**
+     * The broker JVM's Kerberos configuration file (a system property, as Kafka's clients read it),
+     * forwarded to the child as a setting of that name when the SASL mechanism is GSSAPI.
+     */
+    static final String KRB5_CONF = "java.security.krb5.conf";
+    /** Flags of rlmm serve that carry a secret: refused in {@link #EXTRA_ARGS}. */
+    private static final List<String> SECRET_FLAGS = List.of("--sasl-password");
     /** The remote.log.metadata.* settings of Kafka's manager rlmm serve reads. */
     private static final List<String> MANAGER_KEYS = List.of("remote.log.metadata.topic.num.partitions",
             "remote.log.metadata.topic.replication.factor", "remote.log.metadata.topic.min.isr",
@@ -162,11 +174,22 @@ final class PluginConfig {
                 ignored.add(key);
                 continue;
             }
-            String v = String.valueOf(e.getValue()).trim();
+            Object raw = e.getValue();
+            // A password-typed setting may arrive as Kafka's Password, whose toString hides it.
+            String v = (raw instanceof org.apache.kafka.common.config.types.Password
+                    ? ((org.apache.kafka.common.config.types.Password) raw).value()
+                    : String.valueOf(raw)).trim();
             if (v.indexOf('\n') >= 0 || v.indexOf('\r') >= 0 || v.endsWith("\\")) {
                 throw new ConfigException(key, "(not shown)", "a line break or a trailing backslash cannot be passed to rlmm serve");
             }
             kafka.put(key, v);
+        }
+        String krb5 = System.getProperty(KRB5_CONF);
+        if (krb5 != null && !krb5.isBlank() && "GSSAPI".equalsIgnoreCase(kafka.getOrDefault(CLIENT_PREFIX + "sasl.mechanism", ""))) {
+            if (krb5.indexOf('\n') >= 0 || krb5.indexOf('\r') >= 0 || krb5.endsWith("\\")) {
+                throw new ConfigException(KRB5_CONF, krb5, "a line break or a trailing backslash cannot be passed to rlmm serve");
+            }
+            kafka.put(KRB5_CONF, krb5.trim());
         }
         kafkaSettings = Collections.unmodifiableMap(kafka);
         ignoredSettings = Collections.unmodifiableList(ignored);
@@ -246,6 +269,13 @@ final class PluginConfig {
             if (extra != null) {
                 for (String a : extra.trim().split("\\s+")) {
                     if (!a.isEmpty()) {
+                        for (String secret : SECRET_FLAGS) {
+                            if (a.equals(secret) || a.startsWith(secret + "=")) {
+                                throw new ConfigException(EXTRA_ARGS, "(not shown)", secret + " would put a secret on the child's"
+                                        + " command line, which every local user can read: give the password as a"
+                                        + " remote.log.metadata.common.client.* setting (it goes to a 0600 properties file)");
+                            }
+                        }
                         args.add(a);
                     }
                 }

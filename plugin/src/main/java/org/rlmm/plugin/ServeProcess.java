@@ -31,6 +31,12 @@ import org.slf4j.Logger;
  * previous broker process (its pid file names a live rlmm serve on the same socket) is stopped
  * before a new one starts. A first child that refuses its settings is not started again: the
  * owner hears of it through {@link Hooks#failed}.
+ *
+ * <p>Secrets (the key and trust store passwords, the JAAS line's password) reach the child only
+ * through its properties file: mode 0600 in the private directory (itself 0700), rewritten at
+ * every start (a file a crash left behind is removed first), removed at {@link #close}, and
+ * named, not quoted, on the command line. The embedded log takes no client settings: no file is
+ * written for it.
  */
 final class ServeProcess implements AutoCloseable {
     /** What the owner does around a child's life. */
@@ -244,11 +250,17 @@ final class ServeProcess implements AutoCloseable {
 
     private void writeProperties() throws IOException {
         Path tmp = propertiesFile.resolveSibling("serve.properties.tmp");
+        // A previous broker process that crashed left its file (and maybe a half-written one).
         Files.deleteIfExists(tmp);
+        Files.deleteIfExists(propertiesFile);
+        if (cfg.embeddedDir != null) {
+            return; // the embedded log's child takes flags only
+        }
         Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
             w.write("# Written by rlmm's broker plugin for `rlmm serve --properties`: Kafka's\n");
-            w.write("# remote.log.metadata.* settings as the broker passed them. Rewritten at every start.\n");
+            w.write("# remote.log.metadata.* settings as the broker passed them, passwords included (mode 0600).\n");
+            w.write("# Rewritten at every start, removed when the plugin closes.\n");
             for (Map.Entry<String, String> e : cfg.kafkaSettings.entrySet()) {
                 w.write(e.getKey() + "=" + e.getValue() + "\n");
             }
@@ -506,6 +518,22 @@ final class ServeProcess implements AutoCloseable {
             Files.deleteIfExists(pidFile);
         } catch (IOException e) {
             log.warn("rlmm plugin: cannot remove {}: {}", pidFile, e.toString());
+        }
+        removeProperties();
+    }
+
+    /** The child's properties file, which holds the secrets: removed once no child needs it. */
+    Path propertiesFile() {
+        return propertiesFile;
+    }
+
+    private void removeProperties() {
+        for (Path p : new Path[] {propertiesFile, propertiesFile.resolveSibling("serve.properties.tmp")}) {
+            try {
+                Files.deleteIfExists(p);
+            } catch (IOException e) {
+                log.warn("rlmm plugin: cannot remove {} (it holds the child's passwords): {}", p, e.toString());
+            }
         }
     }
 }
