@@ -4,9 +4,41 @@
 // restart loads it and replays only the log's tail. Tools read it too (rlmm
 // inspect --snapshot).
 //
-// # Layout (format version 3)
+// # Layout (format version 4)
 //
-// All integers are little-endian and fixed width.
+// All integers are little-endian and fixed width. A file is a header, the
+// blocks as they were written, a footer (the head's data and the block
+// index) and a fixed-size trailer at the very end, which locates the
+// footer: as hashicorp/raft-wal seals a segment with its index in a
+// footer, so that the writer streams and the reader finds the index by
+// reading the file's tail.
+//
+//	header:  "RLMMSNAP" | u16 version (4)                      (10 bytes, HeaderSize)
+//	blocks:  one per user partition, back to back from file byte 10, in the
+//	         order written (block: as in version 3, below)
+//	footer:  uuid(16) log id (eventlog.Log.ID; all zero: unknown)
+//	         u32 metadata partition count
+//	         count × i64 committed offset (-1: nothing of that metadata partition is held)
+//	         u32 user partition count, then for each (the block index, in file order):
+//	           u64 block offset | u64 block length | u32 CRC-32C of the block | u32 segments
+//	           uuid(16) topic id | u32 topic length | topic | i32 partition
+//	trailer: u64 footer offset | u64 footer length | u32 CRC-32C of the footer
+//	         "RLMMSNAP"                                         (28 bytes, TrailerSize)
+//
+// The reader reads the header (magic, version), then the last 28 bytes: the
+// trailer must end in the magic, and the footer it places must end where
+// the trailer starts (footer offset + footer length = file size - 28). A
+// file whose write stopped before its end (a torn file: the trailer
+// missing or not matching the file) is refused there, with an error
+// naming the byte. The footer's checksum covers it whole. The index's
+// blocks must tile the bytes between the header and the footer exactly:
+// the first starts at byte 10, each next one where the one before ends, the
+// last ends at the footer's offset; each block's segment count must fit
+// its length. So every byte of the file is covered by a checksum or
+// checked against the others, and the index is known (each block's
+// partition, segment count and place) before any block is read.
+//
+// # Layout (format version 3, the older one, still read)
 //
 //	header: "RLMMSNAP" | u16 version (3) | u32 CRC-32C of the head | u64 head length
 //	head:   uuid(16) log id (eventlog.Log.ID; all zero: unknown)
@@ -16,6 +48,9 @@
 //	          u64 block length | u32 CRC-32C of the block | u32 segments
 //	          uuid(16) topic id | u32 topic length | topic | i32 partition
 //	blocks: one per user partition, in the index's order, up to the end of the file
+//
+// # Blocks (versions 2 to 4)
+//
 //	block:  uuid(16) topic id | u32 topic length | topic | i32 partition
 //	        u32 segments | u32 extras | u32 extra epochs | u64 custom bytes
 //	        segments × segment
@@ -35,45 +70,62 @@
 // did. The second line of a block counts what follows (extras: segments with
 // an epoch list or custom metadata; extra epochs: the lengths of those lists
 // summed; custom bytes: the custom metadata summed) so that a builder sizes
-// the partition once; the decoder checks the counts against the block.
+// the partition once; the decoder checks the counts against the block. A
+// block without segments, highest offsets or delete state is a partition
+// that was kept (hosted) with no state: topicbased writes one so that a
+// restart knows it needs no rebuild.
 //
 // Each block has its own checksum, so blocks are read, checked and decoded
 // on several goroutines, each into a buffer it reuses, without reading the
-// whole file into memory first. The index names each block's partition and
-// segment count so that a reader knows the whole content, and which
-// metadata partition each block belongs to, before decoding any block.
+// whole file into memory first, and a damaged block costs only its own
+// metadata partition (topicbased replays that one from offset 0).
 //
-// Version 3 differs from version 2 only by the log id at the start of the
-// head: the id a restart compares with its log's, so that a snapshot of a
-// metadata topic that was deleted and created again under the same name is
-// dropped even when the new topic already holds more events than the
-// snapshot claims (an offset check alone cannot tell). Open reads version 2
-// files too (as topicbased wrote them before; the log id reads as zero, and
-// nothing is compared); an older build refuses a version 3 file by its
-// version and replays the log.
+// # Versions
+//
+// Version 4 differs from version 3 by where the head and the index are:
+// version 3 put them before the first block, so its writer had to name
+// every user partition before writing one (topicbased then exported every
+// metadata partition, a copy of the whole cache, before writing), and wrote
+// the head last at the start of the file (io.WriterAt). Version 4's writer
+// streams: it exports and writes one metadata partition at a time and
+// holds only that one's copy, and the index it keeps (one entry per user
+// partition) is written at the end. Version 3 differs from version 2 only
+// by the log id at the start of the head: the id a restart compares with
+// its log's, so that a snapshot of a metadata topic that was deleted and
+// created again under the same name is dropped even when the new topic
+// already holds more events than the snapshot claims (an offset check alone
+// cannot tell). Open reads versions 2, 3 and 4 (in a version 2 file the log
+// id reads as zero, and nothing is compared); a restart from an older file
+// writes version 4 at its next snapshot. An older build refuses a version 4
+// file by its version and replays the log; WriterV3 writes version 3 for a
+// downgrade.
 //
 // # Writing
 //
-// Writer streams the file: blocks are encoded one at a time through a
-// buffered writer, and the header and head, whose block lengths and
-// checksums are known only at the end, are written last at the start of
-// the file (io.WriterAt). The caller names the user partitions up front
-// (the head's size depends on them). topicbased writes into an
+// Writer streams the file through a 1 MiB buffer into an io.Writer: the
+// header, each block as WriteBlock is given it (encoded one segment at a
+// time), the committed offsets given by SetCommitted in any order, and at
+// Finish the footer and the trailer. The file is never held whole, nor the
+// state of more than the block being written. topicbased writes into an
 // internal/atomicfile File, so a crash leaves the old snapshot or the new
-// one.
+// one (and a torn temporary file is never the snapshot).
 //
 // # Reading
 //
-// Open reads and checks the header and the head (magic, version,
-// checksum, every length against the file's size, committed offsets of -1
-// or more, trailing bytes). Verify checks every block's checksum, and
-// ForEachBlock hands each checked block to a function, on up to the given
-// number of goroutines. DecodeBlock decodes a block into a Sink
-// (memory.PartitionBuilder satisfies it), checking every count and length
-// against the bytes before allocating for it; DecodeState decodes one into
-// a memory.PartitionState for tools. Every error of bad bytes wraps
-// rlmm.ErrCorrupt and names the file byte where it was found; nothing read
-// may panic.
+// Open reads and checks the index and head (version 4: header, trailer,
+// footer; versions 2 and 3: header and head: magic, version, checksum,
+// every length against the file's size, committed offsets of -1 or more,
+// trailing bytes). ForEachBlock reads each block once and checks its
+// checksum on that read, on up to the given number of goroutines, and
+// hands the block to a function that decodes it: one read and one pass
+// per block (topicbased's restore does that, with no check of the whole
+// file first). Verify checks every block's checksum alone, for tools.
+// DecodeBlock decodes a block into a Sink (memory.PartitionBuilder
+// satisfies it), checking every count and length against the bytes before
+// allocating for it; DecodeState decodes one into a memory.PartitionState
+// for tools. Every error of bad bytes wraps rlmm.ErrCorrupt and names the
+// file byte where it was found; nothing read may panic (FuzzOpen,
+// FuzzReadFooter, FuzzReadHead and FuzzReadBlock check it).
 //
 // It uses only the standard library (hash/crc32 for CRC-32C, which uses
 // the CPU's instruction) and the rlmm and memory packages.

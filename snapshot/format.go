@@ -18,15 +18,30 @@ const Magic = "RLMMSNAP"
 // checksummed block per user partition) so that a restart decodes and
 // builds the partitions on every core at once. Version 3 adds the log's id
 // at the start of the head, so that a snapshot of a metadata topic that was
-// deleted and created again is told apart from the new topic.
-const Version uint16 = 3
+// deleted and created again is told apart from the new topic. Version 4
+// moves the head and the block index into a footer found through a
+// fixed-size trailer, so that a writer streams the blocks without knowing
+// the partitions up front.
+const Version uint16 = 4
 
-// VersionWithoutLogID is the older layout still read: version 3 without
+// VersionHeadFirst is the older layout still read (and written by
+// WriterV3): the head and the block index before the blocks.
+const VersionHeadFirst uint16 = 3
+
+// VersionWithoutLogID is the oldest layout still read: version 3 without
 // the log id (Head.LogID reads as rlmm.ZeroUuid).
 const VersionWithoutLogID uint16 = 2
 
-// HeaderSize is magic(8) + version(2) + CRC-32C(4) + head length(8).
-const HeaderSize = 8 + 2 + 4 + 8
+// HeaderSize is the header of version 4: magic(8) + version(2).
+const HeaderSize = 8 + 2
+
+// TrailerSize is the trailer that ends a version 4 file: footer offset(8) +
+// footer length(8) + CRC-32C of the footer(4) + magic(8).
+const TrailerSize = 8 + 8 + 4 + 8
+
+// HeadFirstHeaderSize is the header of versions 2 and 3: magic(8) +
+// version(2) + CRC-32C of the head(4) + head length(8).
+const HeadFirstHeaderSize = 8 + 2 + 4 + 8
 
 // segmentFixedBytes is the fixed part of a segment: uuid(16) + 4 × i64 +
 // 3 × i32 + 2 × u8.
@@ -41,8 +56,13 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// indexEntrySize is the length of tp's entry in the head's block index.
+// indexEntrySize is the length of tp's entry in the head's block index
+// (version 3).
 func indexEntrySize(tp rlmm.TopicIDPartition) int { return 8 + 4 + 4 + 16 + 4 + len(tp.Topic) + 4 }
+
+// footerEntrySize is the length of tp's entry in the footer's block index
+// (version 4): the version 3 entry and the block's offset.
+func footerEntrySize(tp rlmm.TopicIDPartition) int { return 8 + indexEntrySize(tp) }
 
 // headSize is the length of the head (this version's) of a snapshot of n
 // metadata partitions holding tps.

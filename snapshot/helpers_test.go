@@ -26,15 +26,43 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	return copy(f.b[off:], p), nil
 }
 
-// encode writes f with a Writer and returns the file's bytes.
+// encode writes f with a Writer (version 4), committed offsets given
+// after the blocks as topicbased gives them, and returns the file's bytes.
 func encode(t testing.TB, f *file) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w, err := NewWriter(&out, f.head.LogID, f.head.Partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.states {
+		if err := w.WriteBlock(&f.states[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for mp, c := range f.head.Committed {
+		must(t, w.SetCommitted(int32(mp), c))
+	}
+	size, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != int64(out.Len()) {
+		t.Fatalf("Finish says %d bytes, %d written", size, out.Len())
+	}
+	return out.Bytes()
+}
+
+// encodeV3 writes f with a WriterV3 (version 3) and returns the file's
+// bytes.
+func encodeV3(t testing.TB, f *file) []byte {
 	t.Helper()
 	tps := make([]rlmm.TopicIDPartition, len(f.states))
 	for i := range f.states {
 		tps[i] = f.states[i].TopicIDPartition
 	}
 	var out memFile
-	w, err := NewWriter(&out, f.head, tps)
+	w, err := NewWriterV3(&out, f.head, tps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"reflect"
 	"strings"
@@ -14,33 +15,54 @@ import (
 	"github.com/rlmm-go/rlmm/memory"
 )
 
+// encoders are the two layouts written, by their version.
+var encoders = []struct {
+	version uint16
+	encode  func(testing.TB, *file) []byte
+}{{Version, encode}, {VersionHeadFirst, encodeV3}}
+
 func TestRoundTrip(t *testing.T) {
-	s := sample()
-	got, err := decode(encode(t, s))
-	must(t, err)
-	if !reflect.DeepEqual(got, s) {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
-	}
-	// Absent and empty custom metadata stay apart.
-	if got.states[0].Segments[0].CustomMetadata == nil || got.states[0].Segments[2].CustomMetadata != nil {
-		t.Error("custom metadata absent/empty not preserved")
+	for _, e := range encoders {
+		t.Run(fmt.Sprintf("version%d", e.version), func(t *testing.T) {
+			s := sample()
+			data := e.encode(t, s)
+			got, err := decode(data)
+			must(t, err)
+			if !reflect.DeepEqual(got, s) {
+				t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
+			}
+			// Absent and empty custom metadata stay apart.
+			if got.states[0].Segments[0].CustomMetadata == nil || got.states[0].Segments[2].CustomMetadata != nil {
+				t.Error("custom metadata absent/empty not preserved")
+			}
+			r, err := Open(bytes.NewReader(data), int64(len(data)))
+			must(t, err)
+			if r.Version() != e.version {
+				t.Errorf("Version() = %d, want %d", r.Version(), e.version)
+			}
+		})
 	}
 }
 
-// Every single-byte change and every truncation is detected.
+// Every single-byte change and every truncation is detected, in both
+// layouts.
 func TestDamageIsDetected(t *testing.T) {
-	good := encode(t, sample())
-	for i := range good {
-		b := bytes.Clone(good)
-		b[i] ^= 0x5a
-		if _, err := decode(b); !errors.Is(err, rlmm.ErrCorrupt) {
-			t.Fatalf("byte %d changed: %v; want ErrCorrupt", i, err)
-		}
-	}
-	for n := range len(good) {
-		if _, err := decode(good[:n]); !errors.Is(err, rlmm.ErrCorrupt) {
-			t.Fatalf("truncated to %d bytes: %v; want ErrCorrupt", n, err)
-		}
+	for _, e := range encoders {
+		t.Run(fmt.Sprintf("version%d", e.version), func(t *testing.T) {
+			good := e.encode(t, sample())
+			for i := range good {
+				b := bytes.Clone(good)
+				b[i] ^= 0x5a
+				if _, err := decode(b); !errors.Is(err, rlmm.ErrCorrupt) {
+					t.Fatalf("byte %d changed: %v; want ErrCorrupt", i, err)
+				}
+			}
+			for n := range len(good) {
+				if _, err := decode(good[:n]); !errors.Is(err, rlmm.ErrCorrupt) {
+					t.Fatalf("truncated to %d bytes: %v; want ErrCorrupt", n, err)
+				}
+			}
+		})
 	}
 }
 
@@ -59,16 +81,18 @@ func TestInvalidContent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := sample()
 			c.mutate(s)
-			if _, err := decode(encode(t, s)); !errors.Is(err, rlmm.ErrCorrupt) {
-				t.Errorf("decode: %v; want ErrCorrupt", err)
+			for _, e := range encoders {
+				if _, err := decode(e.encode(t, s)); !errors.Is(err, rlmm.ErrCorrupt) {
+					t.Errorf("decode of version %d: %v; want ErrCorrupt", e.version, err)
+				}
 			}
 		})
 	}
 }
 
-// The writer refuses what the format cannot say, and what a reader would
-// refuse (committed offsets below -1, no metadata partition).
-func TestWriterRefusesInvalidHeads(t *testing.T) {
+// The version 3 writer refuses what the format cannot say, and what a
+// reader would refuse (committed offsets below -1, no metadata partition).
+func TestWriterV3RefusesInvalidHeads(t *testing.T) {
 	tp := topicPartition("w", 1, 0)
 	cases := []struct {
 		name string
@@ -82,24 +106,25 @@ func TestWriterRefusesInvalidHeads(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := NewWriter(&memFile{}, c.head, c.tps); !errors.Is(err, rlmm.ErrInvalidArgument) {
-				t.Errorf("NewWriter: %v; want ErrInvalidArgument", err)
+			if _, err := NewWriterV3(&memFile{}, c.head, c.tps); !errors.Is(err, rlmm.ErrInvalidArgument) {
+				t.Errorf("NewWriterV3: %v; want ErrInvalidArgument", err)
 			}
 		})
 	}
-	w, err := NewWriter(&memFile{}, Head{Partitions: 1, Committed: []int64{0}}, []rlmm.TopicIDPartition{tp})
+	w, err := NewWriterV3(&memFile{}, Head{Partitions: 1, Committed: []int64{0}}, []rlmm.TopicIDPartition{tp})
 	must(t, err)
 	if _, err := w.Finish(); !errors.Is(err, rlmm.ErrInvalidArgument) {
 		t.Errorf("Finish before every block: %v; want ErrInvalidArgument", err)
 	}
-	w, err = NewWriter(&memFile{}, Head{Partitions: 1, Committed: []int64{0}}, []rlmm.TopicIDPartition{tp})
+	w, err = NewWriterV3(&memFile{}, Head{Partitions: 1, Committed: []int64{0}}, []rlmm.TopicIDPartition{tp})
 	must(t, err)
 	if err := w.WriteBlock(&memory.PartitionState{TopicIDPartition: topicPartition("other", 2, 0)}); !errors.Is(err, rlmm.ErrInvalidArgument) {
 		t.Errorf("block of another partition: %v; want ErrInvalidArgument", err)
 	}
 }
 
-// Heads whose checksum holds but whose content is invalid are refused.
+// Version 3 heads whose checksum holds but whose content is invalid are
+// refused.
 func TestInvalidHead(t *testing.T) {
 	cases := []struct {
 		name string
@@ -133,12 +158,12 @@ func logID() []byte { u := uuidN(9); return u[:] }
 // version 3) reads with every block; its log id is the zero one.
 func TestVersion2Reads(t *testing.T) {
 	s := sample()
-	v3 := encode(t, s)
+	v3 := encodeV3(t, s)
 	headLen := binary.LittleEndian.Uint64(v3[14:22])
-	v2 := append(bytes.Clone(v3[:HeaderSize]), v3[HeaderSize+16:]...)
+	v2 := append(bytes.Clone(v3[:HeadFirstHeaderSize]), v3[HeadFirstHeaderSize+16:]...)
 	binary.LittleEndian.PutUint16(v2[8:], VersionWithoutLogID)
 	binary.LittleEndian.PutUint64(v2[14:], headLen-16)
-	binary.LittleEndian.PutUint32(v2[10:], crc32.Checksum(v2[HeaderSize:HeaderSize+headLen-16], crcTable))
+	binary.LittleEndian.PutUint32(v2[10:], crc32.Checksum(v2[HeadFirstHeaderSize:HeadFirstHeaderSize+headLen-16], crcTable))
 	got, err := decode(v2)
 	must(t, err)
 	s.head.LogID = rlmm.ZeroUuid
@@ -150,9 +175,9 @@ func TestVersion2Reads(t *testing.T) {
 	if r.Version() != VersionWithoutLogID {
 		t.Errorf("Version() = %d, want %d", r.Version(), VersionWithoutLogID)
 	}
-	v2[8] = 4 // an unknown version is refused by its number
-	if _, err := Open(bytes.NewReader(v2), int64(len(v2))); !errors.Is(err, rlmm.ErrCorrupt) || !strings.Contains(err.Error(), "version 4") {
-		t.Errorf("version 4: %v; want ErrCorrupt naming the version", err)
+	v2[8] = 5 // an unknown version is refused by its number
+	if _, err := Open(bytes.NewReader(v2), int64(len(v2))); !errors.Is(err, rlmm.ErrCorrupt) || !strings.Contains(err.Error(), "version 5") {
+		t.Errorf("version 5: %v; want ErrCorrupt naming the version", err)
 	}
 }
 
@@ -164,13 +189,13 @@ func encodeIndexEntry(length uint64, segments uint32, tp rlmm.TopicIDPartition) 
 	return appendTP(b, tp)
 }
 
-// openHead wraps a head's bytes in a valid header (checksum and length
-// right) and opens the result, which has no blocks beyond what the head
-// names.
+// openHead wraps a version 3 head's bytes in a valid header (checksum and
+// length right) and opens the result, which has no blocks beyond what the
+// head names.
 func openHead(head []byte) (*Reader, error) {
-	file := make([]byte, HeaderSize, HeaderSize+len(head))
+	file := make([]byte, HeadFirstHeaderSize, HeadFirstHeaderSize+len(head))
 	copy(file, Magic)
-	binary.LittleEndian.PutUint16(file[8:], Version)
+	binary.LittleEndian.PutUint16(file[8:], VersionHeadFirst)
 	binary.LittleEndian.PutUint32(file[10:], crc32.Checksum(head, crcTable))
 	binary.LittleEndian.PutUint64(file[14:], uint64(len(head)))
 	file = append(file, head...)
@@ -191,12 +216,12 @@ func TestForEachBlockStopsWithItsContext(t *testing.T) {
 	}
 }
 
-// FuzzReadHead feeds arbitrary heads (with a valid checksum, so that the
-// fuzzer reaches the decoder) to Open: it must never panic, fail only with
-// ErrCorrupt, and a head it accepts names blocks inside the file.
+// FuzzReadHead feeds arbitrary version 3 heads (with a valid checksum, so
+// that the fuzzer reaches the decoder) to Open: it must never panic, fail
+// only with ErrCorrupt, and a head it accepts names blocks inside the file.
 func FuzzReadHead(f *testing.F) {
-	good := encode(f, sample())
-	f.Add(good[HeaderSize : HeaderSize+int(binary.LittleEndian.Uint64(good[14:22]))])
+	good := encodeV3(f, sample())
+	f.Add(good[HeadFirstHeaderSize : HeadFirstHeaderSize+int(binary.LittleEndian.Uint64(good[14:22]))])
 	f.Fuzz(func(t *testing.T, head []byte) {
 		r, err := openHead(head)
 		if err != nil {
@@ -206,7 +231,7 @@ func FuzzReadHead(f *testing.F) {
 			return
 		}
 		for _, blk := range r.Blocks() {
-			if blk.Offset < HeaderSize || blk.Offset+blk.Length > r.Size() {
+			if blk.Offset < HeadFirstHeaderSize || blk.Offset+blk.Length > r.Size() {
 				t.Fatalf("block %+v outside the file of %d bytes", blk, r.Size())
 			}
 		}

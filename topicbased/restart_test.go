@@ -68,14 +68,15 @@ func TestRestartWithoutUsableSnapshotReplaysAll(t *testing.T) {
 	}{
 		{"no snapshot dir", nil, ""},
 		{"missing file", func(t *testing.T, path string) { must(t, os.Remove(path)) }, ""},
-		{"flipped payload byte", func(t *testing.T, path string) { flipByte(t, path, -5) }, "checksum"},
+		{"flipped trailer byte", func(t *testing.T, path string) { flipByte(t, path, -5) }, "trailer"},
+		{"flipped footer byte", func(t *testing.T, path string) { flipByte(t, path, footerOffset(t, path)+2) }, "footer (file bytes"},
 		{"flipped magic", func(t *testing.T, path string) { flipByte(t, path, 0) }, "magic"},
 		{"future version", func(t *testing.T, path string) { flipByte(t, path, 8) }, "version"},
 		{"truncated", func(t *testing.T, path string) {
 			b, err := os.ReadFile(path)
 			must(t, err)
 			must(t, os.WriteFile(path, b[:len(b)/2], 0o644))
-		}, "ends past the file"},
+		}, "torn"},
 		{"empty file", func(t *testing.T, path string) { must(t, os.WriteFile(path, nil, 0o644)) }, "shorter"},
 		{"a directory", func(t *testing.T, path string) {
 			must(t, os.Remove(path))
@@ -186,14 +187,17 @@ func TestVersion2SnapshotIsUsed(t *testing.T) {
 	tps := distinctPartitions(t, 3, 3)
 	want, _ := flushedRun(t, l, dir, tps, 3)
 	path := filepath.Join(dir, SnapshotFileName)
-	v3, err := os.ReadFile(path)
+	v4, err := os.ReadFile(path)
 	must(t, err)
+	s, err := decodeSnapshot(v4)
+	must(t, err)
+	v3 := encodeSnapshotV3(s)
 	// Version 2 is version 3 without the 16-byte log id that starts the head.
 	headLen := binary.LittleEndian.Uint64(v3[14:22])
-	v2 := append(slices.Clone(v3[:snapshot.HeaderSize]), v3[snapshot.HeaderSize+16:]...)
+	v2 := append(slices.Clone(v3[:snapshot.HeadFirstHeaderSize]), v3[snapshot.HeadFirstHeaderSize+16:]...)
 	binary.LittleEndian.PutUint16(v2[8:], snapshot.VersionWithoutLogID)
 	binary.LittleEndian.PutUint64(v2[14:], headLen-16)
-	binary.LittleEndian.PutUint32(v2[10:], crc32.Checksum(v2[snapshot.HeaderSize:snapshot.HeaderSize+headLen-16], crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint32(v2[10:], crc32.Checksum(v2[snapshot.HeadFirstHeaderSize:snapshot.HeadFirstHeaderSize+headLen-16], crc32.MakeTable(crc32.Castagnoli)))
 	must(t, os.WriteFile(path, v2, 0o600))
 	restartReplaysNothing(t, l, dir, tps, want)
 }

@@ -30,12 +30,13 @@ type restored struct {
 	err              error
 }
 
-// openSnapshot checks the snapshot of cfg.SnapshotDir whole (head, every
-// block's checksum, consistency with the log) and marks the metadata
-// partitions it holds: those without a user partition are held at once,
-// the others are left to the restorer (loading). It returns the open file
-// for the restorer, or nil (no snapshot, or one not used: the error says
-// why, and the manager replays the log).
+// openSnapshot opens the snapshot of cfg.SnapshotDir and checks its index
+// and head (the footer of a version 4 file, the head of an older one:
+// checksum, lengths, consistency with the log), without reading a block:
+// the restorer checks each block's checksum as it decodes it, in its one
+// read of the block. It returns the open file for the restorer, or nil (no
+// snapshot, or one not used: the error says why, and the manager replays
+// the log).
 func (m *Manager) openSnapshot() (*os.File, *snapshot.Reader, error) {
 	path := filepath.Join(m.cfg.SnapshotDir, SnapshotFileName)
 	file, err := os.Open(path)
@@ -78,9 +79,6 @@ func (m *Manager) openSnapshot() (*os.File, *snapshot.Reader, error) {
 			return nil, nil, fmt.Errorf("%w: snapshot %s holds partition %s of metadata partition %d, whose committed offset is %d",
 				rlmm.ErrCorrupt, path, blk.TopicIDPartition, mp, head.Committed[mp])
 		}
-	}
-	if err := r.Verify(context.Background(), runtime.GOMAXPROCS(0)); err != nil {
-		return nil, nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	keep = true
 	return file, r, nil
@@ -178,10 +176,12 @@ func (m *Manager) loadSnapshot() (*os.File, *snapshot.Reader) {
 	return file, r
 }
 
-// restore decodes the snapshot's blocks on every core, each straight into
-// a memory.PartitionBuilder, and hands the pump each metadata partition as
-// soon as all its blocks are built (or one failed: the pump then replays
-// that metadata partition from offset 0). Until the pump installs it, a
+// restore reads the snapshot's blocks on every core, each once: it checks
+// the block's checksum and decodes it straight into a
+// memory.PartitionBuilder, and hands the pump each metadata partition as
+// soon as all its blocks are built (or one failed, by its checksum or its
+// content: it is logged with its reason, and the pump then replays that
+// metadata partition from offset 0). Until the pump installs it, a
 // metadata partition held by the snapshot is not consumed and, if
 // assigned, answers rlmm.ErrNotReady. It closes file when done.
 func (m *Manager) restore(ctx context.Context, file *os.File, r *snapshot.Reader) {
@@ -215,6 +215,11 @@ func (m *Manager) restore(ctx context.Context, file *os.File, r *snapshot.Reader
 			err = b.Finish() // the costly part, here on this core rather than in the pump
 		}
 		mp := mpOf[k]
+		if err != nil {
+			m.logger.Warn("topicbased: a snapshot block cannot be used; its metadata partition will be replayed from offset 0",
+				"partition", blocks[k].TopicIDPartition, "metadata_partition", mp,
+				"file_offset", blocks[k].Offset, "bytes", blocks[k].Length, "error", err)
+		}
 		mu.Lock()
 		rp := &parts[mp]
 		if err != nil {

@@ -3,6 +3,7 @@ package topicbased
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -32,12 +33,8 @@ func (m *Manager) WriteSnapshot(ctx context.Context) error {
 	return m.writeSnapshot(ctx)
 }
 
-// writeSnapshot exports each held metadata partition with its committed
-// offset under applyMu (so the two agree exactly), one metadata partition at
-// a time so the pump is held only briefly, then streams the blocks into a
-// temporary file outside the lock and replaces the snapshot with it.
-// Metadata partitions are independent, so exporting them at slightly
-// different moments keeps the snapshot consistent.
+// writeSnapshot replaces the snapshot file with one of the cache now
+// (atomically: a crash leaves the old file or the new one).
 func (m *Manager) writeSnapshot(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("topicbased: write snapshot: %w", err)
@@ -45,30 +42,66 @@ func (m *Manager) writeSnapshot(ctx context.Context) error {
 	m.snapMu.Lock()
 	defer m.snapMu.Unlock()
 	start := time.Now()
-	// Every change counted up to here is in the exports below.
+	// Every change counted up to here is in the exports streamSnapshot takes.
 	version := m.version.Load()
-	head := snapshot.Head{LogID: m.cfg.Log.ID(), Partitions: m.n, Committed: make([]int64, m.n)}
-	var states []memory.PartitionState
-	for i := range m.parts {
-		mp := int32(i)
-		m.applyMu.Lock()
-		head.Committed[i] = -1
-		if p := &m.parts[i]; p.held {
-			head.Committed[i] = p.next - 1
-			states = m.appendKept(states, mp)
-		}
-		m.applyMu.Unlock()
-	}
-	size, err := writeSnapshotFile(filepath.Join(m.cfg.SnapshotDir, SnapshotFileName), head, states)
+	size, blocks, err := writeSnapshotFile(filepath.Join(m.cfg.SnapshotDir, SnapshotFileName), m.streamSnapshot)
 	d := time.Since(start)
 	m.met.SnapshotWritten(d, size, err)
 	if err != nil {
 		return fmt.Errorf("topicbased: write snapshot: %w", err)
 	}
 	m.lastSnapVersion = version
-	m.logger.Debug("topicbased: snapshot written", "bytes", size, "user_partitions", len(states), "duration", d)
+	m.logger.Debug("topicbased: snapshot written", "bytes", size, "user_partitions", blocks, "duration", d)
 	return nil
 }
+
+// streamSnapshot writes a snapshot (format version 4) of the held metadata
+// partitions into dst and returns its size and block count. It exports
+// each metadata partition with its committed offset under applyMu (so the
+// two agree exactly), one at a time so the pump is held only briefly, and
+// writes that export's blocks outside the lock before exporting the next:
+// at most one metadata partition's copy of the cache is held. Metadata
+// partitions are independent, so exporting them at slightly different
+// moments keeps the snapshot consistent.
+func (m *Manager) streamSnapshot(dst io.Writer) (int64, int, error) {
+	w, err := snapshot.NewWriter(dst, m.cfg.Log.ID(), m.n)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := range m.parts {
+		mp := int32(i)
+		var states []memory.PartitionState
+		m.applyMu.Lock()
+		p := &m.parts[i]
+		held, committed := p.held, p.next-1
+		if held {
+			states = m.appendKept(nil, mp)
+		}
+		m.applyMu.Unlock()
+		if !held {
+			continue // -1: nothing of it held
+		}
+		if testHookSnapshotExported != nil {
+			testHookSnapshotExported()
+		}
+		if err := w.SetCommitted(mp, committed); err != nil {
+			return 0, 0, err
+		}
+		for j := range states {
+			if err := w.WriteBlock(&states[j]); err != nil {
+				return 0, 0, err
+			}
+			states[j] = memory.PartitionState{} // written: let it go
+		}
+	}
+	size, err := w.Finish()
+	return size, w.Blocks(), err
+}
+
+// testHookSnapshotExported, when set (by a test, before the write), runs in
+// streamSnapshot after each export, when the most memory is held: the
+// tests measure the heap there.
+var testHookSnapshotExported func()
 
 // appendKept appends the state of mp's kept user partitions: their cache
 // state, and an empty block for each one without state, so a restart knows
@@ -100,34 +133,21 @@ func (m *Manager) appendKept(states []memory.PartitionState, mp int32) []memory.
 	return states
 }
 
-// writeSnapshotFile replaces path with a snapshot of head and states
+// writeSnapshotFile replaces path with the snapshot write streams into it
 // (atomically: a crash leaves the old file or the new one) and returns its
-// size.
-func writeSnapshotFile(path string, head snapshot.Head, states []memory.PartitionState) (int64, error) {
-	tps := make([]rlmm.TopicIDPartition, len(states))
-	for i := range states {
-		tps[i] = states[i].TopicIDPartition
-	}
+// size and block count.
+func writeSnapshotFile(path string, write func(io.Writer) (int64, int, error)) (int64, int, error) {
 	f, err := atomicfile.Create(path, 0o600)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Abort()
-	w, err := snapshot.NewWriter(f, head, tps)
+	size, blocks, err := write(f)
 	if err != nil {
-		return 0, err
-	}
-	for i := range states {
-		if err := w.WriteBlock(&states[i]); err != nil {
-			return 0, err
-		}
-	}
-	size, err := w.Finish()
-	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := f.Commit(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return size, f.Close()
+	return size, blocks, f.Close()
 }

@@ -20,7 +20,9 @@ import (
 )
 
 // rlmm inspect --snapshot FILE: a dump of a snapshot file (as raft-wal
-// ships waldump), through the snapshot package's reader. It never writes.
+// ships waldump), through the snapshot package's reader: format version 4
+// (the block index in a footer) and the older versions 2 and 3 (the index
+// in the head), the version and layout said. It never writes.
 
 // snapshotBlockJSON is one block of inspect --snapshot --json.
 type snapshotBlockJSON struct {
@@ -47,7 +49,8 @@ type snapshotJSON struct {
 	File               string              `json:"file"`
 	Bytes              int64               `json:"bytes"`
 	Version            uint16              `json:"version"`
-	LogID              string              `json:"logId"` // "" when the file does not say (version 2, or a log without an id)
+	Layout             string              `json:"layout"` // where the block index is: "footer" (version 4) or "head" (versions 2 and 3)
+	LogID              string              `json:"logId"`  // "" when the file does not say (version 2, or a log without an id)
 	MetadataPartitions int32               `json:"metadataPartitions"`
 	Committed          []int64             `json:"committedOffsets"`
 	UserPartitions     int                 `json:"userPartitions"`
@@ -85,7 +88,7 @@ func runInspectSnapshot(cmd *cobra.Command, o *inspectOptions) error {
 		return couldNotRun(fmt.Errorf("snapshot %s: %w", o.snapshot, err))
 	}
 	head := r.Head()
-	doc := snapshotJSON{File: o.snapshot, Bytes: r.Size(), Version: r.Version(),
+	doc := snapshotJSON{File: o.snapshot, Bytes: r.Size(), Version: r.Version(), Layout: snapshotLayout(r.Version()),
 		MetadataPartitions: head.Partitions, Committed: head.Committed, UserPartitions: len(r.Blocks()),
 		Blocks: []snapshotBlockJSON{}}
 	if head.LogID != rlmm.ZeroUuid {
@@ -146,9 +149,17 @@ func runInspectSnapshot(cmd *cobra.Command, o *inspectOptions) error {
 	return nil
 }
 
+// snapshotLayout names where a snapshot version keeps its block index.
+func snapshotLayout(version uint16) string {
+	if version >= snapshot.Version {
+		return "footer"
+	}
+	return "head"
+}
+
 func writeSnapshotText(out io.Writer, doc *snapshotJSON, segs [][]rlmm.SegmentMetadata, segments bool) error {
-	fmt.Fprintf(out, "%s: rlmm snapshot version %d, %d bytes, %d metadata partitions, %d user partitions, %d segments\n",
-		doc.File, doc.Version, doc.Bytes, doc.MetadataPartitions, doc.UserPartitions, doc.TotalSegments)
+	fmt.Fprintf(out, "%s: rlmm snapshot version %d (block index in the %s), %d bytes, %d metadata partitions, %d user partitions, %d segments\n",
+		doc.File, doc.Version, doc.Layout, doc.Bytes, doc.MetadataPartitions, doc.UserPartitions, doc.TotalSegments)
 	// The id a restart compares with its log's (the metadata topic's id).
 	fmt.Fprintf(out, "written for the log with id %s\n", orDash(doc.LogID))
 	var held []string
