@@ -161,7 +161,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			perPartition[rec.Partition] = c
 		}
 		offset := rec.Offset
-		res := apply.LogRecord(m.inner, m.n, rec, func(k wire.PartitionKey) bool { return p.keeps(k, offset) })
+		res := apply.LogRecord(m.inner, m.n, rec, func(k wire.PartitionKey) bool { return p.keeps(k, offset) }, nil)
 		verdict := res.Err
 		switch res.Reason {
 		case 0:
@@ -257,7 +257,7 @@ func (m *Manager) applyPassRecord(rec *eventlog.Record, p *metaPartition, perPar
 	res := apply.LogRecord(m.inner, m.n, rec, func(k wire.PartitionKey) bool {
 		_, ok := pass.building[k]
 		return ok
-	})
+	}, nil)
 	switch res.Reason {
 	case 0:
 		c := perPartition[rec.Partition]

@@ -14,10 +14,16 @@ import (
 // murmur2, sign bit masked (not abs), modulo partitions. partitions must be
 // at least 1; for a smaller value the result is -1.
 func MetadataPartition(tp rlmm.TopicIDPartition, partitions int32) int32 {
+	return metadataPartitionOf(&tp.TopicID, tp.Partition, partitions)
+}
+
+// metadataPartitionOf is the partitioner's one rule, for MetadataPartition
+// and MetadataPartitionOfKey.
+func metadataPartitionOf(id *rlmm.Uuid, partition, partitions int32) int32 {
 	if partitions < 1 {
 		return -1
 	}
-	h := javaObjectsHash(tp.TopicID.LeastSignificantBits(), tp.TopicID.MostSignificantBits(), tp.Partition)
+	h := javaObjectsHash(id.LeastSignificantBits(), id.MostSignificantBits(), partition)
 	m := murmur2Int32BE(h)
 	// Both are non-negative: an unsigned division is the same and cheaper.
 	return int32((m & 0x7fffffff) % uint32(partitions))

@@ -18,7 +18,7 @@ func KeyOf(tp rlmm.TopicIDPartition) PartitionKey {
 
 // MetadataPartitionOfKey is MetadataPartition for a PartitionKey.
 func MetadataPartitionOfKey(k PartitionKey, partitions int32) int32 {
-	return MetadataPartition(rlmm.TopicIDPartition{TopicID: k.TopicID, Partition: k.Partition}, partitions)
+	return metadataPartitionOf(&k.TopicID, k.Partition, partitions)
 }
 
 // PeekPartition reads a record value's api key and, for the three event

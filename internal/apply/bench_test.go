@@ -42,7 +42,7 @@ func BenchmarkRecord(b *testing.B) {
 				cache = memory.New()
 				b.StartTimer()
 			}
-			if r := Record(cache, n, mp, int64(i), values[i%len(values)], nil); r.Reason != 0 {
+			if r := Record(cache, n, mp, int64(i), values[i%len(values)], nil, nil); r.Reason != 0 {
 				b.Fatal(r.Err)
 			}
 			i++
@@ -52,7 +52,7 @@ func BenchmarkRecord(b *testing.B) {
 		cache := memory.New()
 		i := 0
 		for b.Loop() {
-			if r := Record(cache, n, mp, int64(i), values[i%len(values)], keep); r.Reason != ReasonNotKept {
+			if r := Record(cache, n, mp, int64(i), values[i%len(values)], keep, nil); r.Reason != ReasonNotKept {
 				b.Fatal(r.Reason, r.Err)
 			}
 			i++

@@ -20,28 +20,30 @@ type Result struct {
 	// Key is the record's user partition (zero when it names none or
 	// could not be read).
 	Key wire.PartitionKey
-	// Event is the decoded event; set when the record was decoded (applied
-	// or rejected by the state machine, and a snapshot record).
-	Event wire.Event
+	// Decoded: the record was decoded into the caller's event (applied or
+	// rejected by the state machine, and a snapshot record).
+	Decoded bool
 }
 
 // LogRecord is Record for a record of an eventlog.Log: a tombstone (a
 // record without a value) is ReasonTombstone, never decoded; every other
 // record goes through Record.
-func LogRecord(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(wire.PartitionKey) bool) Result {
+func LogRecord(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(wire.PartitionKey) bool, ev *wire.Event) Result {
 	if rec.Tombstone {
 		return Result{Reason: ReasonTombstone, Err: fmt.Errorf("metadata partition %d offset %d: a tombstone (a record with a null value, as a compacted topic holds): not an event",
 			rec.Partition, rec.Offset)}
 	}
-	return Record(cache, n, rec.Partition, rec.Offset, rec.Value, keep)
+	return Record(cache, n, rec.Partition, rec.Offset, rec.Value, keep, ev)
 }
 
 // Record routes one record of metadata partition partition (offset is for
 // messages) of a log of n partitions and applies its event to cache when
 // keep says the user partition is kept (nil keeps every one). A record in
 // the wrong metadata partition is ReasonMisrouted whether kept or not, and
-// is never applied.
-func Record(cache *memory.Manager, n, partition int32, offset int64, value []byte, keep func(wire.PartitionKey) bool) Result {
+// is never applied. The decoded event is written to *ev (nil: the caller
+// does not need it); a skipped record is not decoded, so skipping costs
+// only the routing.
+func Record(cache *memory.Manager, n, partition int32, offset int64, value []byte, keep func(wire.PartitionKey) bool, ev *wire.Event) Result {
 	key, k, named, err := wire.PeekPartition(value)
 	if err != nil {
 		return Result{Reason: ReasonUndecodable, Err: fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, err)}
@@ -49,10 +51,14 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 	if !named {
 		res := Result{Reason: ReasonUnexpected, Err: fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
 			rlmm.ErrCorrupt, partition, offset, key)}
-		if ev, derr := wire.DecodeEvent(value); derr != nil {
+		if ev == nil {
+			ev = new(wire.Event)
+		}
+		var derr error
+		if *ev, derr = wire.DecodeEvent(value); derr != nil {
 			res.Reason, res.Err = ReasonUndecodable, fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, derr)
 		} else {
-			res.Event = ev
+			res.Decoded = true
 		}
 		return res
 	}
@@ -63,7 +69,10 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 	if keep != nil && !keep(k) {
 		return Result{Reason: ReasonNotKept, Key: k}
 	}
-	ev, err := wire.DecodeEvent(value)
+	if ev == nil {
+		ev = new(wire.Event) // after the skip: a skipped record never pays for it
+	}
+	*ev, err = wire.DecodeEvent(value)
 	if err != nil {
 		return Result{Reason: ReasonUndecodable, Key: k, Err: fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, err)}
 	}
@@ -77,9 +86,9 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 		err = cache.PutPartitionDelete(ctx, ev.PartitionDelete)
 	}
 	if err != nil {
-		return Result{Reason: ReasonRejected, Key: k, Event: ev, Err: err}
+		return Result{Reason: ReasonRejected, Key: k, Decoded: true, Err: err}
 	}
-	return Result{Key: k, Event: ev}
+	return Result{Key: k, Decoded: true}
 }
 
 // topicOf returns the topic name of a record that peeked cleanly, for a

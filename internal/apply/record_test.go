@@ -54,7 +54,7 @@ func TestRecordRules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cache := memory.New()
-			res := Record(cache, n, tc.partition, 7, tc.value, tc.keep)
+			res := Record(cache, n, tc.partition, 7, tc.value, tc.keep, nil)
 			if res.Reason != tc.want {
 				t.Fatalf("reason %v, want %v (%v)", res.Reason, tc.want, res.Err)
 			}
@@ -76,11 +76,11 @@ func TestRecordRules(t *testing.T) {
 // other record to Record.
 func TestLogRecordNamesTombstones(t *testing.T) {
 	cache := memory.New()
-	res := LogRecord(cache, 5, &eventlog.Record{Partition: 2, Offset: 9, Tombstone: true}, nil)
+	res := LogRecord(cache, 5, &eventlog.Record{Partition: 2, Offset: 9, Tombstone: true}, nil, nil)
 	if res.Reason != ReasonTombstone || res.Err == nil || res.Reason.String() != "tombstone" {
 		t.Errorf("tombstone: %v, %v; want ReasonTombstone with an error naming it", res.Reason, res.Err)
 	}
-	res = LogRecord(cache, 5, &eventlog.Record{Partition: 2, Offset: 10, Value: []byte{}}, nil)
+	res = LogRecord(cache, 5, &eventlog.Record{Partition: 2, Offset: 10, Value: []byte{}}, nil, nil)
 	if res.Reason != ReasonUndecodable {
 		t.Errorf("an empty value: %v; want undecodable, not a tombstone", res.Reason)
 	}

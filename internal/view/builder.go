@@ -133,8 +133,8 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	b.counts.Records++
 	b.counts.Bytes += int64(len(rec.Value))
 	ref := &RecordRef{Partition: rec.Partition, Offset: rec.Offset}
-	res := apply.LogRecord(b.cache, b.metadataPartitions, &rec, nil)
-	ev := res.Event
+	var ev wire.Event
+	res := apply.LogRecord(b.cache, b.metadataPartitions, &rec, nil, &ev)
 	switch res.Reason {
 	case apply.ReasonTombstone:
 		b.counts.Tombstones++
