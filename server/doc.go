@@ -21,6 +21,21 @@
 //     its headers and trailers and a handler dispatch per lookup. Stop ends
 //     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
 //
+//   - Readiness is pushed (readiness.go): WatchReadiness is a server stream
+//     that sends the manager's HostedReadiness (every hosted user partition
+//     and whether it is ready) at once, empty while the manager is not up,
+//     and again after each ReadinessChanged, reading the list after the
+//     wait so that changes close together coalesce, and never sending an
+//     update equal to the last. The plugin keeps it and answers isReady
+//     from memory. Stop ends open streams (UNAVAILABLE, CLOSED).
+//
+//   - A read of a user partition the manager does not host is refused
+//     (NOT_ASSIGNED), one still being built NOT_READY: never an empty
+//     answer the broker would turn into OffsetOutOfRange. The plugin raises
+//     ReplicaNotAvailableException for the first when its broker did assign
+//     the partition (the assignment has not arrived yet),
+//     RemoteResourceNotFoundException when it did not.
+//
 //   - The server accepts calls before its manager is up (SetManager comes
 //     later): the plugin can connect at once while the log is opened and the
 //     snapshot loaded. Until then reads answer NOT_READY, IsReady false,
@@ -68,7 +83,10 @@
 //     rlmm_partition_* gauges per metadata partition, the mutation latency
 //     histogram rlmm_mutation_duration_seconds{op,result},
 //     rlmm_snapshot_*, rlmm_history_lost_{events,gaps}_total per metadata
-//     partition for events deleted before they were applied); /healthz is 200 until the manager is closed;
+//     partition for events deleted before they were applied), and from the
+//     manager's Stats at each scrape (StatsCollector) rlmm_hosted_partitions,
+//     rlmm_cached_partitions, rlmm_events_skipped_total,
+//     rlmm_rebuild_passes_total, rlmm_rebuilt_partitions_total; /healthz is 200 until the manager is closed;
 //     /readyz is 200 once the manager is up and every metadata partition
 //     assigned so far is caught up, else 503 with a line saying which is not.
 //

@@ -168,3 +168,48 @@ func (m *Metrics) HistoryLost(partition int32, from, to int64) {
 		m.historyLost.WithLabelValues(l).Add(float64(to - from))
 	}
 }
+
+// statsCollector is what the manager's Stats count about the user
+// partitions it keeps, read at every scrape (all zero until the manager is
+// up), served by OpsHandler next to the gatherer it is given:
+//
+//   - rlmm_hosted_partitions: user partitions this server hosts (given to
+//     OnPartitionLeadershipChanges, not stopped);
+//   - rlmm_cached_partitions: user partitions whose state its cache holds
+//     (the hosted ones with state, and a snapshot's not consumed yet);
+//   - rlmm_events_skipped_total: events of user partitions it does not host,
+//     read with their metadata partition and dropped undecoded;
+//   - rlmm_rebuild_passes_total, rlmm_rebuilt_partitions_total: passes
+//     reading a metadata partition again from its start for user
+//     partitions hosted after it was consumed, and the partitions rebuilt.
+//
+// With several brokers, each one's server shows only its own partitions.
+type statsCollector struct{ s *Server }
+
+var (
+	descHosted  = prometheus.NewDesc("rlmm_hosted_partitions", "User partitions this server hosts (assigned by its broker and not stopped).", nil, nil)
+	descCached  = prometheus.NewDesc("rlmm_cached_partitions", "User partitions whose state the cache holds (hosted ones with state, and a snapshot's not consumed yet).", nil, nil)
+	descSkipped = prometheus.NewDesc("rlmm_events_skipped_total", "Events of user partitions this server does not host: read with their metadata partition, not decoded, not kept.", nil, nil)
+	descPasses  = prometheus.NewDesc("rlmm_rebuild_passes_total", "Rebuild passes started: a metadata partition read again from its start for user partitions hosted after it was consumed.", nil, nil)
+	descRebuilt = prometheus.NewDesc("rlmm_rebuilt_partitions_total", "User partitions the rebuild passes rebuilt.", nil, nil)
+)
+
+func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHosted
+	ch <- descCached
+	ch <- descSkipped
+	ch <- descPasses
+	ch <- descRebuilt
+}
+
+func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
+	var st topicbased.Stats
+	if m := c.s.mgr.Load(); m != nil {
+		st = m.Stats()
+	}
+	ch <- prometheus.MustNewConstMetric(descHosted, prometheus.GaugeValue, float64(st.Hosted))
+	ch <- prometheus.MustNewConstMetric(descCached, prometheus.GaugeValue, float64(st.CachedPartitions))
+	ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(st.Skipped))
+	ch <- prometheus.MustNewConstMetric(descPasses, prometheus.CounterValue, float64(st.Passes))
+	ch <- prometheus.MustNewConstMetric(descRebuilt, prometheus.CounterValue, float64(st.Rebuilt))
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // OpsHandler is the operations endpoint: /metrics (Prometheus text format
-// from g), /healthz and /readyz.
+// from g, and the server's own families of the manager's Stats: see
+// statsCollector), /healthz and /readyz.
 //
 //   - /healthz: 200 while the process serves and its manager is not
 //     closed (also while it starts); 503 once the manager is closed.
@@ -19,7 +20,7 @@ import (
 //     otherwise, with a short text body saying what is not ready.
 func (s *Server) OpsHandler(g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{g, s.stats}, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	return mux

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -76,6 +77,8 @@ type Server struct {
 	wg       sync.WaitGroup
 	lookups  sync.WaitGroup // the receivers of open lookup streams
 	errs     chan error     // Serve errors of the endpoints, buffered
+
+	stats *prometheus.Registry // statsCollector, served by OpsHandler
 }
 
 // New returns a server with no manager and no endpoint yet.
@@ -88,6 +91,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, logger: cfg.Logger, up: make(chan struct{}), stopping: make(chan struct{}), errs: make(chan error, 8)}
 	s.svc = &service{s: s}
+	s.stats = prometheus.NewRegistry()
+	s.stats.MustRegister(statsCollector{s: s})
 	return s
 }
 

@@ -1609,6 +1609,144 @@ func (x *IsReadyReply) GetReady() bool {
 	return false
 }
 
+type WatchReadinessRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchReadinessRequest) Reset() {
+	*x = WatchReadinessRequest{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchReadinessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchReadinessRequest) ProtoMessage() {}
+
+func (x *WatchReadinessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchReadinessRequest.ProtoReflect.Descriptor instead.
+func (*WatchReadinessRequest) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{24}
+}
+
+// PartitionReadiness is one hosted user partition and whether IsReady
+// would answer true for it.
+type PartitionReadiness struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	TopicIdPartition *TopicIdPartition      `protobuf:"bytes,1,opt,name=topic_id_partition,json=topicIdPartition,proto3" json:"topic_id_partition,omitempty"`
+	Ready            bool                   `protobuf:"varint,2,opt,name=ready,proto3" json:"ready,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PartitionReadiness) Reset() {
+	*x = PartitionReadiness{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionReadiness) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionReadiness) ProtoMessage() {}
+
+func (x *PartitionReadiness) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionReadiness.ProtoReflect.Descriptor instead.
+func (*PartitionReadiness) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PartitionReadiness) GetTopicIdPartition() *TopicIdPartition {
+	if x != nil {
+		return x.TopicIdPartition
+	}
+	return nil
+}
+
+func (x *PartitionReadiness) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+// ReadinessUpdate is the whole readiness of the server at one moment: every
+// user partition it hosts (given to OnPartitionLeadershipChanges, not
+// stopped), each with its readiness. A partition not listed is not hosted,
+// so not ready. Before the server's manager is up the list is empty.
+type ReadinessUpdate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partitions    []*PartitionReadiness  `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadinessUpdate) Reset() {
+	*x = ReadinessUpdate{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadinessUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadinessUpdate) ProtoMessage() {}
+
+func (x *ReadinessUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadinessUpdate.ProtoReflect.Descriptor instead.
+func (*ReadinessUpdate) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReadinessUpdate) GetPartitions() []*PartitionReadiness {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 type LeadershipChangesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Leaders       []*TopicIdPartition    `protobuf:"bytes,1,rep,name=leaders,proto3" json:"leaders,omitempty"`
@@ -1619,7 +1757,7 @@ type LeadershipChangesRequest struct {
 
 func (x *LeadershipChangesRequest) Reset() {
 	*x = LeadershipChangesRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1769,7 @@ func (x *LeadershipChangesRequest) String() string {
 func (*LeadershipChangesRequest) ProtoMessage() {}
 
 func (x *LeadershipChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1782,7 @@ func (x *LeadershipChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeadershipChangesRequest.ProtoReflect.Descriptor instead.
 func (*LeadershipChangesRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{24}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LeadershipChangesRequest) GetLeaders() []*TopicIdPartition {
@@ -1670,7 +1808,7 @@ type StopPartitionsRequest struct {
 
 func (x *StopPartitionsRequest) Reset() {
 	*x = StopPartitionsRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1820,7 @@ func (x *StopPartitionsRequest) String() string {
 func (*StopPartitionsRequest) ProtoMessage() {}
 
 func (x *StopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1833,7 @@ func (x *StopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*StopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{25}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StopPartitionsRequest) GetPartitions() []*TopicIdPartition {
@@ -1713,7 +1851,7 @@ type AssignmentReply struct {
 
 func (x *AssignmentReply) Reset() {
 	*x = AssignmentReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1863,7 @@ func (x *AssignmentReply) String() string {
 func (*AssignmentReply) ProtoMessage() {}
 
 func (x *AssignmentReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1876,7 @@ func (x *AssignmentReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentReply.ProtoReflect.Descriptor instead.
 func (*AssignmentReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{26}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{29}
 }
 
 type ServerInfoRequest struct {
@@ -1749,7 +1887,7 @@ type ServerInfoRequest struct {
 
 func (x *ServerInfoRequest) Reset() {
 	*x = ServerInfoRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1899,7 @@ func (x *ServerInfoRequest) String() string {
 func (*ServerInfoRequest) ProtoMessage() {}
 
 func (x *ServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1912,7 @@ func (x *ServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{27}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{30}
 }
 
 // ServerInfoReply describes the server, so a client can check it reached the
@@ -1793,7 +1931,7 @@ type ServerInfoReply struct {
 
 func (x *ServerInfoReply) Reset() {
 	*x = ServerInfoReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1943,7 @@ func (x *ServerInfoReply) String() string {
 func (*ServerInfoReply) ProtoMessage() {}
 
 func (x *ServerInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1956,7 @@ func (x *ServerInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfoReply.ProtoReflect.Descriptor instead.
 func (*ServerInfoReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{28}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ServerInfoReply) GetVersion() string {
@@ -1869,7 +2007,7 @@ type ErrorInfo struct {
 
 func (x *ErrorInfo) Reset() {
 	*x = ErrorInfo{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +2019,7 @@ func (x *ErrorInfo) String() string {
 func (*ErrorInfo) ProtoMessage() {}
 
 func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +2032,7 @@ func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorInfo.ProtoReflect.Descriptor instead.
 func (*ErrorInfo) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{29}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ErrorInfo) GetKind() ErrorKind {
@@ -2009,7 +2147,15 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x0eIsReadyRequest\x12G\n" +
 	"\x12topic_id_partition\x18\x01 \x01(\v2\x19.rlmm.v1.TopicIdPartitionR\x10topicIdPartition\"$\n" +
 	"\fIsReadyReply\x12\x14\n" +
-	"\x05ready\x18\x01 \x01(\bR\x05ready\"\x88\x01\n" +
+	"\x05ready\x18\x01 \x01(\bR\x05ready\"\x17\n" +
+	"\x15WatchReadinessRequest\"s\n" +
+	"\x12PartitionReadiness\x12G\n" +
+	"\x12topic_id_partition\x18\x01 \x01(\v2\x19.rlmm.v1.TopicIdPartitionR\x10topicIdPartition\x12\x14\n" +
+	"\x05ready\x18\x02 \x01(\bR\x05ready\"N\n" +
+	"\x0fReadinessUpdate\x12;\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x1b.rlmm.v1.PartitionReadinessR\n" +
+	"partitions\"\x88\x01\n" +
 	"\x18LeadershipChangesRequest\x123\n" +
 	"\aleaders\x18\x01 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\aleaders\x127\n" +
 	"\tfollowers\x18\x02 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\tfollowers\"R\n" +
@@ -2048,7 +2194,7 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x06CLOSED\x10\x06\x12\v\n" +
 	"\aCORRUPT\x10\a\x12\v\n" +
 	"\aTIMEOUT\x10\b\x12\f\n" +
-	"\bINTERNAL\x10\t2\xa6\b\n" +
+	"\bINTERNAL\x10\t2\xf4\b\n" +
 	"\x11RemoteLogMetadata\x12@\n" +
 	"\n" +
 	"AddSegment\x12\x1a.rlmm.v1.AddSegmentRequest\x1a\x16.rlmm.v1.MutationReply\x12F\n" +
@@ -2060,7 +2206,8 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\fListSegments\x12\x1c.rlmm.v1.ListSegmentsRequest\x1a\x15.rlmm.v1.SegmentBatch0\x01\x12K\n" +
 	"\rRemoteLogSize\x12\x1d.rlmm.v1.RemoteLogSizeRequest\x1a\x1b.rlmm.v1.RemoteLogSizeReply\x12Y\n" +
 	"\x17NextSegmentWithTxnIndex\x12'.rlmm.v1.NextSegmentWithTxnIndexRequest\x1a\x15.rlmm.v1.SegmentReply\x129\n" +
-	"\aIsReady\x12\x17.rlmm.v1.IsReadyRequest\x1a\x15.rlmm.v1.IsReadyReply\x12[\n" +
+	"\aIsReady\x12\x17.rlmm.v1.IsReadyRequest\x1a\x15.rlmm.v1.IsReadyReply\x12L\n" +
+	"\x0eWatchReadiness\x12\x1e.rlmm.v1.WatchReadinessRequest\x1a\x18.rlmm.v1.ReadinessUpdate0\x01\x12[\n" +
 	"\x1cOnPartitionLeadershipChanges\x12!.rlmm.v1.LeadershipChangesRequest\x1a\x18.rlmm.v1.AssignmentReply\x12L\n" +
 	"\x10OnStopPartitions\x12\x1e.rlmm.v1.StopPartitionsRequest\x1a\x18.rlmm.v1.AssignmentReply\x12B\n" +
 	"\n" +
@@ -2080,7 +2227,7 @@ func file_rlmm_v1_rlmm_proto_rawDescGZIP() []byte {
 }
 
 var file_rlmm_v1_rlmm_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(SegmentState)(0),                      // 0: rlmm.v1.SegmentState
 	(PartitionDeleteState)(0),              // 1: rlmm.v1.PartitionDeleteState
@@ -2109,13 +2256,16 @@ var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(*NextSegmentWithTxnIndexRequest)(nil), // 24: rlmm.v1.NextSegmentWithTxnIndexRequest
 	(*IsReadyRequest)(nil),                 // 25: rlmm.v1.IsReadyRequest
 	(*IsReadyReply)(nil),                   // 26: rlmm.v1.IsReadyReply
-	(*LeadershipChangesRequest)(nil),       // 27: rlmm.v1.LeadershipChangesRequest
-	(*StopPartitionsRequest)(nil),          // 28: rlmm.v1.StopPartitionsRequest
-	(*AssignmentReply)(nil),                // 29: rlmm.v1.AssignmentReply
-	(*ServerInfoRequest)(nil),              // 30: rlmm.v1.ServerInfoRequest
-	(*ServerInfoReply)(nil),                // 31: rlmm.v1.ServerInfoReply
-	(*ErrorInfo)(nil),                      // 32: rlmm.v1.ErrorInfo
-	(*anypb.Any)(nil),                      // 33: google.protobuf.Any
+	(*WatchReadinessRequest)(nil),          // 27: rlmm.v1.WatchReadinessRequest
+	(*PartitionReadiness)(nil),             // 28: rlmm.v1.PartitionReadiness
+	(*ReadinessUpdate)(nil),                // 29: rlmm.v1.ReadinessUpdate
+	(*LeadershipChangesRequest)(nil),       // 30: rlmm.v1.LeadershipChangesRequest
+	(*StopPartitionsRequest)(nil),          // 31: rlmm.v1.StopPartitionsRequest
+	(*AssignmentReply)(nil),                // 32: rlmm.v1.AssignmentReply
+	(*ServerInfoRequest)(nil),              // 33: rlmm.v1.ServerInfoRequest
+	(*ServerInfoReply)(nil),                // 34: rlmm.v1.ServerInfoReply
+	(*ErrorInfo)(nil),                      // 35: rlmm.v1.ErrorInfo
+	(*anypb.Any)(nil),                      // 36: google.protobuf.Any
 }
 var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
 	3,  // 0: rlmm.v1.TopicIdPartition.topic_id:type_name -> rlmm.v1.Uuid
@@ -2136,48 +2286,52 @@ var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
 	13, // 15: rlmm.v1.SegmentForOffsetStreamRequest.request:type_name -> rlmm.v1.SegmentForOffsetRequest
 	14, // 16: rlmm.v1.SegmentForOffsetStreamReply.reply:type_name -> rlmm.v1.SegmentReply
 	17, // 17: rlmm.v1.SegmentForOffsetStreamReply.error:type_name -> rlmm.v1.CallStatus
-	33, // 18: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
+	36, // 18: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
 	4,  // 19: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
 	4,  // 20: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
 	6,  // 21: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
 	4,  // 22: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
 	4,  // 23: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
 	4,  // 24: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 25: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 26: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 27: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
-	2,  // 28: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
-	9,  // 29: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
-	10, // 30: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
-	11, // 31: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
-	13, // 32: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
-	15, // 33: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
-	18, // 34: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
-	20, // 35: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
-	22, // 36: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
-	24, // 37: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
-	25, // 38: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
-	27, // 39: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
-	28, // 40: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
-	30, // 41: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
-	12, // 42: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
-	12, // 43: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
-	12, // 44: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
-	14, // 45: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
-	16, // 46: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
-	19, // 47: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
-	21, // 48: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
-	23, // 49: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
-	14, // 50: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
-	26, // 51: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
-	29, // 52: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
-	29, // 53: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
-	31, // 54: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
-	42, // [42:55] is the sub-list for method output_type
-	29, // [29:42] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	4,  // 25: rlmm.v1.PartitionReadiness.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	28, // 26: rlmm.v1.ReadinessUpdate.partitions:type_name -> rlmm.v1.PartitionReadiness
+	4,  // 27: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 28: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 29: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
+	2,  // 30: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
+	9,  // 31: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
+	10, // 32: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
+	11, // 33: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
+	13, // 34: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
+	15, // 35: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
+	18, // 36: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
+	20, // 37: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
+	22, // 38: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
+	24, // 39: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
+	25, // 40: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
+	27, // 41: rlmm.v1.RemoteLogMetadata.WatchReadiness:input_type -> rlmm.v1.WatchReadinessRequest
+	30, // 42: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
+	31, // 43: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
+	33, // 44: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
+	12, // 45: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
+	12, // 46: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
+	12, // 47: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
+	14, // 48: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
+	16, // 49: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
+	19, // 50: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
+	21, // 51: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
+	23, // 52: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
+	14, // 53: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
+	26, // 54: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
+	29, // 55: rlmm.v1.RemoteLogMetadata.WatchReadiness:output_type -> rlmm.v1.ReadinessUpdate
+	32, // 56: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
+	32, // 57: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
+	34, // 58: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
+	45, // [45:59] is the sub-list for method output_type
+	31, // [31:45] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_rlmm_v1_rlmm_proto_init() }
@@ -2198,7 +2352,7 @@ func file_rlmm_v1_rlmm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rlmm_v1_rlmm_proto_rawDesc), len(file_rlmm_v1_rlmm_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,6 +44,7 @@ const (
 	RemoteLogMetadata_RemoteLogSize_FullMethodName                = "/rlmm.v1.RemoteLogMetadata/RemoteLogSize"
 	RemoteLogMetadata_NextSegmentWithTxnIndex_FullMethodName      = "/rlmm.v1.RemoteLogMetadata/NextSegmentWithTxnIndex"
 	RemoteLogMetadata_IsReady_FullMethodName                      = "/rlmm.v1.RemoteLogMetadata/IsReady"
+	RemoteLogMetadata_WatchReadiness_FullMethodName               = "/rlmm.v1.RemoteLogMetadata/WatchReadiness"
 	RemoteLogMetadata_OnPartitionLeadershipChanges_FullMethodName = "/rlmm.v1.RemoteLogMetadata/OnPartitionLeadershipChanges"
 	RemoteLogMetadata_OnStopPartitions_FullMethodName             = "/rlmm.v1.RemoteLogMetadata/OnStopPartitions"
 	RemoteLogMetadata_ServerInfo_FullMethodName                   = "/rlmm.v1.RemoteLogMetadata/ServerInfo"
@@ -71,6 +72,12 @@ type RemoteLogMetadataClient interface {
 	RemoteLogSize(ctx context.Context, in *RemoteLogSizeRequest, opts ...grpc.CallOption) (*RemoteLogSizeReply, error)
 	NextSegmentWithTxnIndex(ctx context.Context, in *NextSegmentWithTxnIndexRequest, opts ...grpc.CallOption) (*SegmentReply, error)
 	IsReady(ctx context.Context, in *IsReadyRequest, opts ...grpc.CallOption) (*IsReadyReply, error)
+	// WatchReadiness pushes readiness to the client: a ReadinessUpdate at
+	// once, then a new one after each change of the hosted partitions or of
+	// their readiness (changes close together are coalesced into one update;
+	// an update never repeats the one before). The stream lasts until the
+	// client cancels it; stopping the server ends it with UNAVAILABLE (CLOSED).
+	WatchReadiness(ctx context.Context, in *WatchReadinessRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadinessUpdate], error)
 	OnPartitionLeadershipChanges(ctx context.Context, in *LeadershipChangesRequest, opts ...grpc.CallOption) (*AssignmentReply, error)
 	OnStopPartitions(ctx context.Context, in *StopPartitionsRequest, opts ...grpc.CallOption) (*AssignmentReply, error)
 	ServerInfo(ctx context.Context, in *ServerInfoRequest, opts ...grpc.CallOption) (*ServerInfoReply, error)
@@ -196,6 +203,25 @@ func (c *remoteLogMetadataClient) IsReady(ctx context.Context, in *IsReadyReques
 	return out, nil
 }
 
+func (c *remoteLogMetadataClient) WatchReadiness(ctx context.Context, in *WatchReadinessRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadinessUpdate], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RemoteLogMetadata_ServiceDesc.Streams[2], RemoteLogMetadata_WatchReadiness_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchReadinessRequest, ReadinessUpdate]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RemoteLogMetadata_WatchReadinessClient = grpc.ServerStreamingClient[ReadinessUpdate]
+
 func (c *remoteLogMetadataClient) OnPartitionLeadershipChanges(ctx context.Context, in *LeadershipChangesRequest, opts ...grpc.CallOption) (*AssignmentReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AssignmentReply)
@@ -248,6 +274,12 @@ type RemoteLogMetadataServer interface {
 	RemoteLogSize(context.Context, *RemoteLogSizeRequest) (*RemoteLogSizeReply, error)
 	NextSegmentWithTxnIndex(context.Context, *NextSegmentWithTxnIndexRequest) (*SegmentReply, error)
 	IsReady(context.Context, *IsReadyRequest) (*IsReadyReply, error)
+	// WatchReadiness pushes readiness to the client: a ReadinessUpdate at
+	// once, then a new one after each change of the hosted partitions or of
+	// their readiness (changes close together are coalesced into one update;
+	// an update never repeats the one before). The stream lasts until the
+	// client cancels it; stopping the server ends it with UNAVAILABLE (CLOSED).
+	WatchReadiness(*WatchReadinessRequest, grpc.ServerStreamingServer[ReadinessUpdate]) error
 	OnPartitionLeadershipChanges(context.Context, *LeadershipChangesRequest) (*AssignmentReply, error)
 	OnStopPartitions(context.Context, *StopPartitionsRequest) (*AssignmentReply, error)
 	ServerInfo(context.Context, *ServerInfoRequest) (*ServerInfoReply, error)
@@ -290,6 +322,9 @@ func (UnimplementedRemoteLogMetadataServer) NextSegmentWithTxnIndex(context.Cont
 }
 func (UnimplementedRemoteLogMetadataServer) IsReady(context.Context, *IsReadyRequest) (*IsReadyReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method IsReady not implemented")
+}
+func (UnimplementedRemoteLogMetadataServer) WatchReadiness(*WatchReadinessRequest, grpc.ServerStreamingServer[ReadinessUpdate]) error {
+	return status.Error(codes.Unimplemented, "method WatchReadiness not implemented")
 }
 func (UnimplementedRemoteLogMetadataServer) OnPartitionLeadershipChanges(context.Context, *LeadershipChangesRequest) (*AssignmentReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method OnPartitionLeadershipChanges not implemented")
@@ -483,6 +518,17 @@ func _RemoteLogMetadata_IsReady_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RemoteLogMetadata_WatchReadiness_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchReadinessRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RemoteLogMetadataServer).WatchReadiness(m, &grpc.GenericServerStream[WatchReadinessRequest, ReadinessUpdate]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RemoteLogMetadata_WatchReadinessServer = grpc.ServerStreamingServer[ReadinessUpdate]
+
 func _RemoteLogMetadata_OnPartitionLeadershipChanges_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(LeadershipChangesRequest)
 	if err := dec(in); err != nil {
@@ -599,6 +645,11 @@ var RemoteLogMetadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ListSegments",
 			Handler:       _RemoteLogMetadata_ListSegments_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchReadiness",
+			Handler:       _RemoteLogMetadata_WatchReadiness_Handler,
 			ServerStreams: true,
 		},
 	},
