@@ -12,7 +12,9 @@
 #      CA: a JKS key store whose key has its own password (ssl.key.password), a PKCS12 key
 #      store, a JKS and a PKCS12 trust store;
 #   4. go test ./eventlog/kafkalog/kerberostest/: publish, subscribe and high-water marks
-#      over GSSAPI+SASL_SSL with the JKS and with the PKCS12 stores, and the refusals.
+#      over GSSAPI+SASL_SSL with the JKS and with the PKCS12 stores, the refusals, and
+#      `rlmm serve --properties` (the plugin's way) coming up over it with no password in
+#      its /proc/<pid>/cmdline or environment.
 #
 # Everything lives in a temporary directory this script stops and removes. When a part is
 # missing (no root to install the KDC, no java/keytool/openssl) the test is skipped with the
@@ -97,8 +99,13 @@ mkdir -m 700 "$stores"
 	exit 1
 }
 
+go build -o "$dir/rlmm" ./cmd/rlmm || {
+	log "go build ./cmd/rlmm failed"
+	exit 1
+}
+
 status=0
-RLMM_GSSAPI_BOOTSTRAP="$RLMM_KAFKA_SASL_BOOTSTRAP" RLMM_GSSAPI_DIR="$stores" \
+RLMM_GSSAPI_BOOTSTRAP="$RLMM_KAFKA_SASL_BOOTSTRAP" RLMM_GSSAPI_DIR="$stores" RLMM_GSSAPI_BINARY="$dir/rlmm" \
 	go test -race -count=1 -timeout 5m -v ./eventlog/kafkalog/kerberostest/ || status=$?
 if ((status != 0)); then
 	log "the broker's last lines:"

@@ -1,10 +1,12 @@
 package kerberostest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -238,5 +240,116 @@ func TestGSSAPIRefusals(t *testing.T) {
 			}
 			t.Logf("refused: %v", err)
 		})
+	}
+}
+
+// envBinary is the rlmm binary scripts/gssapi-test.sh builds.
+const envBinary = "RLMM_GSSAPI_BINARY"
+
+// TestServeOverGSSAPI runs `rlmm serve --properties` as the broker plugin
+// does, with the settings (passwords included) in a 0600 properties file:
+// its manager comes up over GSSAPI+SASL_SSL with the JKS stores, and its
+// command line and environment hold none of the passwords.
+func TestServeOverGSSAPI(t *testing.T) {
+	s := requireSetup(t)
+	bin := os.Getenv(envBinary)
+	if bin == "" {
+		reason := envBinary + " unset: scripts/gssapi-test.sh builds the rlmm binary this test runs"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(reason)
+		}
+		t.Skip(reason)
+	}
+	dir := t.TempDir()
+	props := s.props(t, "JKS", "rlmm@"+s.realm, s.path("client.keytab"))
+	secrets := []string{props["ssl.keystore.password"], props["ssl.key.password"], props["ssl.truststore.password"]}
+	var file strings.Builder
+	for k, v := range props {
+		fmt.Fprintf(&file, "remote.log.metadata.common.client.%s=%s\n", k, v)
+	}
+	file.WriteString("remote.log.metadata.topic.num.partitions=3\nremote.log.metadata.topic.replication.factor=1\nremote.log.metadata.topic.min.isr=1\n")
+	propsFile := filepath.Join(dir, "serve.properties")
+	if err := os.WriteFile(propsFile, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	topic := fmt.Sprintf("rlmm-gssapi-serve.%d", time.Now().UnixNano()%1e9)
+	cmd := exec.Command(bin, "serve", "--properties", propsFile, "--kafka-topic", topic, "--socket", filepath.Join(dir, "s.sock"),
+		"--snapshot-dir", filepath.Join(dir, "snap"), "--broker-id", "1", "--exit-with-stdin")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close()
+	exited := make(chan error, 1)
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var output []string
+	stop := func() {
+		_ = stdin.Close() // --exit-with-stdin: the end of stdin stops it, as the plugin's death does
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("rlmm serve exited with %v", err)
+			}
+		case <-time.After(bound):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("rlmm serve did not stop within %s of its stdin closing", bound)
+		}
+		for l := range lines {
+			output = append(output, l)
+		}
+		_ = pr.Close()
+	}
+	up := false
+	deadline := time.After(bound)
+	for !up {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				stop()
+				t.Fatalf("rlmm serve exited before its manager came up; its output:\n%s", strings.Join(output, "\n"))
+			}
+			output = append(output, l)
+			up = strings.Contains(l, "serve: manager up")
+		case <-deadline:
+			stop()
+			t.Fatalf("rlmm serve's manager did not come up within %s; its output:\n%s", bound, strings.Join(output, "\n"))
+		}
+	}
+	for _, name := range []string{"cmdline", "environ"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", cmd.Process.Pid, name))
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		for _, secret := range secrets {
+			if secret == "" || strings.Contains(string(b), secret) {
+				t.Errorf("/proc/%d/%s holds a password (or the password is empty)", cmd.Process.Pid, name)
+			}
+		}
+	}
+	stop()
+	for _, l := range output {
+		for _, secret := range secrets {
+			if strings.Contains(l, secret) {
+				t.Errorf("rlmm serve logged a password: %s", l)
+			}
+		}
 	}
 }
