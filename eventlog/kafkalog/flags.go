@@ -75,6 +75,9 @@ func (v *FlagValues) Config() (Config, error) {
 	if password == "" {
 		password = os.Getenv(PasswordEnv)
 	}
+	if strings.EqualFold(v.SASLMechanism, SASLGSSAPI) {
+		return bad("--sasl-mechanism GSSAPI: the Kerberos settings (sasl.kerberos.service.name, sasl.jaas.config with Krb5LoginModule) go in a --properties file (rlmm serve)")
+	}
 	if v.SASLMechanism == "" && (v.SASLUser != "" || v.SASLPassword != "") {
 		return bad("--sasl-user/--sasl-password need --sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
 	}

@@ -51,7 +51,8 @@ func TestFlags(t *testing.T) {
 		{name: "no --kafka", args: nil, wantErr: "--kafka is required"},
 		{name: "cert without key", args: []string{"--kafka", "a:1", "--tls-cert", "c.pem"}, wantErr: "--tls-cert and --tls-key"},
 		{name: "user without mechanism", args: []string{"--kafka", "a:1", "--sasl-user", "u"}, wantErr: "--sasl-mechanism"},
-		{name: "unknown mechanism", args: []string{"--kafka", "a:1", "--sasl-mechanism", "GSSAPI", "--sasl-user", "u"}, wantErr: "GSSAPI"},
+		{name: "GSSAPI by flags", args: []string{"--kafka", "a:1", "--sasl-mechanism", "GSSAPI", "--sasl-user", "u"}, wantErr: "--properties"},
+		{name: "unknown mechanism", args: []string{"--kafka", "a:1", "--sasl-mechanism", "OAUTHBEARER", "--sasl-user", "u"}, wantErr: "OAUTHBEARER"},
 		{name: "negative partitions", args: []string{"--kafka", "a:1", "--kafka-partitions", "-3"}, wantErr: "--kafka-partitions"},
 		{name: "too many partitions", args: []string{"--kafka", "a:1", "--kafka-partitions", "10001"}, wantErr: "between 0 and 10000"},
 	}
