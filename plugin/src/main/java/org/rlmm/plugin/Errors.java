@@ -13,8 +13,10 @@ import org.rlmm.plugin.proto.ErrorKind;
 
 /**
  * Maps a failed call to the exception Kafka's own RLMM raises in that case (kafka-rlmm.md §2,
- * §5.12): NOT_READY is {@link ReplicaNotAvailableException} (retriable, unchecked, as Kafka throws
- * it from reads); an unknown segment, or a partition this server does not hold, is
+ * §5.12), in one rule ({@link #map(Throwable, String, String, Call)}): NOT_READY, and a read of a
+ * partition the broker assigned that the server does not hold yet, are
+ * {@link ReplicaNotAvailableException} (retriable, unchecked, as Kafka throws it from reads); an
+ * unknown segment, or a read of a partition the broker never assigned here, is
  * {@link RemoteResourceNotFoundException}; everything else is {@link RemoteStorageException}.
  * Every message carries rlmm's own message and the server's address.
  */
@@ -45,24 +47,47 @@ final class Errors {
         return i == null ? ErrorKind.ERROR_KIND_UNSPECIFIED : i.getKind();
     }
 
+    /** What the failed call was: the one thing besides the server's answer the mapping depends on. */
+    enum Call {
+        /** A read of a partition in the plugin's record of what the broker assigned to it. */
+        READ_ASSIGNED,
+        /** A read of a partition the broker did not assign to this plugin (or stopped). */
+        READ_NOT_ASSIGNED,
+        /** A mutation (its future fails with the result). */
+        MUTATION,
+        /** Anything else: assignment changes, probes, log lines. */
+        OTHER
+    }
+
+    /** {@link #map(Throwable, String, String, Call)} of a call that is neither a read nor a mutation. */
+    static Exception map(Throwable t, String what, String target) {
+        return map(t, what, target, Call.OTHER);
+    }
+
     /**
-     * The exception a read (or a mutation's future) fails with. Unchecked results (NOT_READY)
-     * come back as {@link RuntimeException}s to be thrown as they are.
+     * The exception a failed call raises (a read throws it, a mutation's future fails with it).
+     * Unchecked results (NOT_READY, and NOT_ASSIGNED of an assigned partition) come back as
+     * {@link RuntimeException}s to be thrown as they are. The rule, as Kafka's own manager answers:
+     *
+     * <ul>
+     *   <li>NOT_READY (the partition's metadata is being built or catches up):
+     *       {@link ReplicaNotAvailableException}, retriable;
+     *   <li>NOT_ASSIGNED of a read: {@link ReplicaNotAvailableException} when the broker did assign
+     *       the partition here (the assignment has not reached the server yet: a child that just
+     *       started, a change still on its way; Kafka's manager answers the same while it catches
+     *       up), {@link RemoteResourceNotFoundException} when it did not (Kafka's "No resource found
+     *       for partition"). Never an empty answer;
+     *   <li>NOT_ASSIGNED of a mutation or another call: {@link RemoteStorageException} (Kafka's
+     *       manager fails the future "not assigned");
+     *   <li>UNKNOWN_SEGMENT, or NOT_FOUND without rlmm's detail: {@link RemoteResourceNotFoundException};
+     *   <li>everything else: {@link RemoteStorageException} with rlmm's message and kind, and "the
+     *       event may still be recorded" when the server says so.
+     * </ul>
      *
      * @param what the call, as the message names it ("lookup of ...")
      * @param target the server's address
      */
-    static Exception map(Throwable t, String what, String target) {
-        return map(t, what, target, false);
-    }
-
-    /**
-     * Like {@link #map(Throwable, String, String)}; for a mutation, a partition the server does
-     * not consume is a {@link RemoteStorageException} (Kafka's manager fails the future with
-     * "not assigned"), for a read it is {@link RemoteResourceNotFoundException} (Kafka's "No
-     * resource found for partition").
-     */
-    static Exception map(Throwable t, String what, String target, boolean mutation) {
+    static Exception map(Throwable t, String what, String target, Call call) {
         Status status = Status.fromThrowable(t);
         String rlmm = status.getDescription() == null ? status.getCode().toString() : status.getDescription();
         ErrorInfo info = info(t);
@@ -74,8 +99,12 @@ final class Errors {
             case UNKNOWN_SEGMENT:
                 return new RemoteResourceNotFoundException(msg, t);
             case NOT_ASSIGNED:
-                if (!mutation) {
-                    return new RemoteResourceNotFoundException(msg, t);
+                if (call == Call.READ_ASSIGNED) {
+                    return new ReplicaNotAvailableException(msg + " (this broker assigned the partition; the assignment"
+                            + " has not reached rlmm serve yet)", t);
+                }
+                if (call == Call.READ_NOT_ASSIGNED) {
+                    return new RemoteResourceNotFoundException(msg + " (this broker does not host the partition)", t);
                 }
                 if (info.getMayBeRecorded()) {
                     msg += " (the event may still be recorded)";
@@ -110,9 +139,9 @@ final class Errors {
     }
 
     /** Throws what {@link #map} returns: the checked kind as it is, the unchecked kind unwrapped. */
-    static RemoteStorageException rethrow(StatusRuntimeException e, String what, String target)
+    static RemoteStorageException rethrow(Throwable e, String what, String target, Call call)
             throws RemoteStorageException {
-        Exception m = map(e, what, target);
+        Exception m = map(e, what, target, call);
         if (m instanceof RuntimeException) {
             throw (RuntimeException) m;
         }

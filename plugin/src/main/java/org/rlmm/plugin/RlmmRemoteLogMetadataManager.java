@@ -65,8 +65,10 @@ import org.slf4j.LoggerFactory;
  * returns without waiting for it (as Kafka's own manager initializes in the background): calls
  * wait for it within their deadlines, {@link #isReady} answers false until it answers, and a
  * setting the child refuses is logged at ERROR and fails every call naming it. It restarts the
- * child when it dies (handing it the partitions this broker holds again) and stops it at
- * {@link #close}; with {@code rlmm.serve.socket} or {@code rlmm.serve.address} it connects to a
+ * child when it dies and stops it at {@link #close}; every child, the first and each restarted
+ * one, gets the partitions this broker holds before any call goes through, and a read of a
+ * partition the server does not hold is an exception, never an empty answer ({@link Errors}).
+ * {@link #isReady} reads the readiness the server pushes ({@link ReadinessWatch}). With {@code rlmm.serve.socket} or {@code rlmm.serve.address} it connects to a
  * server that is already running. Mutations return futures completed from the gRPC callback;
  * reads block with a deadline ({@code rlmm.serve.call.timeout.ms}); the fetch path's lookup by
  * (epoch, offset) travels on one long-lived stream of the channel ({@link LookupStream}). The settings are in
@@ -75,15 +77,29 @@ import org.slf4j.LoggerFactory;
 public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private static final Logger LOG = LoggerFactory.getLogger(RlmmRemoteLogMetadataManager.class);
 
+    /**
+     * For tests only (not among the settings of plugin/README.md's table; logged at WARN when set):
+     * how long the plugin waits, each time a child answers, before it hands that child the broker's
+     * partitions (reads wait for the hand-over meanwhile), and before it sends each leadership
+     * change of the broker (reads of the partitions it assigns reach a server that does not hold
+     * them yet meanwhile). It holds open the windows in which a read could reach a server without
+     * its partition, so a test can show that none is answered "nothing".
+     */
+    static final String TEST_ASSIGN_DELAY = "rlmm.serve.test.assign.delay.ms";
+
     private final Object assignLock = new Object();
     /** The partitions this broker holds, true for a leader: handed to a restarted server again. */
     private final Map<TopicIdPartition, Boolean> assigned = new LinkedHashMap<>();
 
     private volatile PluginConfig cfg;
+    /** {@link #TEST_ASSIGN_DELAY}; zero unless a test sets it. */
+    private volatile Duration testAssignDelay = Duration.ZERO;
     private volatile Channels.Conn conn;
     private volatile RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub blocking;
     private volatile RemoteLogMetadataGrpc.RemoteLogMetadataStub async;
     private volatile LookupStream lookups;
+    /** The readiness the server pushes; isReady reads only this. */
+    private volatile ReadinessWatch readiness;
     /** Lookups by (epoch, offset) as unary calls instead of on the stream (the benchmark's A/B). */
     private volatile boolean unaryLookups;
     private ExecutorService callbacks;
@@ -92,6 +108,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     /** Completed while the server answers; replaced by an incomplete one while a child restarts. */
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     private volatile String gateReason = "";
+    /** Reads that found the gate closed since it last opened (logged when the next child gets the partitions). */
+    private final java.util.concurrent.atomic.AtomicLong readsHeld = new java.util.concurrent.atomic.AtomicLong();
+    /** Reads of partitions assigned here that the server refused NOT_ASSIGNED (logged by the test hook). */
+    private final java.util.concurrent.atomic.AtomicLong refusedAssigned = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean closed;
     private volatile int stoppedExit = -1;
     private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
@@ -110,6 +130,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return;
         }
         PluginConfig c = PluginConfig.parse(configs);
+        testAssignDelay = testAssignDelay(configs);
+        if (!testAssignDelay.isZero()) {
+            LOG.warn("rlmm plugin: {}={}: a test setting; every child gets the broker's partitions that much later",
+                    TEST_ASSIGN_DELAY, testAssignDelay.toMillis());
+        }
         if (!c.ignoredSettings.isEmpty()) {
             LOG.info("rlmm plugin: settings of Kafka's own manager that rlmm does not use: {}", c.ignoredSettings);
         }
@@ -126,6 +151,9 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         blocking = RemoteLogMetadataGrpc.newBlockingStub(cn.channel);
         async = RemoteLogMetadataGrpc.newStub(cn.channel);
         lookups = new LookupStream(blocking.getChannel(), blocking.getCallOptions(), LOG, c.target());
+        readiness = new ReadinessWatch(blocking.getChannel(), blocking.getCallOptions(), LOG, c.target(),
+                c.restartBackoff, c.restartBackoffMax);
+        readiness.start();
         cfg = c;
         if (c.mode != PluginConfig.Mode.SPAWN) {
             Optional<ServerInfoReply> info = serverInfo(c.callTimeout);
@@ -149,11 +177,12 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
             @Override
             public void ready(long pid, boolean restart) throws RemoteStorageException {
-                reassign(pid, restart);
+                handOver(pid, restart);
             }
 
             @Override
             public void lost(String why) {
+                readiness.clear();
                 synchronized (assignLock) {
                     gateReason = why + ", restarting";
                     if (gate.isDone()) {
@@ -175,6 +204,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         } catch (RemoteStorageException e) {
             p.close();
             assigner.close();
+            readiness.close();
             shutdownConnection();
             cfg = null;
             throw new KafkaException(e.getMessage(), e);
@@ -182,6 +212,23 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         child = p;
         LOG.info("rlmm plugin: configured in {} ms; rlmm serve starts in the background (calls wait up to {} ms for it)",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.callTimeout.toMillis());
+    }
+
+    /** {@link #TEST_ASSIGN_DELAY} of the broker's settings: zero when absent. */
+    private static Duration testAssignDelay(Map<String, ?> configs) {
+        Object v = configs.get(TEST_ASSIGN_DELAY);
+        if (v == null) {
+            return Duration.ZERO;
+        }
+        try {
+            long ms = Long.parseLong(String.valueOf(v).trim());
+            if (ms >= 0) {
+                return Duration.ofMillis(ms);
+            }
+        } catch (NumberFormatException e) {
+            // below
+        }
+        throw new org.apache.kafka.common.config.ConfigException(TEST_ASSIGN_DELAY, v, "not a number of milliseconds (0 or more)");
     }
 
     /**
@@ -199,49 +246,64 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     }
 
     /**
-     * Hands a restarted server the partitions this broker holds, then lets calls through. It
-     * tries until the server takes them (it may still be opening its log) or the child dies;
-     * the broker's own assignment calls meanwhile only record and queue (see {@link Assigner}),
-     * so they are never held up, and what they queue reaches the server after this set.
+     * Hands a child that now answers (the first one, and every restarted one) the partitions this
+     * broker holds, then lets calls through: no read reaches a child before the broker's
+     * assignment does, so none is refused for it. It tries until the server takes them (it may
+     * still be opening its log) or the child dies; the broker's own assignment calls meanwhile
+     * only record and queue (see {@link Assigner}), so they are never held up, and what they
+     * queue reaches the server after this set (each change again, in order: the set is what they
+     * recorded so far, so the server ends at the broker's latest assignment).
      */
-    private void reassign(long pid, boolean restart) throws RemoteStorageException {
-        if (restart) {
-            Set<TopicIdPartition> leaders = new HashSet<>();
-            Set<TopicIdPartition> followers = new HashSet<>();
-            synchronized (assignLock) {
-                assigned.forEach((tp, leader) -> (leader ? leaders : followers).add(tp));
+    private void handOver(long pid, boolean restart) throws RemoteStorageException {
+        String child = (restart ? "the restarted" : "the new") + " rlmm serve pid " + pid;
+        if (!testAssignDelay.isZero()) {
+            LOG.warn("rlmm plugin: {}: waiting {} ms before handing {} the broker's partitions",
+                    TEST_ASSIGN_DELAY, testAssignDelay.toMillis(), child);
+            try {
+                Thread.sleep(testAssignDelay.toMillis());
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new RemoteStorageException("rlmm plugin: interrupted while handing partitions to " + child);
             }
-            if (!leaders.isEmpty() || !followers.isEmpty()) {
-                LeadershipChangesRequest req = LeadershipChangesRequest.newBuilder()
-                        .addAllLeaders(Convert.partitions(leaders))
-                        .addAllFollowers(Convert.partitions(followers))
-                        .build();
-                long pause = cfg.restartBackoff.toMillis();
-                while (true) {
-                    try {
-                        blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS).withWaitForReady()
-                                .onPartitionLeadershipChanges(req);
-                        break;
-                    } catch (StatusRuntimeException e) {
-                        if (closed || !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
-                            throw new RemoteStorageException("rlmm plugin: re-assigning partitions to rlmm serve pid " + pid
-                                    + " failed: it is gone", e);
-                        }
-                        LOG.warn("rlmm plugin: the restarted rlmm serve did not take this broker's {} partitions yet ({});"
-                                + " retrying in {} ms", leaders.size() + followers.size(),
-                                Errors.map(e, "re-assigning", cfg.target()).getMessage(), pause);
-                        try {
-                            Thread.sleep(pause);
-                        } catch (InterruptedException ie) {
-                            Thread.currentThread().interrupt();
-                            throw new RemoteStorageException("rlmm plugin: interrupted while re-assigning partitions");
-                        }
-                        pause = Math.min(pause * 2, cfg.restartBackoffMax.toMillis());
+        }
+        Set<TopicIdPartition> leaders = new HashSet<>();
+        Set<TopicIdPartition> followers = new HashSet<>();
+        synchronized (assignLock) {
+            assigned.forEach((tp, leader) -> (leader ? leaders : followers).add(tp));
+        }
+        if (leaders.isEmpty() && followers.isEmpty()) {
+            LOG.info("rlmm plugin: {} answers; the broker assigned no partitions yet ({} reads waited for it)",
+                    child, readsHeld.getAndSet(0));
+        } else {
+            LeadershipChangesRequest req = LeadershipChangesRequest.newBuilder()
+                    .addAllLeaders(Convert.partitions(leaders))
+                    .addAllFollowers(Convert.partitions(followers))
+                    .build();
+            long pause = cfg.restartBackoff.toMillis();
+            while (true) {
+                try {
+                    blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS).withWaitForReady()
+                            .onPartitionLeadershipChanges(req);
+                    break;
+                } catch (StatusRuntimeException e) {
+                    if (closed || !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                        throw new RemoteStorageException("rlmm plugin: handing partitions to rlmm serve pid " + pid
+                                + " failed: it is gone", e);
                     }
+                    LOG.warn("rlmm plugin: {} did not take this broker's {} partitions yet ({}); retrying in {} ms",
+                            child, leaders.size() + followers.size(),
+                            Errors.map(e, "handing partitions", cfg.target()).getMessage(), pause);
+                    try {
+                        Thread.sleep(pause);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        throw new RemoteStorageException("rlmm plugin: interrupted while handing partitions to " + child);
+                    }
+                    pause = Math.min(pause * 2, cfg.restartBackoffMax.toMillis());
                 }
-                LOG.info("rlmm plugin: handed {} leader and {} follower partitions to the restarted rlmm serve",
-                        leaders.size(), followers.size());
             }
+            LOG.info("rlmm plugin: handed {} leader and {} follower partitions to {} ({} reads waited for them)",
+                    leaders.size(), followers.size(), child, readsHeld.getAndSet(0));
         }
         synchronized (assignLock) {
             gate.complete(null);
@@ -305,7 +367,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return stub(deadline);
     }
 
-    /** One attempt of a read, bounded by the read's deadline. */
+    /**
+     * One attempt of a read, bounded by the read's deadline: a failed call is thrown as its
+     * {@link StatusRuntimeException} (mapped by {@link #readAcrossRestarts}).
+     */
     private interface ReadAttempt<T> {
         T run(Deadline deadline) throws RemoteStorageException;
     }
@@ -315,31 +380,48 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return blocking.withDeadline(deadline).withWaitForReady();
     }
 
+    /** Whether tp is in this plugin's record of the partitions the broker assigned to it. */
+    private boolean assignedHere(TopicIdPartition tp) {
+        synchronized (assignLock) {
+            return assigned.containsKey(tp);
+        }
+    }
+
     /**
-     * Runs a read, and runs it again when the child died and was restarted while it was on its
-     * way: sent with wait-for-ready, it may have reached the new child before the plugin handed it
-     * this broker's partitions, and a partition the child does not hold answers "nothing" (no
-     * segment, no offset, an empty list, size 0). The answer counts only if the gate, the child's
-     * generation, is the same before and after; the retries share the call's one bound.
+     * Runs a read of tp and maps its failure ({@link Errors#map(Throwable, String, String, Errors.Call)},
+     * with whether the broker assigned tp here). A server refuses a read of a partition it does not
+     * host (NOT_ASSIGNED) instead of answering "nothing", so an answer is always the partition's
+     * own. One case is asked again rather than thrown: NOT_ASSIGNED of an assigned partition from a
+     * call that set off before the child died and reached its successor (sent with wait-for-ready)
+     * before the plugin handed it the broker's partitions. The gate, the child's generation, has
+     * then changed; once the new gate is open the new child holds them, and the answer comes from
+     * there, so a restart of the child costs the broker a slower read, not a retriable error. The
+     * retries share the call's one bound.
      */
-    private <T> T readAcrossRestarts(Supplier<String> what, ReadAttempt<T> attempt) throws RemoteStorageException {
+    private <T> T readAcrossRestarts(TopicIdPartition tp, Supplier<String> what, ReadAttempt<T> attempt)
+            throws RemoteStorageException {
         PluginConfig c = config();
         Deadline deadline = callDeadline();
         while (true) {
-            awaitGate(c, deadline, what);
             CompletableFuture<Void> g = gate;
-            T r;
+            if (!g.isDone()) {
+                readsHeld.incrementAndGet();
+            }
+            awaitGate(c, deadline, what);
+            g = gate;
             try {
-                r = attempt.run(deadline);
+                return attempt.run(deadline);
             } catch (StatusRuntimeException e) {
-                throw Errors.rethrow(e, what.get(), c.target());
-            }
-            if (gate == g) {
-                return r;
-            }
-            if (deadline.isExpired()) {
-                throw new RemoteStorageException(what.get() + " failed: rlmm serve at " + c.target()
-                        + " restarted during the call and did not answer again within " + c.callTimeout.toMillis() + " ms");
+                boolean here = assignedHere(tp);
+                boolean notAssigned = Errors.kind(e) == org.rlmm.plugin.proto.ErrorKind.NOT_ASSIGNED;
+                if (here && gate != g && notAssigned && !deadline.isExpired()) {
+                    continue;
+                }
+                if (here && notAssigned) {
+                    refusedAssigned.incrementAndGet();
+                }
+                throw Errors.rethrow(e, what.get(), c.target(),
+                        here ? Errors.Call.READ_ASSIGNED : Errors.Call.READ_NOT_ASSIGNED);
             }
         }
     }
@@ -397,7 +479,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
             @Override
             public void onError(Throwable t) {
-                Exception e = Errors.map(t, what, c.target(), true);
+                Exception e = Errors.map(t, what, c.target(), Errors.Call.MUTATION);
                 settle(result, () -> result.completeExceptionally(e));
             }
 
@@ -454,7 +536,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * A deadline costs a timer on Netty's event loop and another in rlmm serve (its grpc-timeout
      * header) with every call, each waking a thread that then has nothing to do: about 20 µs of the
      * lookup's round trip (docs/BENCHMARKS.md, "Broker plugin"). When the wait ends the call is
-     * cancelled and fails as a deadline would, with DEADLINE_EXCEEDED.
+     * cancelled and fails as a deadline would, with DEADLINE_EXCEEDED. A failed call is thrown as
+     * its status, for the caller to map.
      */
     private <Q, R> R timedRead(MethodDescriptor<Q, R> method, Q request, Supplier<String> what, Deadline deadline)
             throws RemoteStorageException {
@@ -466,16 +549,15 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return f.get(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             f.cancel(true);
-            throw Errors.rethrow(Status.DEADLINE_EXCEEDED
-                    .withDescription("no answer within " + c.callTimeout.toMillis() + " ms").asRuntimeException(),
-                    what.get(), c.target());
+            throw Status.DEADLINE_EXCEEDED
+                    .withDescription("no answer within " + c.callTimeout.toMillis() + " ms").asRuntimeException();
         } catch (InterruptedException e) {
             f.cancel(true);
             Thread.currentThread().interrupt();
             throw new RemoteStorageException(what.get() + " interrupted", e);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof StatusRuntimeException s) {
-                throw Errors.rethrow(s, what.get(), c.target());
+                throw s;
             }
             throw new RemoteStorageException(what.get() + " failed: " + e.getCause(), e.getCause());
         }
@@ -506,7 +588,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setLeaderEpoch(epochForOffset)
                 .setOffset(offset)
                 .build();
-        SegmentReply r = readAcrossRestarts(what, deadline -> unary || lookups.unimplemented()
+        SegmentReply r = readAcrossRestarts(tp, what, deadline -> unary || lookups.unimplemented()
                 ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
                 : streamRead(req, what, deadline));
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
@@ -514,7 +596,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
     /**
      * A lookup on the stream, waited for as {@link #timedRead} waits: the caller's own timed wait,
-     * after which the lookup is dropped and fails with DEADLINE_EXCEEDED.
+     * after which the lookup is dropped and fails with DEADLINE_EXCEEDED (thrown as its status).
      */
     private SegmentReply streamRead(SegmentForOffsetRequest req, Supplier<String> what, Deadline deadline)
             throws RemoteStorageException {
@@ -525,9 +607,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return call.await(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)));
         } catch (TimeoutException e) {
             call.abandon();
-            throw Errors.rethrow(Status.DEADLINE_EXCEEDED
-                    .withDescription("no answer within " + c.callTimeout.toMillis() + " ms").asRuntimeException(),
-                    what.get(), c.target());
+            throw Status.DEADLINE_EXCEEDED
+                    .withDescription("no answer within " + c.callTimeout.toMillis() + " ms").asRuntimeException();
         } catch (InterruptedException e) {
             call.abandon();
             Thread.currentThread().interrupt();
@@ -536,7 +617,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             if (e.getStatus().getCode() == Status.Code.UNIMPLEMENTED && lookups.unimplemented()) {
                 return timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline);
             }
-            throw Errors.rethrow(e, what.get(), c.target());
+            throw e;
         }
     }
 
@@ -559,14 +640,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setTopicIdPartition(Convert.partition(tp))
                 .setLeaderEpoch(leaderEpoch)
                 .build();
-        HighestOffsetForEpochReply r = readAcrossRestarts(what, d -> stub(d).highestOffsetForEpoch(req));
+        HighestOffsetForEpochReply r = readAcrossRestarts(tp, what, d -> stub(d).highestOffsetForEpoch(req));
         return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
     }
 
     @Override
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list(() -> "list of the segments of " + tp,
+        return list(tp, () -> "list of the segments of " + tp,
                 ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build());
     }
 
@@ -574,7 +655,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp, int leaderEpoch)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list(() -> "list of the segments of epoch " + leaderEpoch + " of " + tp,
+        return list(tp, () -> "list of the segments of epoch " + leaderEpoch + " of " + tp,
                 ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build());
     }
 
@@ -583,8 +664,9 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * gone mid-stream) is thrown from this call as Kafka's exception, and no stream stays open
      * when the caller stops iterating early.
      */
-    private Iterator<RemoteLogSegmentMetadata> list(Supplier<String> what, ListSegmentsRequest req) throws RemoteStorageException {
-        List<RemoteLogSegmentMetadata> out = readAcrossRestarts(what, d -> {
+    private Iterator<RemoteLogSegmentMetadata> list(TopicIdPartition tp, Supplier<String> what, ListSegmentsRequest req)
+            throws RemoteStorageException {
+        List<RemoteLogSegmentMetadata> out = readAcrossRestarts(tp, what, d -> {
             List<RemoteLogSegmentMetadata> segments = new ArrayList<>();
             Iterator<SegmentBatch> batches = stub(d).listSegments(req);
             while (batches.hasNext()) {
@@ -605,7 +687,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setTopicIdPartition(Convert.partition(tp))
                 .setLeaderEpoch(leaderEpoch)
                 .build();
-        return readAcrossRestarts(what, d -> stub(d).remoteLogSize(req)).getSizeInBytes();
+        return readAcrossRestarts(tp, what, d -> stub(d).remoteLogSize(req)).getSizeInBytes();
     }
 
     @Override
@@ -618,13 +700,17 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setLeaderEpoch(epoch)
                 .setOffset(offset)
                 .build();
-        SegmentReply r = readAcrossRestarts(what, d -> stub(d).nextSegmentWithTxnIndex(req));
+        SegmentReply r = readAcrossRestarts(tp, what, d -> stub(d).nextSegmentWithTxnIndex(req));
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }
 
     /**
-     * Whether the partition's metadata is ready, as the server says; false while the server is
-     * restarting or unreachable (the broker retries on its next task run).
+     * Whether the partition's metadata is ready, as the server last said on its readiness stream
+     * ({@link ReadinessWatch}): a read of memory, never a call, since the broker asks for each of
+     * its partitions from its tiering threads. False while the child starts or restarts, while
+     * the stream is not open, and for a partition the server does not host (yet); the broker asks
+     * again on its next task run. Only against an older rlmm serve without the stream does it ask
+     * with a call.
      */
     @Override
     public boolean isReady(TopicIdPartition tp) {
@@ -633,6 +719,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         CompletableFuture<Void> g = gate;
         if (!g.isDone() || g.isCompletedExceptionally()) {
             return false;
+        }
+        ReadinessWatch w = readiness;
+        if (!w.unimplemented()) {
+            return w.ready(tp);
         }
         try {
             return blocking.withDeadlineAfter(c.callTimeout.toMillis(), TimeUnit.MILLISECONDS)
@@ -646,6 +736,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             }
             return false;
         }
+    }
+
+    /** The readiness stream (for tests). */
+    ReadinessWatch readinessWatch() {
+        return readiness;
     }
 
     // ---- assignment ------------------------------------------------------------------------
@@ -669,7 +764,29 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         synchronized (assignLock) {
             leaderPartitions.forEach(tp -> assigned.put(tp, true));
             followerPartitions.forEach(tp -> assigned.put(tp, false));
-            assigner.submit(change(what, () -> read(() -> what, callDeadline()).onPartitionLeadershipChanges(req)));
+            boolean[] held = {testAssignDelay.isZero()};
+            assigner.submit(change(what, () -> {
+                if (!held[0]) {
+                    held[0] = true;
+                    holdBackForTest(what);
+                }
+                read(() -> what, callDeadline()).onPartitionLeadershipChanges(req);
+                if (!testAssignDelay.isZero()) {
+                    LOG.warn("rlmm plugin: {}: the {} reached rlmm serve ({} reads of partitions assigned here were"
+                            + " refused NOT_ASSIGNED so far)", TEST_ASSIGN_DELAY, what, refusedAssigned.get());
+                }
+            }));
+        }
+    }
+
+    /** {@link #TEST_ASSIGN_DELAY}: waits on the assigner's thread before a leadership change is sent. */
+    private void holdBackForTest(String what) throws RemoteStorageException {
+        LOG.warn("rlmm plugin: {}: holding back the {} for {} ms", TEST_ASSIGN_DELAY, what, testAssignDelay.toMillis());
+        try {
+            Thread.sleep(testAssignDelay.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RemoteStorageException("rlmm plugin: interrupted while holding back the " + what);
         }
     }
 
@@ -736,6 +853,9 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         gate.completeExceptionally(new IllegalStateException("rlmm plugin: closed"));
         if (assigner != null) {
             assigner.close();
+        }
+        if (readiness != null) {
+            readiness.close();
         }
         if (child != null) {
             child.close();

@@ -273,6 +273,111 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
                 + " acknowledged, " + failed + " failed)");
     }
 
+    /** Sends a signal to a process (SIGSTOP, SIGCONT) with kill(1). */
+    private static void signal(String sig, long pid) throws Exception {
+        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
+        assertTrue(k.waitFor(10, TimeUnit.SECONDS) && k.exitValue() == 0, "kill -" + sig + " " + pid);
+    }
+
+    @Test
+    void isReadyReadsWhatTheServerPushedWithoutACall() throws Exception {
+        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+        TopicIdPartition tp = newPartition("ready-pushed");
+        TopicIdPartition other = newPartition("ready-not-assigned");
+        assignAndAwaitReady(m, tp, READY);
+        long pid = m.childPid();
+        int streams = m.readinessWatch().opened();
+        // A stopped child answers nothing: a call would wait out its deadline and answer false.
+        signal("STOP", pid);
+        try {
+            assertTrue(m.isReady(tp), "isReady of a ready partition while the child is stopped");
+            assertFalse(m.isReady(other), "isReady of a partition the server never listed");
+        } finally {
+            signal("CONT", pid);
+        }
+        assertEquals(streams, m.readinessWatch().opened(), "the one stream stayed open");
+
+        // The stream follows the hosted set: a stopped partition turns false, assigned again true.
+        m.onStopPartitions(Set.of(tp));
+        TestSupport.await("isReady false after onStopPartitions", READY, () -> !m.isReady(tp));
+        assignAndAwaitReady(m, tp, READY);
+    }
+
+    @Test
+    void aReadNeverAnswersEmptyForAPartitionNotHeldYet() throws Exception {
+        // A broker restart: the first instance copies a segment, the second one's child gets the
+        // broker's partitions two seconds after it answers (the test hook), and the broker reads
+        // at once. Every answer is the segment or a retriable exception, never "no segment".
+        Map<String, Object> c = embeddedConfig(dir);
+        RlmmRemoteLogMetadataManager first = started(c);
+        TopicIdPartition tp = newPartition("window");
+        assignAndAwaitReady(first, tp, READY);
+        RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+        first.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+        RemoteLogSegmentMetadataUpdate fa = update(a, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+        first.updateRemoteLogSegmentMetadata(fa).get(10, TimeUnit.SECONDS);
+        first.close();
+
+        c.put(RlmmRemoteLogMetadataManager.TEST_ASSIGN_DELAY, "2000");
+        RlmmRemoteLogMetadataManager m = started(c);
+        m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
+        RemoteLogSegmentMetadata want = a.createWithUpdates(fa);
+        int[] retriable = {0};
+        TestSupport.await("the segment from the new child", READY, () -> answersSegment(m, tp, want, retriable));
+        // The same across a restart of the child (kill -9), with the hook's delay again.
+        long pid = m.childPid();
+        ProcessHandle.of(pid).orElseThrow().destroyForcibly();
+        TestSupport.assertGone(pid, Duration.ofSeconds(10));
+        TestSupport.await("the segment from the restarted child", READY,
+                () -> m.childPid() > 0 && m.childPid() != pid && answersSegment(m, tp, want, retriable));
+        System.out.println("retriable answers in the window: " + retriable[0]);
+        // A partition the broker never assigned is not found, not empty.
+        assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSegmentMetadata(newPartition("never"), 0, 5));
+    }
+
+    /** One lookup of offset 5: true for want, false for a retriable failure; an empty answer fails the test. */
+    private static boolean answersSegment(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, RemoteLogSegmentMetadata want,
+            int[] retriable) {
+        try {
+            Optional<RemoteLogSegmentMetadata> got = m.remoteLogSegmentMetadata(tp, 0, 5);
+            assertEquals(Optional.of(want), got, "a lookup of a copied offset answered");
+            return true;
+        } catch (ReplicaNotAvailableException e) {
+            retriable[0]++;
+            return false;
+        } catch (RemoteStorageException e) {
+            // The child is starting, or restarting, longer than the call's deadline.
+            assertFalse(e instanceof RemoteResourceNotFoundException, e.toString());
+            retriable[0]++;
+            return false;
+        }
+    }
+
+    @Test
+    void aServerWithoutTheBrokersPartitionsRefusesReadsOfThem() throws Exception {
+        // Connect mode: a server restarted by hand does not get the assignment again (README), so
+        // it stays without the partition the broker assigned: a retriable error, never a miss.
+        Map<String, Object> c;
+        TopicIdPartition tp = newPartition("held-elsewhere");
+        try (TestSupport.Server server = TestSupport.Server.start(dir)) {
+            c = Map.of("broker.id", 1, "log.dir", dir.toString(), "rlmm.serve.socket", server.socket.toString());
+            RlmmRemoteLogMetadataManager m = started(c);
+            assignAndAwaitReady(m, tp, READY);
+            assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 0), "a hosted partition with no segment: a miss");
+        }
+        try (TestSupport.Server server = TestSupport.Server.start(dir)) {
+            RlmmRemoteLogMetadataManager m = rlmm;
+            TestSupport.await("isReady false on the new server", READY, () -> !m.isReady(tp));
+            ReplicaNotAvailableException e = assertThrows(ReplicaNotAvailableException.class,
+                    () -> m.remoteLogSegmentMetadata(tp, 0, 0));
+            assertTrue(e.getMessage().contains("has not reached rlmm serve yet"), e.getMessage());
+            assertThrows(ReplicaNotAvailableException.class, () -> m.highestOffsetForEpoch(tp, 0));
+            assertThrows(ReplicaNotAvailableException.class, () -> m.listRemoteLogSegments(tp));
+            assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSegmentMetadata(newPartition("never"), 0, 0));
+            assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSize(newPartition("never"), 0));
+        }
+    }
+
     @Test
     void closeStopsTheChild() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
