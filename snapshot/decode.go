@@ -18,14 +18,27 @@ type Sink interface {
 	SetDelete(d *rlmm.PartitionDelete) error
 }
 
-// DecodeBlock decodes block (its bytes as ReadBlock returned them, of the
-// block blk describes) into the sink that start returns for its partition,
-// given the sizes the block announces (start may refuse with an error,
-// which is returned as it is). The block must be of blk's partition and
+// DecodeBlock decodes block (its bytes as ReadBlock or ReadBlockUnchecked
+// returned them, of the block blk describes) into the sink that start
+// returns for its partition, given the sizes the block announces (start
+// may refuse with an error, which is returned as it is). It checks the
+// block's checksum (blk.CRC) as it decodes, in the same pass over the
+// bytes: a block whose checksum fails is an error wrapping
+// rlmm.ErrCorrupt that says so, whatever else was found, and the sink may
+// have been given part of it. The block must be of blk's partition and
 // segment count. An error of the sink is returned wrapped in one of
 // rlmm.ErrCorrupt naming the file byte; so is every error of bad bytes.
 func DecodeBlock(block []byte, blk BlockInfo, start func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (Sink, error)) error {
-	r := &fieldReader{b: block, base: blk.Offset}
+	r := &fieldReader{b: block, base: blk.Offset, verify: true}
+	err := decodeBlock(r, blk, start)
+	if got := r.finishCRC(); got != blk.CRC {
+		return checksumError(blk, got)
+	}
+	return err
+}
+
+// decodeBlock is DecodeBlock's decoding; r checks the checksum as it goes.
+func decodeBlock(r *fieldReader, blk BlockInfo, start func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (Sink, error)) error {
 	tp := r.tp()
 	var z memory.BuildSizes
 	z.Segments = r.count("segment", segmentFixedBytes)

@@ -115,17 +115,24 @@
 // Open reads and checks the index and head (version 4: header, trailer,
 // footer; versions 2 and 3: header and head: magic, version, checksum,
 // every length against the file's size, committed offsets of -1 or more,
-// trailing bytes). ForEachBlock reads each block once and checks its
-// checksum on that read, on up to the given number of goroutines, and
-// hands the block to a function that decodes it: one read and one pass
-// per block (topicbased's restore does that, with no check of the whole
-// file first). Verify checks every block's checksum alone, for tools.
-// DecodeBlock decodes a block into a Sink (memory.PartitionBuilder
-// satisfies it), checking every count and length against the bytes before
-// allocating for it; DecodeState decodes one into a memory.PartitionState
-// for tools. Every error of bad bytes wraps rlmm.ErrCorrupt and names the
-// file byte where it was found; nothing read may panic (FuzzOpen,
-// FuzzReadFooter, FuzzReadHead and FuzzReadBlock check it).
+// trailing bytes). ForEachBlock reads each block and checks its checksum,
+// on up to the given number of goroutines, each into a buffer it reuses,
+// and hands the block to a function; ForEachBlockUnchecked does the same
+// without the check, for a function that decodes the block with
+// DecodeBlock, which checks the checksum as it decodes: in 64 KiB pieces
+// just ahead of the decoder, while the bytes are in the CPU's cache, so a
+// block is read once and passed over once (topicbased's restore, with no
+// check of the whole file first). A block whose checksum fails is a
+// checksum error, whatever else its bytes would have given; the sink may
+// have been given part of it. Verify checks every block's checksum alone,
+// for tools. DecodeBlock decodes a block into a Sink
+// (memory.PartitionBuilder satisfies it), checking every count and length
+// against the bytes before allocating for it; DecodeState decodes one into
+// a memory.PartitionState for tools. Every error of bad bytes wraps
+// rlmm.ErrCorrupt and names the file byte where it was found; nothing read
+// may panic (FuzzOpen, FuzzReadFooter, FuzzReadHead and FuzzReadBlock
+// check it; FuzzOpen and FuzzReadFooter decode blocks whose checksum
+// fails, as a restart's decoder meets them).
 //
 // It uses only the standard library (hash/crc32 for CRC-32C, which uses
 // the CPU's instruction) and the rlmm and memory packages.

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -16,6 +17,22 @@ type fieldReader struct {
 	base int64
 	pos  int
 	err  error
+	// verify: the CRC-32C of b[:checked] is crc, advanced by take ahead of
+	// pos in pieces of crcChunk, so that the checksum is computed as the
+	// bytes are decoded, while they are in the CPU's cache.
+	verify  bool
+	checked int
+	crc     uint32
+}
+
+// crcChunk is how far ahead of the decoder the checksum is computed.
+const crcChunk = 64 << 10
+
+// finishCRC returns the CRC-32C of the whole of b (verify readers).
+func (r *fieldReader) finishCRC() uint32 {
+	r.crc = crc32.Update(r.crc, crcTable, r.b[r.checked:])
+	r.checked = len(r.b)
+	return r.crc
 }
 
 func (r *fieldReader) fail(format string, args ...any) {
@@ -33,6 +50,11 @@ func (r *fieldReader) take(what string, n int) []byte {
 	if n < 0 || n > len(r.b)-r.pos {
 		r.fail("%s of %d bytes is truncated (%d left)", what, n, len(r.b)-r.pos)
 		return nil
+	}
+	if r.verify && r.pos+n > r.checked {
+		end := max(r.pos+n, min(r.checked+crcChunk, len(r.b)))
+		r.crc = crc32.Update(r.crc, crcTable, r.b[r.checked:end])
+		r.checked = end
 	}
 	v := r.b[r.pos : r.pos+n : r.pos+n]
 	r.pos += n

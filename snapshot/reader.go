@@ -245,6 +245,21 @@ func parseHead(r io.ReaderAt, size int64, version uint16, head []byte) (*Reader,
 // ReadBlock reads block k into buf (grown if needed; the caller may reuse
 // it) and checks its checksum.
 func (r *Reader) ReadBlock(k int, buf []byte) ([]byte, error) {
+	buf, err := r.ReadBlockUnchecked(k, buf)
+	if err != nil {
+		return buf, err
+	}
+	blk := r.blocks[k]
+	if got := crc32.Checksum(buf, crcTable); got != blk.CRC {
+		return buf, checksumError(blk, got)
+	}
+	return buf, nil
+}
+
+// ReadBlockUnchecked reads block k into buf (grown if needed; the caller
+// may reuse it) without checking its checksum: DecodeBlock checks it as it
+// decodes, in the same pass.
+func (r *Reader) ReadBlockUnchecked(k int, buf []byte) ([]byte, error) {
 	blk := r.blocks[k]
 	size := int(blk.Length)
 	if cap(buf) < size {
@@ -254,11 +269,13 @@ func (r *Reader) ReadBlock(k int, buf []byte) ([]byte, error) {
 	if _, err := r.r.ReadAt(buf, blk.Offset); err != nil && size > 0 {
 		return buf, fmt.Errorf("read snapshot block %d at file byte %d: %w", k, blk.Offset, err)
 	}
-	if got := crc32.Checksum(buf, crcTable); got != blk.CRC {
-		return buf, fmt.Errorf("%w: snapshot block %d (file bytes %d to %d) checksum mismatch (index %08x, block %08x)",
-			rlmm.ErrCorrupt, k, blk.Offset, blk.Offset+blk.Length, blk.CRC, got)
-	}
 	return buf, nil
+}
+
+// checksumError is the error of block blk whose bytes' CRC-32C is got.
+func checksumError(blk BlockInfo, got uint32) error {
+	return fmt.Errorf("%w: snapshot block of %s (file bytes %d to %d) checksum mismatch (index %08x, block %08x)",
+		rlmm.ErrCorrupt, blk.TopicIDPartition, blk.Offset, blk.Offset+blk.Length, blk.CRC, got)
 }
 
 // ForEachBlock reads every block and checks its checksum on up to workers
@@ -268,6 +285,18 @@ func (r *Reader) ReadBlock(k int, buf []byte) ([]byte, error) {
 // ForEachBlock returns ctx's error once the calls in progress returned. fn
 // runs concurrently with itself.
 func (r *Reader) ForEachBlock(ctx context.Context, workers int, fn func(k int, block []byte, err error)) error {
+	return r.forEachBlock(ctx, workers, r.ReadBlock, fn)
+}
+
+// ForEachBlockUnchecked is ForEachBlock without the checksum check: fn
+// decodes each block with DecodeBlock, which checks the checksum as it
+// decodes. So each block is read once and passed over once (a restart's
+// path).
+func (r *Reader) ForEachBlockUnchecked(ctx context.Context, workers int, fn func(k int, block []byte, err error)) error {
+	return r.forEachBlock(ctx, workers, r.ReadBlockUnchecked, fn)
+}
+
+func (r *Reader) forEachBlock(ctx context.Context, workers int, read func(int, []byte) ([]byte, error), fn func(k int, block []byte, err error)) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(min(workers, len(r.blocks)), 1) {
@@ -279,7 +308,7 @@ func (r *Reader) ForEachBlock(ctx context.Context, workers int, fn func(k int, b
 					return
 				}
 				var err error
-				buf, err = r.ReadBlock(k, buf)
+				buf, err = read(k, buf)
 				fn(k, buf, err)
 			}
 		})

@@ -253,7 +253,8 @@ func FuzzReadBlock(f *testing.F) {
 		if r.err != nil {
 			return
 		}
-		st, err := DecodeState(block, BlockInfo{TopicIDPartition: tp, Segments: n, Length: int64(len(block))})
+		st, err := DecodeState(block, BlockInfo{TopicIDPartition: tp, Segments: n, Length: int64(len(block)),
+			CRC: crc32.Checksum(block, crcTable)})
 		if err != nil {
 			if !errors.Is(err, rlmm.ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)

@@ -172,6 +172,60 @@ func TestCorruptBlockIsReportedWhenRead(t *testing.T) {
 	if errs[1] != nil {
 		t.Errorf("block 1: %v", errs[1])
 	}
+	// Read unchecked, as a restart reads: the decoder finds it.
+	clear(errs)
+	must(t, r.ForEachBlockUnchecked(context.Background(), 2, func(k int, block []byte, err error) {
+		if err == nil {
+			_, err = DecodeState(block, r.Blocks()[k])
+		}
+		errs[k] = err
+	}))
+	if !errors.Is(errs[0], rlmm.ErrCorrupt) || !strings.Contains(errs[0].Error(), "checksum mismatch") {
+		t.Errorf("block 0 read unchecked: %v; want ErrCorrupt of its checksum", errs[0])
+	}
+	if errs[1] != nil {
+		t.Errorf("block 1 read unchecked: %v", errs[1])
+	}
+}
+
+// DecodeBlock checks the block's checksum as it decodes (in pieces ahead
+// of the decoder): every single-byte change of a block, anywhere, is a
+// checksum error, also where the damaged bytes still decode or fail to
+// decode for another reason first; a block of many pieces decodes whole.
+func TestDecodeBlockChecksTheChecksum(t *testing.T) {
+	tp := topicPartition("big", 8, 1)
+	st := memory.PartitionState{TopicIDPartition: tp}
+	for k := range int64(3000) { // 3000 × 62 bytes: three pieces of the checksum
+		st.Segments = append(st.Segments, segment(tp, uint64(k), k*10, k*10+9))
+	}
+	s := sample()
+	s.states = append(s.states, st)
+	data := encode(t, s)
+	r, err := Open(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	for k, blk := range r.Blocks() {
+		block, err := r.ReadBlockUnchecked(k, nil)
+		must(t, err)
+		got, err := DecodeState(block, blk)
+		must(t, err)
+		if !reflect.DeepEqual(got, s.states[k]) {
+			t.Fatalf("block %d decodes differently", k)
+		}
+		if k == len(s.states)-1 && blk.Length <= 2*crcChunk {
+			t.Fatalf("the big block is %d bytes, want more than %d", blk.Length, 2*crcChunk)
+		}
+		step := 1
+		if blk.Length > 1000 {
+			step = 997
+		}
+		for i := 0; i < len(block); i += step {
+			b := bytes.Clone(block)
+			b[i] ^= 0x20
+			if _, err := DecodeState(b, blk); !errors.Is(err, rlmm.ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
+				t.Fatalf("block %d, byte %d changed: %v; want a checksum error", k, i, err)
+			}
+		}
+	}
 }
 
 // Footers whose checksum holds but whose content is invalid are refused.
@@ -281,11 +335,12 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// decodeAll reads and decodes every block of r: each error must wrap
-// ErrCorrupt.
+// decodeAll reads and decodes every block of r as a restart does (the
+// checksum checked by the decoder, which so runs on every byte the fuzzer
+// gives): each error must wrap ErrCorrupt.
 func decodeAll(t *testing.T, r *Reader) {
 	t.Helper()
-	if err := r.ForEachBlock(context.Background(), 1, func(k int, block []byte, err error) {
+	if err := r.ForEachBlockUnchecked(context.Background(), 1, func(k int, block []byte, err error) {
 		if err == nil {
 			_, err = DecodeState(block, r.Blocks()[k])
 		}

@@ -203,7 +203,7 @@ func (m *Manager) restore(ctx context.Context, file *os.File, r *snapshot.Reader
 		left[i] = parts[i].blocks
 	}
 	var mu sync.Mutex // guards parts and left
-	_ = r.ForEachBlock(ctx, runtime.GOMAXPROCS(0), func(k int, data []byte, err error) {
+	_ = r.ForEachBlockUnchecked(ctx, runtime.GOMAXPROCS(0), func(k int, data []byte, err error) {
 		var b *memory.PartitionBuilder
 		if err == nil {
 			err = snapshot.DecodeBlock(data, blocks[k], func(tp rlmm.TopicIDPartition, z memory.BuildSizes) (snapshot.Sink, error) {
