@@ -15,6 +15,7 @@ import (
 var subcommands = []func() *cobra.Command{
 	newDecodeCmd,
 	newInspectCmd,
+	newRebuildCmd,
 	newScrubCmd,
 	newSimulateCmd,
 	newServeCmd,

@@ -1,0 +1,46 @@
+// Package rebuild reconstructs lost remote log metadata from remote storage
+// alone, and plans and publishes the events the metadata log lacks.
+//
+// Scan lists a store with a layout (scrub/layout) and reconstructs, for
+// every remote segment it finds, the rlmm.SegmentMetadata Kafka's
+// RemoteLogManager wrote when it copied the segment:
+//
+//   - LocalTieredStorage ("local"): topic, topic id, partition, start offset
+//     and segment id from the names; end offset (the last batch's last
+//     offset), largest timestamp (the largest batch max timestamp, else the
+//     file's modification time, as LogSegment.largestTimestamp) and the
+//     batches' leader epochs from the record batch headers of the .log file
+//     (ReadLogSummary reads only the headers, walking the batch lengths);
+//     the segment's leader epochs from the .leader_epoch_checkpoint file
+//     (ParseLeaderEpochCheckpoint), cut to the segment's offsets as Kafka's
+//     LeaderEpochFileCache.epochEntriesInRange does; the size from the .log
+//     file's size; an empty transaction index when no .txnindex (or an
+//     empty one) is there.
+//   - Aiven's tiered-storage-for-apache-kafka ("aiven"): the segment
+//     metadata its plugin records in the .rsm-manifest JSON
+//     (ParseAivenManifest: offsets, largest timestamp, leader epochs), the
+//     size from the manifest's chunk index (the original file size; the log
+//     object may be compressed or encrypted), the transaction index from the
+//     manifest's segment indexes. A segment found under another key prefix
+//     than the configured one gets Aiven's custom metadata naming its
+//     prefix, so the plugin finds its objects.
+//
+// Every event carries the broker id and the event time the caller chooses
+// (PlanOptions: rlmm rebuild uses broker -1, no real broker's id, and the
+// time the command started).
+//
+// MakePlan compares what Scan found with the metadata log as it is (Known,
+// read with internal/view's ReadLog): a segment the log names in any state
+// is left alone, so is every segment of a partition with a partition delete
+// event; each other segment gets COPY_SEGMENT_STARTED then
+// COPY_SEGMENT_FINISHED, in Kafka's bytes (wire), to the metadata partition
+// Kafka's partitioner gives its user partition (wire.MetadataPartition). A
+// segment the log holds only as COPY_SEGMENT_STARTED written by the
+// rebuild's own (negative) broker id is an interrupted rebuild: it gets the
+// FINISHED event only. So a second run plans nothing.
+//
+// Apply publishes a plan, in order, reporting every event published.
+//
+// The package never deletes or writes remote storage, never writes an event
+// for a segment the metadata log already names, and prints nothing.
+package rebuild
