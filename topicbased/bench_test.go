@@ -362,8 +362,8 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 	}{{"fromSnapshot", f.dir}, {"fullReplay", ""}} {
 		b.Run(fmt.Sprintf("%s/segments=%d/events=%d", c.name, f.segments, f.events), func(b *testing.B) {
 			ctx := context.Background()
-			// Where the time to ready goes: Start's snapshot check (head
-			// and every block's checksum: load-ms), the rest of Start
+			// Where the time to ready goes: Start's snapshot check (the
+			// header and the index: load-ms), the rest of Start
 			// (subscribe, goroutines), and the wait until every metadata
 			// partition is ready, which from a snapshot is the restore
 			// (blocks decoded into builders on every core, installed by the

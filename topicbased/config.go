@@ -140,9 +140,9 @@ type Metrics interface {
 	SnapshotWritten(duration time.Duration, bytes int64, err error)
 	// SnapshotLoaded reports the snapshot check of Start: its duration, the
 	// number of segments the snapshot holds and the reason it was not used
-	// (nil if it was used or there was none). Start checks the file (head
-	// and every block's checksum); its blocks are decoded into the cache
-	// afterwards, in the background (SnapshotBuilt).
+	// (nil if it was used or there was none). Start checks the file's
+	// header and index; its blocks are decoded into the cache afterwards,
+	// in the background, each checked as it is decoded (SnapshotBuilt).
 	SnapshotLoaded(duration time.Duration, segments int, err error)
 	// SnapshotBuilt reports the end of the background decoding of a
 	// checked snapshot into the cache: the time since Start, and how many

@@ -62,9 +62,11 @@
 //     CRC-32C checked, streamed block by block into a temporary file that
 //     replaces the old one atomically); an unusable one is logged and
 //     ignored (full replay), never fatal.
-//   - Start checks the snapshot whole (head and every block's checksum)
-//     and returns; the restorer then decodes its blocks on every core
-//     straight into memory.PartitionBuilders and hands each metadata
+//   - Start checks the snapshot's header and index (for format 4, the
+//     footer found through its trailer) and returns; the restorer then
+//     decodes its blocks on every core, each block's checksum checked as it
+//     is decoded (one read per block), straight into
+//     memory.PartitionBuilders and hands each metadata
 //     partition's finished builders to the pump, which installs them
 //     (memory.Install) and only then consumes that metadata partition from
 //     the snapshot's committed offset + 1. Until then an assigned metadata
