@@ -1,7 +1,6 @@
 package rebuild
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,43 +8,10 @@ import (
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rebuild/rebuildtest"
 )
 
-// aivenManifest is the JSON Aiven's plugin writes as a segment's
-// .rsm-manifest (SegmentManifestV1 with its remoteLogSegmentMetadata), for
-// metadata m and a log of originalSize bytes.
-func aivenManifest(m *rlmm.SegmentMetadata, originalSize int64) []byte {
-	epochs := map[string]int64{}
-	for _, e := range m.LeaderEpochs {
-		epochs[fmt.Sprint(e.Epoch)] = e.StartOffset
-	}
-	var txn any
-	if !m.TxnIndexEmpty {
-		txn = map[string]int{"position": 60, "size": 12}
-	}
-	idx := func(pos int) map[string]int { return map[string]int{"position": pos, "size": 10} }
-	doc := map[string]any{
-		"version": "1",
-		"chunkIndex": map[string]any{"type": "fixed", "originalChunkSize": 4 << 20, "originalFileSize": originalSize,
-			"transformedChunkSize": 4 << 20, "finalTransformedChunkSize": originalSize},
-		"segmentIndexes": map[string]any{"offset": idx(0), "timestamp": idx(10), "producerSnapshot": idx(20),
-			"leaderEpoch": idx(30), "transaction": txn},
-		"compression": false,
-		"remoteLogSegmentMetadata": map[string]any{
-			"remoteLogSegmentId": map[string]any{
-				"topicIdPartition": map[string]any{"topicId": m.ID.TopicIDPartition.TopicID.String(),
-					"topicPartition": map[string]any{"topic": m.ID.TopicIDPartition.Topic, "partition": m.ID.TopicIDPartition.Partition}},
-				"id": m.ID.ID.String()},
-			"startOffset": m.StartOffset, "endOffset": m.EndOffset, "maxTimestampMs": m.MaxTimestampMs,
-			"brokerId": m.BrokerID, "eventTimestampMs": m.EventTimestampMs, "segmentLeaderEpochs": epochs,
-		},
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+var aivenManifest = rebuildtest.AivenManifest
 
 func TestParseAivenManifest(t *testing.T) {
 	tp := rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(0x1234, 0x5678), Topic: "orders", Partition: 7}

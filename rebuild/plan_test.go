@@ -343,3 +343,21 @@ func TestPlanAiven(t *testing.T) {
 		t.Errorf("%d live segments after Apply", len(live))
 	}
 }
+
+// TestKnownOddRecords: a tombstone and an undecodable record are counted,
+// not taken for segments, and the plan warns that a segment only an
+// undecodable record names looks unknown.
+func TestKnownOddRecords(t *testing.T) {
+	k := NewKnown()
+	k.Observe(eventlog.Record{Partition: 2, Offset: 5, Tombstone: true})
+	k.Observe(eventlog.Record{Partition: 3, Offset: 9, Value: []byte{0, 1, 2}})
+	k.Observe(eventlog.Record{Partition: 3, Offset: 10, Value: nil})
+	if k.Records != 3 || k.Tombstones != 1 || k.Undecodable != 2 || k.Segments() != 0 ||
+		!strings.HasPrefix(k.FirstUndecodable, "metadata partition 3 offset 9: ") {
+		t.Fatalf("known %+v", k)
+	}
+	p := MakePlan(&Found{}, k, PlanOptions{BrokerID: -1, MetadataPartitions: 5})
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "2 records of the metadata log could not be decoded (the first at metadata partition 3 offset 9") {
+		t.Fatalf("warnings %q", p.Warnings)
+	}
+}

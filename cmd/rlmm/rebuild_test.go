@@ -56,6 +56,7 @@ func TestRebuildCommand(t *testing.T) {
 		!strings.Contains(out, "dry run: nothing published") || strings.Count(out, "COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED") != 3 {
 		t.Fatalf("dry run: exit %d\n%s\n%s", status, out, errOut)
 	}
+	t.Logf("rlmm rebuild (dry run):\n%s", out)
 	doc, _, status := rebuildJSONRun(t, base...)
 	if status != 0 || len(doc.Steps) != 3 || doc.Applied || len(doc.Published) != 0 || !doc.OK {
 		t.Fatalf("dry run --json: exit %d, %+v", status, doc)
