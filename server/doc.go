@@ -143,8 +143,23 @@
 //
 // Nothing is printed on stdout. SIGTERM or SIGINT: the endpoints stop
 // (in-flight calls finish within --shutdown-timeout), the manager writes a
-// final snapshot, exit 0. Exit 2: bad flags or settings (the message names
-// the flag), a socket or snapshot directory held by another server (naming
-// its pid), an unreachable cluster; exit 1 is not used; a final snapshot
-// that fails exits 2 with the reason.
+// final snapshot, exit 0. Exit 3 (settings refused): a flag or setting is
+// refused (the message names it: bad flags, a --properties key or value, a
+// file a setting names that cannot be read, a setting the cluster refuses
+// such as a partition count other than the topic's); the same settings fail
+// again, so the broker plugin stops at this code rather than restart the
+// child. Exit 2: could not run for another reason, which may pass (a socket
+// or snapshot directory held by another server, naming its pid, an
+// unreachable cluster, a final snapshot that failed, with the reason); exit
+// 1 is not used.
+//
+// # API version
+//
+// ServerInfo answers api_version, APIVersion (apiversion.go): the version
+// of this RPC the server speaks, raised when a change would make a client
+// of the previous version misread an answer. The broker plugin checks it
+// on every server it reaches before any call goes through and refuses one
+// of another version naming both (and fails the broker, as when a child's
+// settings are refused). ServerInfo also answers started_unix_ms, with pid
+// what tells a reconnecting client that the server is a new process.
 package server

@@ -42,6 +42,10 @@ type Config struct {
 	BrokerID           int32
 	MetadataPartitions int32
 	LogDescription     string
+	// APIVersion is the api_version ServerInfo states; 0 means APIVersion.
+	// Only tests set it (rlmm serve's hidden --test-api-version), to play a
+	// server of another version.
+	APIVersion int32
 }
 
 // Endpoint is one listener and what its callers must present.

@@ -219,6 +219,14 @@ func (v *service) OnStopPartitions(ctx context.Context, req *rlmmpb.StopPartitio
 	return &rlmmpb.AssignmentReply{}, nil
 }
 
+// apiVersion is the api_version ServerInfo states.
+func (c *Config) apiVersion() int32 {
+	if c.APIVersion != 0 {
+		return c.APIVersion
+	}
+	return APIVersion
+}
+
 // ServerInfo describes this server; it answers while the server starts.
 func (v *service) ServerInfo(context.Context, *rlmmpb.ServerInfoRequest) (*rlmmpb.ServerInfoReply, error) {
 	c := &v.s.cfg
@@ -228,5 +236,7 @@ func (v *service) ServerInfo(context.Context, *rlmmpb.ServerInfoRequest) (*rlmmp
 		MetadataPartitions: c.MetadataPartitions,
 		Log:                c.LogDescription,
 		Pid:                int64(os.Getpid()),
+		ApiVersion:         c.apiVersion(),
+		StartedUnixMs:      processStarted.UnixMilli(),
 	}, nil
 }

@@ -149,7 +149,14 @@ func TestEveryRPC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &rlmmpb.ServerInfoReply{Version: "test", BrokerId: 7, MetadataPartitions: metadataPartitions, Log: "memlog", Pid: int64(os.Getpid())}
+		if r.ApiVersion != APIVersion || APIVersion < 1 {
+			t.Fatalf("api_version %d, want APIVersion %d (at least 1)", r.ApiVersion, APIVersion)
+		}
+		if r.StartedUnixMs != processStarted.UnixMilli() || r.StartedUnixMs <= 0 {
+			t.Fatalf("started_unix_ms %d, want this process's %d", r.StartedUnixMs, processStarted.UnixMilli())
+		}
+		want := &rlmmpb.ServerInfoReply{Version: "test", BrokerId: 7, MetadataPartitions: metadataPartitions, Log: "memlog",
+			Pid: int64(os.Getpid()), ApiVersion: APIVersion, StartedUnixMs: processStarted.UnixMilli()}
 		if !proto.Equal(r, want) {
 			t.Fatalf("got %v, want %v", r, want)
 		}

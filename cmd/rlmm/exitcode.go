@@ -1,12 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 )
 
-// Exit statuses of inspect, verify and simulate.
+// Exit statuses of inspect, verify, simulate and serve.
 const (
 	// exitFindings: the command ran and found something wrong (verify's
 	// anomalies, simulate's differences from the model).
@@ -14,6 +15,15 @@ const (
 	// exitCouldNotRun: bad flags, a missing or unreadable log, an
 	// unreachable cluster.
 	exitCouldNotRun = 2
+	// exitSettingsRefused (serve only): a flag or setting was refused (bad
+	// flags, a --properties key or value, a file a setting names that
+	// cannot be read, a setting the cluster refuses such as a partition
+	// count other than the topic's or a store's wrong password). The message
+	// names it. Running again with the same settings fails the same way, so
+	// the broker plugin stops at this code instead of restarting the child;
+	// exit 2 stays what may pass (an unreachable cluster, a socket or
+	// snapshot directory held by another server).
+	exitSettingsRefused = 3
 )
 
 // statusError is an error carrying the process exit status it calls for.
@@ -21,6 +31,9 @@ const (
 type statusError struct {
 	code int
 	err  error
+	// usage: the error is about a flag or setting (usageErrorf), which serve
+	// exits with exitSettingsRefused.
+	usage bool
 }
 
 // Error returns the message.
@@ -35,7 +48,17 @@ func (e *statusError) ExitCode() int { return e.code }
 // usageErrorf is a could-not-run error (exit status 2) whose message tells a
 // person what to fix.
 func usageErrorf(format string, args ...any) error {
-	return &statusError{code: exitCouldNotRun, err: fmt.Errorf(format, args...)}
+	return &statusError{code: exitCouldNotRun, err: fmt.Errorf(format, args...), usage: true}
+}
+
+// settingsRefused makes serve's refusal of a flag or setting (a usageErrorf
+// error) exit with exitSettingsRefused; other errors pass unchanged.
+func settingsRefused(err error) error {
+	var se *statusError
+	if errors.As(err, &se) && se.usage {
+		return &statusError{code: exitSettingsRefused, err: se.err, usage: true}
+	}
+	return err
 }
 
 // couldNotRun wraps err as a could-not-run error (exit status 2).

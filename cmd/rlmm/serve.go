@@ -53,6 +53,7 @@ type serveOptions struct {
 	readyFile       string
 	shutdownTimeout time.Duration
 	exitWithStdin   bool
+	testAPIVersion  int32
 	servingProcs    int
 }
 
@@ -86,14 +87,28 @@ final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level)
 The metadata partition count is --kafka-partitions, else
 remote.log.metadata.topic.num.partitions of --properties, else 50 (Kafka's
 default), also for --dir: it must match the cluster's, since it decides which
-metadata partition holds each user partition.`,
+metadata partition holds each user partition.
+
+Exit status: 0 after SIGTERM or SIGINT (or the end of stdin with
+--exit-with-stdin) and the final snapshot; 3 when a flag or setting is
+refused (the message names it: bad flags, a --properties key or value, a file
+a setting names that cannot be read, a setting the cluster refuses such as a
+partition count other than the topic's): the same settings fail again, and the
+broker plugin stops at this code instead of restarting; 2 when it could not
+run for another reason (an unreachable cluster, a socket or snapshot directory
+held by another server, naming its pid, a final snapshot that failed).`,
 		Example: `  rlmm serve --kafka 127.0.0.1:9092 --log-dir /var/lib/kafka/data --broker-id 1 --socket /run/rlmm/broker1.sock
   rlmm serve --properties /etc/kafka/rlmm.properties --snapshot-dir /var/lib/rlmm --metrics-listen 127.0.0.1:9464
   rlmm serve --dir ./rlmm-log --snapshot-dir ./rlmm-snap --ready-file ./ready`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return settingsRefused(usageErrorf("%v", err))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return settingsRefused(runServe(cmd, o)) },
 	}
-	cmd.SetFlagErrorFunc(flagError)
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return settingsRefused(flagError(cmd, err)) })
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "directory of the embedded metadata log (created if missing), instead of --kafka")
 	o.kafka = kafkalog.RegisterFlags(f)
@@ -117,6 +132,10 @@ metadata partition holds each user partition.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
 	f.IntVar(&o.servingProcs, "serving-procs", 1, "Go processors (GOMAXPROCS) once the snapshot's state is built: restoring uses every core, serving calls runs cheaper on one; 0 leaves GOMAXPROCS as it is, and so does GOMAXPROCS set in the environment")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
+	// For the broker plugin's tests only: the api_version ServerInfo states
+	// (server.APIVersion unless set), to play a server of another version.
+	f.Int32Var(&o.testAPIVersion, "test-api-version", 0, "tests only: the api_version ServerInfo states (default server.APIVersion)")
+	_ = f.MarkHidden("test-api-version")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -407,7 +426,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
-		MetadataPartitions: sl.partitions, LogDescription: sl.describe,
+		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()
@@ -422,6 +441,11 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		if ctx.Err() != nil {
 			logger.Info("serve: stopped while opening the metadata log")
 			return nil
+		}
+		if errors.Is(err, rlmm.ErrInvalidArgument) {
+			// A setting the cluster refuses (the topic's partition count, a
+			// store's password): the same settings fail the same way again.
+			return &statusError{code: exitSettingsRefused, err: err, usage: true}
 		}
 		return couldNotRun(err)
 	}

@@ -303,7 +303,8 @@ func TestServeLifecycle(t *testing.T) {
 	}
 }
 
-// TestServeBadFlags: every refusal exits 2 naming the flag.
+// TestServeBadFlags: every refusal of a flag or setting exits 3
+// (exitSettingsRefused, which the broker plugin does not restart) naming it.
 func TestServeBadFlags(t *testing.T) {
 	dir := shortTemp(t)
 	snap := filepath.Join(dir, "snap")
@@ -345,12 +346,13 @@ func TestServeBadFlags(t *testing.T) {
 		{"too many metadata partitions", append(base, "--kafka-partitions", "10001"), "--kafka-partitions is 10001, must be 0 to 10000"},
 		{"negative serving procs", append(base, "--serving-procs", "-1"), "--serving-procs -1: must be 0"},
 		{"serving procs past the limit", append(base, "--serving-procs", "5000"), "--serving-procs 5000: must be 0"},
+		{"an argument", append(base, "extra"), "extra"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := runInProcess(t, "", tc.args...)
-			if code != exitCouldNotRun || !strings.Contains(stderr, tc.want) || stdout != "" {
-				t.Fatalf("exit %d, stdout %q, stderr %q: want 2 naming %q", code, stdout, stderr, tc.want)
+			if code != exitSettingsRefused || !strings.Contains(stderr, tc.want) || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q: want 3 naming %q", code, stdout, stderr, tc.want)
 			}
 		})
 	}

@@ -1923,8 +1923,15 @@ type ServerInfoReply struct {
 	BrokerId           int32                  `protobuf:"varint,2,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
 	MetadataPartitions int32                  `protobuf:"varint,3,opt,name=metadata_partitions,json=metadataPartitions,proto3" json:"metadata_partitions,omitempty"`
 	// "kafka TOPIC at BOOTSTRAP" or "embedded log DIR".
-	Log           string `protobuf:"bytes,4,opt,name=log,proto3" json:"log,omitempty"`
-	Pid           int64  `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	Log string `protobuf:"bytes,4,opt,name=log,proto3" json:"log,omitempty"`
+	Pid int64  `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	// The version of this API the server speaks (server.APIVersion): a client
+	// built for another refuses the server, naming both. 0 is a server older
+	// than the field (before version 1).
+	ApiVersion int32 `protobuf:"varint,6,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	// When this server process started (Unix milliseconds): with pid, tells a
+	// client that the server it reached is a new one.
+	StartedUnixMs int64 `protobuf:"varint,7,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1990,6 +1997,20 @@ func (x *ServerInfoReply) GetLog() string {
 func (x *ServerInfoReply) GetPid() int64 {
 	if x != nil {
 		return x.Pid
+	}
+	return 0
+}
+
+func (x *ServerInfoReply) GetApiVersion() int32 {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return 0
+}
+
+func (x *ServerInfoReply) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
 	}
 	return 0
 }
@@ -2164,13 +2185,16 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"partitions\x18\x01 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\n" +
 	"partitions\"\x11\n" +
 	"\x0fAssignmentReply\"\x13\n" +
-	"\x11ServerInfoRequest\"\x9d\x01\n" +
+	"\x11ServerInfoRequest\"\xe6\x01\n" +
 	"\x0fServerInfoReply\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1b\n" +
 	"\tbroker_id\x18\x02 \x01(\x05R\bbrokerId\x12/\n" +
 	"\x13metadata_partitions\x18\x03 \x01(\x05R\x12metadataPartitions\x12\x10\n" +
 	"\x03log\x18\x04 \x01(\tR\x03log\x12\x10\n" +
-	"\x03pid\x18\x05 \x01(\x03R\x03pid\"[\n" +
+	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x1f\n" +
+	"\vapi_version\x18\x06 \x01(\x05R\n" +
+	"apiVersion\x12&\n" +
+	"\x0fstarted_unix_ms\x18\a \x01(\x03R\rstartedUnixMs\"[\n" +
 	"\tErrorInfo\x12&\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x12.rlmm.v1.ErrorKindR\x04kind\x12&\n" +
 	"\x0fmay_be_recorded\x18\x02 \x01(\bR\rmayBeRecorded*|\n" +

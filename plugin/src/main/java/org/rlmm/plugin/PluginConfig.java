@@ -50,6 +50,16 @@ final class PluginConfig {
     static final String MUTATION_TIMEOUT = "rlmm.serve.mutation.timeout.ms";
     /** How long the child may take to answer after it is started (or restarted). */
     static final String START_TIMEOUT = "rlmm.serve.start.timeout.ms";
+    /**
+     * How long the plugin waits, from configure, for its first server to answer (and to pass the
+     * API version check) before it stops the broker as Kafka's own manager does when it cannot
+     * initialize. Default: Kafka's {@link #KAFKA_INIT_TIMEOUT} when set, else its default.
+     */
+    static final String INIT_TIMEOUT = "rlmm.serve.init.timeout.ms";
+    /** Kafka's own manager's initialization bound (TopicBasedRemoteLogMetadataManagerConfig). */
+    static final String KAFKA_INIT_TIMEOUT = "remote.log.metadata.initialization.retry.max.timeout.ms";
+    /** {@link #KAFKA_INIT_TIMEOUT}'s default in Kafka 4.x. */
+    static final long KAFKA_INIT_TIMEOUT_DEFAULT_MS = 120_000;
     /** How long close() waits after SIGTERM before it kills the child. */
     static final String STOP_TIMEOUT = "rlmm.serve.stop.timeout.ms";
     /** First wait before restarting a child that died; doubles up to the maximum. */
@@ -84,6 +94,7 @@ final class PluginConfig {
         d.put(CALL_TIMEOUT, "10000");
         d.put(MUTATION_TIMEOUT, null);
         d.put(START_TIMEOUT, "60000");
+        d.put(INIT_TIMEOUT, null);
         d.put(STOP_TIMEOUT, "30000");
         d.put(RESTART_BACKOFF, "100");
         d.put(RESTART_BACKOFF_MAX, "10000");
@@ -120,6 +131,8 @@ final class PluginConfig {
     final Duration callTimeout;
     final Duration mutationTimeout;
     final Duration startTimeout;
+    /** {@link #INIT_TIMEOUT}. */
+    final Duration initTimeout;
     final Duration stopTimeout;
     final Duration restartBackoff;
     final Duration restartBackoffMax;
@@ -225,6 +238,13 @@ final class PluginConfig {
         String work = string(configs, WORK_DIR);
         callTimeout = millis(configs, CALL_TIMEOUT, 1);
         startTimeout = millis(configs, START_TIMEOUT, 1);
+        if (configs.get(INIT_TIMEOUT) != null) {
+            initTimeout = millis(configs, INIT_TIMEOUT, 1);
+        } else if (configs.get(KAFKA_INIT_TIMEOUT) != null) {
+            initTimeout = millis(configs, KAFKA_INIT_TIMEOUT, 1);
+        } else {
+            initTimeout = Duration.ofMillis(KAFKA_INIT_TIMEOUT_DEFAULT_MS);
+        }
         stopTimeout = millis(configs, STOP_TIMEOUT, 1);
         restartBackoff = millis(configs, RESTART_BACKOFF, 1);
         restartBackoffMax = millis(configs, RESTART_BACKOFF_MAX, 1);

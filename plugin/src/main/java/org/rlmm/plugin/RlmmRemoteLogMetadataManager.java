@@ -78,6 +78,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private static final Logger LOG = LoggerFactory.getLogger(RlmmRemoteLogMetadataManager.class);
 
     /**
+     * The version of rlmm serve's API (proto/rlmm/v1/rlmm.proto) this plugin speaks: every server
+     * it reaches must state the same api_version in ServerInfo (server.APIVersion in the Go code)
+     * before any call goes through; one of another version is refused naming both, and the broker
+     * is stopped as when the child refuses its settings.
+     */
+    public static final int API_VERSION = 1;
+
+    /**
      * For tests only (not among the settings of plugin/README.md's table; logged at WARN when set):
      * how long the plugin waits, each time a child answers, before it hands that child the broker's
      * partitions (reads wait for the hand-over meanwhile), and before it sends each leadership
@@ -157,7 +165,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         cfg = c;
         if (c.mode != PluginConfig.Mode.SPAWN) {
             Optional<ServerInfoReply> info = serverInfo(c.callTimeout);
-            if (info.isPresent()) {
+            String mismatch = info.map(i -> versionMismatch(i, c)).orElse(null);
+            if (mismatch != null) {
+                fail(mismatch);
+            } else if (info.isPresent()) {
                 LOG.info("rlmm plugin: connected to rlmm serve {} at {} (pid {}, {}, broker id {})", info.get().getVersion(),
                         c.target(), info.get().getPid(), info.get().getLog(), info.get().getBrokerId());
             } else {
@@ -170,9 +181,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         gateReason = "rlmm serve is starting";
         ServeProcess p = new ServeProcess(c, LOG, new ServeProcess.Hooks() {
             @Override
-            public Optional<Long> probe(Duration timeout) {
+            public Optional<Long> probe(Duration timeout) throws ServeProcess.Refused {
                 cn.channel.resetConnectBackoff();
-                return serverInfo(timeout).map(ServerInfoReply::getPid);
+                Optional<ServerInfoReply> info = serverInfo(timeout);
+                String mismatch = info.map(i -> versionMismatch(i, c)).orElse(null);
+                if (mismatch != null) {
+                    throw new ServeProcess.Refused(mismatch);
+                }
+                return info.map(ServerInfoReply::getPid);
             }
 
             @Override
@@ -193,10 +209,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
             @Override
             public void failed(String why) {
-                synchronized (assignLock) {
-                    gateReason = why;
-                    gate.completeExceptionally(new org.apache.kafka.common.config.ConfigException(why));
-                }
+                fail(why);
             }
         });
         try {
@@ -212,6 +225,46 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         child = p;
         LOG.info("rlmm plugin: configured in {} ms; rlmm serve starts in the background (calls wait up to {} ms for it)",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.callTimeout.toMillis());
+    }
+
+    /**
+     * The refusal of a server that states another API version than {@link #API_VERSION}, naming
+     * both; null when it matches.
+     */
+    private static String versionMismatch(ServerInfoReply info, PluginConfig c) {
+        if (info.getApiVersion() == API_VERSION) {
+            return null;
+        }
+        return "rlmm serve " + info.getVersion() + " (pid " + info.getPid() + ") at " + c.target() + " speaks API version "
+                + info.getApiVersion() + (info.getApiVersion() == 0 ? " (older than the version handshake)" : "")
+                + ", but this plugin speaks API version " + API_VERSION
+                + ": refused (use the rlmm binary of the plugin's own jar, or a plugin jar of the server's release)";
+    }
+
+    /**
+     * No server will be used (a refused setting or API version, the init timeout): every call
+     * fails naming why from now on, {@link #isReady} answers false, and the broker is stopped as
+     * Kafka's own manager stops it when it cannot initialize ({@link BrokerExit}).
+     */
+    private void fail(String why) {
+        synchronized (assignLock) {
+            gateReason = why;
+            CompletableFuture<Void> failed = new CompletableFuture<>();
+            failed.completeExceptionally(new RemoteStorageException("rlmm plugin: " + why));
+            gate.completeExceptionally(new RemoteStorageException("rlmm plugin: " + why));
+            gate = failed;
+        }
+        failure = why;
+        if (!closed) {
+            BrokerExit.exit(LOG, why);
+        }
+    }
+
+    private volatile String failure;
+
+    /** Why this instance will use no server (it stopped the broker), or null (for tests). */
+    String failure() {
+        return failure;
     }
 
     /** {@link #TEST_ASSIGN_DELAY} of the broker's settings: zero when absent. */

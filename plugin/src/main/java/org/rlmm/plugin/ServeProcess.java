@@ -29,8 +29,10 @@ import org.slf4j.Logger;
  * it (with a doubling backoff, logged) when it dies or does not answer, and stops it at
  * {@link #close} (SIGTERM, then SIGKILL after the stop timeout). A child left behind by a
  * previous broker process (its pid file names a live rlmm serve on the same socket) is stopped
- * before a new one starts. A first child that refuses its settings is not started again: the
- * owner hears of it through {@link Hooks#failed}.
+ * before a new one starts. A child that refuses its settings (exit {@link #EXIT_SETTINGS_REFUSED}),
+ * a server the owner refuses ({@link Refused}: another API version), and a first child that does not
+ * answer within {@code rlmm.serve.init.timeout.ms} are not started again: the owner hears of it
+ * through {@link Hooks#failed}, and stops the broker.
  *
  * <p>Secrets (the key and trust store passwords, the JAAS line's password) reach the child only
  * through its properties file: mode 0600 in the private directory (itself 0700), rewritten at
@@ -41,8 +43,12 @@ import org.slf4j.Logger;
 final class ServeProcess implements AutoCloseable {
     /** What the owner does around a child's life. */
     interface Hooks {
-        /** Asks the server whether it answers; returns its pid, or empty when it does not yet. */
-        Optional<Long> probe(Duration timeout);
+        /**
+         * Asks the server whether it answers; returns its pid, or empty when it does not yet.
+         *
+         * @throws Refused when the server answers but the owner will not use it (another API version)
+         */
+        Optional<Long> probe(Duration timeout) throws RemoteStorageException;
 
         /** The child answers (first start or restart); called before calls may go to it. */
         void ready(long pid, boolean restart) throws Exception;
@@ -51,8 +57,9 @@ final class ServeProcess implements AutoCloseable {
         void lost(String why);
 
         /**
-         * The first child refused a flag or setting (the message names it): no child runs, and
-         * none will until the broker is reconfigured.
+         * No child runs, and none will until the broker is reconfigured: a child refused a flag or
+         * setting (the message names it), the owner refused the server ({@link Refused}), or the
+         * first child did not answer within the init timeout.
          */
         void failed(String why);
     }
@@ -134,19 +141,20 @@ final class ServeProcess implements AutoCloseable {
         }
     }
 
-    /** rlmm's exit code for bad flags or settings (cmd/rlmm/exitcode.go: exitCouldNotRun). */
-    static final int EXIT_COULD_NOT_RUN = 2;
-
     /**
-     * Whether an early exit was rlmm refusing a flag or setting (exit 2 with a message naming
-     * it), not another could-not-run reason such as an unreachable cluster.
+     * rlmm serve's exit code for a refused flag or setting (cmd/rlmm/exitcode.go:
+     * exitSettingsRefused): the same settings fail again, so the child is not restarted. Every
+     * other early exit (2: could not run, such as an unreachable cluster) is retried.
      */
-    boolean refusedSettings(ExitedEarly e) {
-        if (e.code != EXIT_COULD_NOT_RUN) {
-            return false;
+    static final int EXIT_SETTINGS_REFUSED = 3;
+
+    /** A server the owner will not use (another API version): thrown by a hook, never retried. */
+    static final class Refused extends RemoteStorageException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message);
         }
-        String out = e.getMessage();
-        return out.contains("--properties") || out.contains("invalid argument") || out.contains("flag");
     }
 
     /**
@@ -174,39 +182,70 @@ final class ServeProcess implements AutoCloseable {
     /** The supervisor thread: the first start (retried until it answers), then {@link #supervise}. */
     private void run() {
         long began = System.nanoTime();
+        long initDeadline = began + cfg.initTimeout.toNanos();
         stopOrphan();
         Duration backoff = cfg.restartBackoff;
+        String last = "none started yet";
         while (!closing) {
+            if (System.nanoTime() - initDeadline >= 0) {
+                fail("rlmm serve did not become ready within " + cfg.initTimeout.toMillis() + " ms of configure ("
+                        + PluginConfig.INIT_TIMEOUT + "); the last try: " + last);
+                return;
+            }
             try {
-                long pid = spawnAndAwait();
+                long pid = spawnAndAwait(initDeadline);
                 hooks.ready(pid, false);
                 log.info("rlmm plugin: rlmm serve pid {} ready {} ms after configure", pid,
                         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began));
                 break;
-            } catch (ExitedEarly e) {
-                if (closing) {
-                    return;
-                }
-                if (refusedSettings(e)) {
-                    log.error("rlmm plugin: rlmm serve refused its settings; every call fails until the broker is"
-                            + " reconfigured and restarted: {}", e.getMessage());
-                    hooks.failed(e.getMessage());
-                    return;
-                }
-                log.error("rlmm plugin: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
             } catch (Exception e) {
                 if (closing) {
                     return;
                 }
-                stopChild();
-                log.error("rlmm plugin: starting rlmm serve failed: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
+                if (fatal(e)) {
+                    return;
+                }
+                last = e.getMessage();
+                log.error("rlmm plugin: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
             }
-            if (!sleep(backoff)) {
+            long left = TimeUnit.NANOSECONDS.toMillis(initDeadline - System.nanoTime());
+            if (!sleep(min(backoff, Duration.ofMillis(Math.max(0, left))))) {
                 return;
             }
             backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
         }
         supervise();
+    }
+
+    /**
+     * Whether a failed start ends the supervision (the child is stopped and the owner told): a
+     * refused setting, or a server the owner refused. Anything else is retried.
+     */
+    private boolean fatal(Exception e) {
+        if (e instanceof ExitedEarly x && x.code == EXIT_SETTINGS_REFUSED) {
+            fail("rlmm serve refused its settings (exit code " + EXIT_SETTINGS_REFUSED + "): " + e.getMessage());
+            return true;
+        }
+        if (e instanceof Refused) {
+            stopChild();
+            fail(e.getMessage());
+            return true;
+        }
+        stopChild();
+        return false;
+    }
+
+    private void fail(String why) {
+        stopChild();
+        failedWith = why;
+        hooks.failed(why);
+    }
+
+    private volatile String failedWith;
+
+    /** Why no child runs for good (a refused setting or server, the init timeout), or null. */
+    String failure() {
+        return failedWith;
     }
 
     /** The pid of the running child, or -1. */
@@ -304,7 +343,7 @@ final class ServeProcess implements AutoCloseable {
     }
 
     /** Starts a child and waits until it answers; the child is stopped again on failure. */
-    private long spawnAndAwait() throws RemoteStorageException {
+    private long spawnAndAwait(long initDeadline) throws RemoteStorageException {
         List<String> cmd = command();
         Process p;
         synchronized (lock) {
@@ -334,6 +373,10 @@ final class ServeProcess implements AutoCloseable {
         pump.start();
 
         long deadline = System.nanoTime() + cfg.startTimeout.toNanos();
+        boolean initBound = initDeadline - deadline < 0;
+        if (initBound) {
+            deadline = initDeadline; // the first child: within what is left of the init timeout
+        }
         while (true) {
             if (!p.isAlive()) {
                 int code = p.exitValue();
@@ -354,11 +397,12 @@ final class ServeProcess implements AutoCloseable {
                     return p.pid();
                 }
             }
-            if (System.nanoTime() > deadline) {
+            if (System.nanoTime() - deadline > 0) {
                 stopChild();
                 throw new RemoteStorageException("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on "
-                        + cfg.target() + " within " + cfg.startTimeout.toMillis() + " ms (" + PluginConfig.START_TIMEOUT
-                        + "); its last output:\n" + tailText());
+                        + cfg.target() + (initBound ? " before the init timeout (" + PluginConfig.INIT_TIMEOUT + ")"
+                        : " within " + cfg.startTimeout.toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
+                        + "; its last output:\n" + tailText());
             }
             try {
                 Thread.sleep(20);
@@ -401,7 +445,7 @@ final class ServeProcess implements AutoCloseable {
                     return;
                 }
                 try {
-                    long pid = spawnAndAwait();
+                    long pid = spawnAndAwait(System.nanoTime() + Long.MAX_VALUE / 2);
                     hooks.ready(pid, true);
                     log.info("rlmm plugin: rlmm serve restarted as pid {}", pid);
                     break;
@@ -409,7 +453,9 @@ final class ServeProcess implements AutoCloseable {
                     if (closing) {
                         return;
                     }
-                    stopChild();
+                    if (fatal(e)) {
+                        return;
+                    }
                     backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
                     log.error("rlmm plugin: restarting rlmm serve failed: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
                 }

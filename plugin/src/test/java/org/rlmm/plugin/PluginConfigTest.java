@@ -76,14 +76,19 @@ class PluginConfigTest {
     @Test
     void aSettingRlmmServeRefusesFailsEveryCallNamingIt() throws Exception {
         // Kafka mode: the child reads the properties file and refuses the value. configure does
-        // not wait for the child; the refusal then fails every call, naming the setting.
+        // not wait for the child; the refusal (exit code 3) stops the broker and fails every
+        // call, naming the setting.
         Map<String, Object> c = TestSupport.kafkaConfig(dir.resolve("refused"), "127.0.0.1:9");
         c.put("remote.log.metadata.topic.num.partitions", "0");
         c.put("rlmm.serve.call.timeout.ms", "30000");
         c.put("rlmm.serve.mutation.timeout.ms", "30000");
         RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
-        try {
+        try (TestSupport.ExitRecorder exit = new TestSupport.ExitRecorder()) {
             m.configure(c);
+            // The broker is stopped as Kafka's manager stops it when it cannot initialize.
+            String why = exit.await("the refused setting", java.time.Duration.ofSeconds(30));
+            assertEquals(BrokerExit.STATUS, exit.status());
+            assertTrue(why.contains("remote.log.metadata.topic.num.partitions") && why.contains("exit code 3"), why);
             TopicIdPartition tp = TestSupport.newPartition("refused");
             RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 0));
             assertTrue(e.getMessage().contains("remote.log.metadata.topic.num.partitions"), e.getMessage());

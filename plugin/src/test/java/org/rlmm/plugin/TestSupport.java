@@ -181,6 +181,83 @@ final class TestSupport {
         }
     }
 
+    /**
+     * Replaces Kafka's exit procedure (the one {@link BrokerExit} calls, as Kafka's own manager
+     * does) while open, recording the call instead of ending the test JVM. Found by name: the
+     * tests compile against Kafka 4.0's API and run on 4.4's, where Exit moved to
+     * {@code org.apache.kafka.common.utils.internals}.
+     */
+    static final class ExitRecorder implements AutoCloseable {
+        private final Class<?> exit;
+        private final java.util.concurrent.CompletableFuture<String> message = new java.util.concurrent.CompletableFuture<>();
+        private final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        private volatile int status = -1;
+
+        ExitRecorder() {
+            Class<?> c = null;
+            for (String name : new String[] {"org.apache.kafka.common.utils.internals.Exit", "org.apache.kafka.common.utils.Exit"}) {
+                try {
+                    c = Class.forName(name);
+                    break;
+                } catch (ClassNotFoundException e) {
+                    // the other one
+                }
+            }
+            if (c == null) {
+                fail("no Kafka Exit class on the test class path");
+            }
+            exit = c;
+            try {
+                Class<?> procedure = Class.forName(c.getName() + "$Procedure");
+                Object p = java.lang.reflect.Proxy.newProxyInstance(procedure.getClassLoader(), new Class<?>[] {procedure},
+                        (proxy, method, args) -> {
+                            if (method.getName().equals("execute")) {
+                                calls.incrementAndGet();
+                                status = (Integer) args[0];
+                                message.complete(String.valueOf(args[1]));
+                                return null;
+                            }
+                            return method.invoke(this, args);
+                        });
+                c.getMethod("setExitProcedure", procedure).invoke(null, p);
+            } catch (ReflectiveOperationException e) {
+                throw new RuntimeException(e);
+            }
+        }
+
+        /** The message of the first exit, waited for at most timeout; fails naming what when none came. */
+        String await(String what, Duration timeout) {
+            try {
+                return message.get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException e) {
+                return fail("no Exit.exit within " + timeout + ": " + what);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        }
+
+        boolean exited() {
+            return message.isDone();
+        }
+
+        int status() {
+            return status;
+        }
+
+        int calls() {
+            return calls.get();
+        }
+
+        @Override
+        public void close() {
+            try {
+                exit.getMethod("resetExitProcedure").invoke(null);
+            } catch (ReflectiveOperationException e) {
+                throw new RuntimeException(e);
+            }
+        }
+    }
+
     /** An `rlmm serve` the test starts itself, for connect mode. */
     static final class Server implements AutoCloseable {
         final Path socket;

@@ -1,0 +1,62 @@
+package org.rlmm.plugin;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import org.apache.kafka.common.KafkaException;
+import org.slf4j.Logger;
+
+/**
+ * Stops the broker as Kafka's own manager does when it cannot initialize: its
+ * TopicBasedRemoteLogMetadataManager, past {@code remote.log.metadata.initialization.retry.max.timeout.ms}
+ * or on an error it cannot retry, logs at ERROR and calls Kafka's {@code Exit.exit(1)} from its
+ * initialization thread (in {@code org.apache.kafka.common.utils} up to 4.3,
+ * {@code org.apache.kafka.common.utils.internals} from 4.4). Found by name through the broker's class
+ * loader, so that a test (or a broker) that replaced Kafka's exit procedure sees the call, and so
+ * that the jar loads on every 4.x; neither found, the JVM exits with status 1.
+ *
+ * <p>The call runs on a thread of its own: {@code System.exit} waits for the broker's shutdown
+ * hooks, which close this plugin, which waits for the supervisor thread that asked for the exit.
+ */
+final class BrokerExit {
+    private BrokerExit() {}
+
+    /** The status Kafka's manager exits with. */
+    static final int STATUS = 1;
+
+    private static final String[] EXIT_CLASSES = {
+        "org.apache.kafka.common.utils.internals.Exit", // 4.4 and later
+        "org.apache.kafka.common.utils.Exit",           // 4.0 to 4.3
+    };
+
+    /** Logs why at ERROR and stops the broker (Kafka's Exit.exit(1, why)) on a new thread. */
+    static void exit(Logger log, String why) {
+        log.error("rlmm plugin: stopping the broker (exit status {}), as Kafka's own manager does when it cannot"
+                + " initialize: {}", STATUS, why);
+        Thread t = new Thread(() -> invoke(log, why), "rlmm-plugin-broker-exit");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static void invoke(Logger log, String why) {
+        ClassLoader kafka = KafkaException.class.getClassLoader();
+        for (String name : EXIT_CLASSES) {
+            Method m;
+            try {
+                m = Class.forName(name, true, kafka).getMethod("exit", int.class, String.class);
+            } catch (ClassNotFoundException | NoSuchMethodException | LinkageError e) {
+                continue;
+            }
+            try {
+                m.invoke(null, STATUS, why);
+                return;
+            } catch (InvocationTargetException e) {
+                log.error("rlmm plugin: Kafka's {}.exit failed", name, e.getCause());
+                return;
+            } catch (IllegalAccessException e) {
+                continue;
+            }
+        }
+        log.error("rlmm plugin: no Kafka Exit class found; exiting the JVM with status {}", STATUS);
+        Runtime.getRuntime().exit(STATUS);
+    }
+}
