@@ -16,6 +16,11 @@ import (
 // broken log does not spin the pump.
 const pollRetryDelay = 200 * time.Millisecond
 
+// maxKeptResults bounds the capacity of the results slice the pump reuses
+// from one batch to the next (a steady batch is small; a catch-up one is
+// as large as a fetch).
+const maxKeptResults = 4096
+
 // controlRequest is an assignment change the pump executes between two
 // Polls, so no record fetched under the old assignment is applied under the
 // new one.
@@ -97,6 +102,11 @@ func (m *Manager) pump(ctx context.Context) {
 		cancel()
 		if len(records) > 0 {
 			results = m.applyBatch(records, results[:0])
+			if cap(results) > maxKeptResults {
+				// A catch-up batch can hold hundreds of thousands of
+				// records: its results are not kept for the manager's life.
+				results = nil
+			}
 		}
 		switch {
 		case err == nil:
