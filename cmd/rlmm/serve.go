@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -423,7 +424,12 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return couldNotRun(fmt.Errorf("--socket: %w", err))
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The Go collector also exports the runtime's live heap
+	// (go_gc_heap_live_bytes: what the last GC found reachable), the
+	// figure comparable with a JVM's heap after a full GC.
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
 		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion,
