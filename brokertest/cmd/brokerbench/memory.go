@@ -352,9 +352,13 @@ type nodeMemory struct {
 	SidecarHeapInuse  int64 `json:"sidecarHeapInuse,omitempty"`
 	SidecarHeapAlloc  int64 `json:"sidecarHeapAlloc,omitempty"`
 	SidecarNextGC     int64 `json:"sidecarNextGc,omitempty"`
-	// after the events: the lowest heap goal of SidecarGCs collections
-	SidecarGCs int   `json:"sidecarGcs,omitempty"`
-	SidecarRSS int64 `json:"sidecarRss,omitempty"`
+	// after the events: the lowest heap goal of SidecarGCs collections,
+	// and the lowest live heap they marked (go_gc_heap_live_bytes, from
+	// the runtime: exact where the goal is twice the live heap only
+	// roughly; 0 from an rlmm serve that does not export it)
+	SidecarLiveHeap int64 `json:"sidecarLiveHeap,omitempty"`
+	SidecarGCs      int   `json:"sidecarGcs,omitempty"`
+	SidecarRSS      int64 `json:"sidecarRss,omitempty"`
 }
 
 func (b *broker) nodeDir(n int) string {
@@ -580,6 +584,11 @@ func (b *broker) lowestGoals(ctx context.Context, m []nodeMemory) error {
 				if last[i] != 0 {
 					m[i].SidecarGCs++
 					m[i].SidecarNextGC = min(m[i].SidecarNextGC, int64(mt["go_memstats_next_gc_bytes"]))
+					if live, ok := mt["go_gc_heap_live_bytes"]; ok && live > 0 {
+						if m[i].SidecarLiveHeap == 0 || int64(live) < m[i].SidecarLiveHeap {
+							m[i].SidecarLiveHeap = int64(live)
+						}
+					}
 				}
 				last[i] = gc
 			}

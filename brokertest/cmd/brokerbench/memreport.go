@@ -79,7 +79,7 @@ func memoryReport(args []string) error {
 	p("- **Kafka's RLMM, state**: the broker's live heap after the events minus before (Kafka's RLMM run): what its caches hold for the broker's segments.\n")
 	p("- **Kafka's RLMM, heap**: the broker's live heap with Kafka's RLMM minus the same broker's with rlmm's plugin, same layout and workload, after the events: its caches plus its consumer, producer and threads, less the plugin's own heap (so a little under Kafka's RLMM's).\n")
 	p("- **sidecar heap in use**: `go_memstats_heap_inuse_bytes` of `rlmm serve`: its live objects and the garbage not collected yet (the broker's RemoteLogManager lists every leader partition's segments through it every 5 s), up to the heap goal.\n")
-	p("- **sidecar live heap**: the lowest heap goal (`go_memstats_next_gc_bytes`) of the sidecar's next %d collections after the figures above, halved: with GOGC=100 the goal is twice the heap marked live plus the stacks' and globals' share, so this is at or a little above the live heap (the lowest of several is the least inflated by what was in flight at the mark: a snapshot being written, a list streamed to the broker), the figure comparable with Java's live heap after a full GC. The target: at most 0.35x Kafka's RLMM's heap on the same broker.\n", gcCycles)
+	p("- **sidecar live heap**: the lowest live heap the runtime marked (`go_gc_heap_live_bytes`, from `/gc/heap/live:bytes`) in the sidecar's next %d collections after the figures above (the lowest of several is the least inflated by what was in flight at the mark: a snapshot being written, a list streamed to the broker), the figure comparable with Java's live heap after a full GC; from an `rlmm serve` that does not export it, the lowest heap goal (`go_memstats_next_gc_bytes`) halved. The target: at most 0.35x Kafka's RLMM's heap on the same broker.\n", gcCycles)
 	p("- **partitions held by today's rule**: the user partitions of the metadata partitions the broker consumes, the partitions a manager that keeps every partition of its metadata partitions holds (Kafka's RLMM keeps only the hosted replicas).\n\n")
 	if *note != "" {
 		p("%s\n\n", *note)
@@ -106,6 +106,9 @@ func memoryReport(args []string) error {
 			state := kn.After.BrokerLiveHeap - kn.Before.BrokerLiveHeap
 			heap := kn.After.BrokerLiveHeap - rn.After.BrokerLiveHeap
 			inuse, live := rn.After.SidecarHeapInuse, rn.After.SidecarNextGC/2
+			if rn.After.SidecarLiveHeap > 0 {
+				live = rn.After.SidecarLiveHeap // the runtime's own figure
+			}
 			ratio := float64(live) / float64(heap)
 			met := "**no**"
 			if heap > 0 && ratio <= 0.35 {
