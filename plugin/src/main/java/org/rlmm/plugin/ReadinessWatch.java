@@ -87,6 +87,20 @@ final class ReadinessWatch implements AutoCloseable {
         return ready.getOrDefault(Key.of(tp), false);
     }
 
+    /** How many hosted partitions the last update said are ready ([0]) and not ready ([1]). */
+    long[] counts() {
+        long yes = 0;
+        long no = 0;
+        for (Boolean b : ready.values()) {
+            if (b) {
+                yes++;
+            } else {
+                no++;
+            }
+        }
+        return new long[] {yes, no};
+    }
+
     /** True once the server answered the stream with UNIMPLEMENTED (an older rlmm serve). */
     boolean unimplemented() {
         return unimplemented;

@@ -122,6 +122,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private final java.util.concurrent.atomic.AtomicLong refusedAssigned = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean closed;
     private volatile int stoppedExit = -1;
+    /** The plugin's metrics in the broker's JMX ({@link RlmmMetrics}); null when not registered. */
+    private volatile RlmmMetrics metrics;
     private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
 
     /** Instantiated by the broker (public no-argument constructor). */
@@ -162,6 +164,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         readiness = new ReadinessWatch(blocking.getChannel(), blocking.getCallOptions(), LOG, c.target(),
                 c.restartBackoff, c.restartBackoffMax);
         readiness.start();
+        metrics = RlmmMetrics.register(c.brokerId, LOG, this::upGauge,
+                () -> readiness.counts()[0], () -> readiness.counts()[1]);
         cfg = c;
         if (c.mode != PluginConfig.Mode.SPAWN) {
             Optional<ServerInfoReply> info = serverInfo(c.callTimeout);
@@ -211,6 +215,22 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             public void failed(String why) {
                 fail(why);
             }
+
+            @Override
+            public void started(long pid) {
+                RlmmMetrics m = metrics;
+                if (m != null) {
+                    m.starts.incrementAndGet();
+                }
+            }
+
+            @Override
+            public void error(String why) {
+                RlmmMetrics m = metrics;
+                if (m != null) {
+                    m.error();
+                }
+            }
         });
         try {
             p.start();
@@ -219,6 +239,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             assigner.close();
             readiness.close();
             shutdownConnection();
+            if (metrics != null) {
+                metrics.close();
+                metrics = null;
+            }
             cfg = null;
             throw new KafkaException(e.getMessage(), e);
         }
@@ -255,12 +279,47 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             gate = failed;
         }
         failure = why;
+        RlmmMetrics m = metrics;
+        if (m != null) {
+            m.failed = true;
+            m.error();
+        }
         if (!closed) {
             BrokerExit.exit(LOG, why);
         }
     }
 
     private volatile String failure;
+
+    /**
+     * The child-up gauge: 1 while calls go through to a server that answers (started by this
+     * plugin: the gate is open; connect mode: the channel is connected).
+     */
+    private long upGauge() {
+        if (closed || failure != null) {
+            return 0;
+        }
+        PluginConfig c = cfg;
+        if (c != null && c.mode != PluginConfig.Mode.SPAWN) {
+            Channels.Conn cn = conn;
+            return cn != null && cn.channel.getState(false) == io.grpc.ConnectivityState.READY ? 1 : 0;
+        }
+        CompletableFuture<Void> g = gate;
+        return g.isDone() && !g.isCompletedExceptionally() ? 1 : 0;
+    }
+
+    /** The plugin's metrics (for tests); null when not registered. */
+    RlmmMetrics metrics() {
+        return metrics;
+    }
+
+    /** Records one call of kind rpc that began at began (System.nanoTime()). */
+    private void timed(String rpc, long began, boolean failed) {
+        RlmmMetrics m = metrics;
+        if (m != null) {
+            m.call(rpc, System.nanoTime() - began, failed);
+        }
+    }
 
     /** Why this instance will use no server (it stopped the broker), or null (for tests). */
     String failure() {
@@ -451,6 +510,19 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * there, so a restart of the child costs the broker a slower read, not a retriable error. The
      * retries share the call's one bound.
      */
+    private <T> T readAcrossRestarts(String rpc, TopicIdPartition tp, Supplier<String> what, ReadAttempt<T> attempt)
+            throws RemoteStorageException {
+        long began = System.nanoTime();
+        boolean ok = false;
+        try {
+            T r = readAcrossRestarts(tp, what, attempt);
+            ok = true;
+            return r;
+        } finally {
+            timed(rpc, began, !ok);
+        }
+    }
+
     private <T> T readAcrossRestarts(TopicIdPartition tp, Supplier<String> what, ReadAttempt<T> attempt)
             throws RemoteStorageException {
         PluginConfig c = config();
@@ -490,7 +562,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     + RemoteLogSegmentState.COPY_SEGMENT_STARTED + " but it contains state as: " + metadata.state());
         }
         AddSegmentRequest req = AddSegmentRequest.newBuilder().setSegment(Convert.segment(metadata)).build();
-        return mutate("adding segment " + metadata.remoteLogSegmentId(),
+        return mutate("add", "adding segment " + metadata.remoteLogSegmentId(),
                 (stub, obs) -> stub.addSegment(req, obs));
     }
 
@@ -503,7 +575,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     + RemoteLogSegmentState.COPY_SEGMENT_STARTED);
         }
         UpdateSegmentRequest req = UpdateSegmentRequest.newBuilder().setUpdate(Convert.update(update)).build();
-        return mutate("updating segment " + update.remoteLogSegmentId() + " to " + update.state(),
+        return mutate("update", "updating segment " + update.remoteLogSegmentId() + " to " + update.state(),
                 (stub, obs) -> stub.updateSegment(req, obs));
     }
 
@@ -513,7 +585,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         Objects.requireNonNull(metadata, "remotePartitionDeleteMetadata can not be null");
         PutPartitionDeleteRequest req = PutPartitionDeleteRequest.newBuilder()
                 .setDelete(Convert.partitionDelete(metadata)).build();
-        return mutate("recording " + metadata.state() + " of partition " + metadata.topicIdPartition(),
+        return mutate("partition-delete", "recording " + metadata.state() + " of partition " + metadata.topicIdPartition(),
                 (stub, obs) -> stub.putPartitionDelete(req, obs));
     }
 
@@ -522,6 +594,13 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     }
 
     /** Sends a mutation once the gate is open; the future completes from the gRPC callback. */
+    private CompletableFuture<Void> mutate(String rpc, String what, AsyncCall call) {
+        long began = System.nanoTime();
+        CompletableFuture<Void> f = mutate(what, call);
+        f.whenComplete((v, err) -> timed(rpc, began, err != null));
+        return f;
+    }
+
     private CompletableFuture<Void> mutate(String what, AsyncCall call) {
         PluginConfig c = config();
         Deadline deadline = Deadline.after(c.mutationTimeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -641,7 +720,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setLeaderEpoch(epochForOffset)
                 .setOffset(offset)
                 .build();
-        SegmentReply r = readAcrossRestarts(tp, what, deadline -> unary || lookups.unimplemented()
+        SegmentReply r = readAcrossRestarts("lookup", tp, what, deadline -> unary || lookups.unimplemented()
                 ? timedRead(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, what, deadline)
                 : streamRead(req, what, deadline));
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
@@ -693,7 +772,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setTopicIdPartition(Convert.partition(tp))
                 .setLeaderEpoch(leaderEpoch)
                 .build();
-        HighestOffsetForEpochReply r = readAcrossRestarts(tp, what, d -> stub(d).highestOffsetForEpoch(req));
+        HighestOffsetForEpochReply r = readAcrossRestarts("highest-offset", tp, what, d -> stub(d).highestOffsetForEpoch(req));
         return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
     }
 
@@ -719,7 +798,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      */
     private Iterator<RemoteLogSegmentMetadata> list(TopicIdPartition tp, Supplier<String> what, ListSegmentsRequest req)
             throws RemoteStorageException {
-        List<RemoteLogSegmentMetadata> out = readAcrossRestarts(tp, what, d -> {
+        List<RemoteLogSegmentMetadata> out = readAcrossRestarts("list", tp, what, d -> {
             List<RemoteLogSegmentMetadata> segments = new ArrayList<>();
             Iterator<SegmentBatch> batches = stub(d).listSegments(req);
             while (batches.hasNext()) {
@@ -740,7 +819,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setTopicIdPartition(Convert.partition(tp))
                 .setLeaderEpoch(leaderEpoch)
                 .build();
-        return readAcrossRestarts(tp, what, d -> stub(d).remoteLogSize(req)).getSizeInBytes();
+        return readAcrossRestarts("remote-log-size", tp, what, d -> stub(d).remoteLogSize(req)).getSizeInBytes();
     }
 
     @Override
@@ -753,7 +832,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 .setLeaderEpoch(epoch)
                 .setOffset(offset)
                 .build();
-        SegmentReply r = readAcrossRestarts(tp, what, d -> stub(d).nextSegmentWithTxnIndex(req));
+        SegmentReply r = readAcrossRestarts("next-txn-index", tp, what, d -> stub(d).nextSegmentWithTxnIndex(req));
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }
 
@@ -818,7 +897,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             leaderPartitions.forEach(tp -> assigned.put(tp, true));
             followerPartitions.forEach(tp -> assigned.put(tp, false));
             boolean[] held = {testAssignDelay.isZero()};
-            assigner.submit(change(what, () -> {
+            assigner.submit(change("leadership", what, () -> {
                 if (!held[0]) {
                     held[0] = true;
                     holdBackForTest(what);
@@ -852,7 +931,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         String what = "stopping " + partitions.size() + " partitions";
         synchronized (assignLock) {
             partitions.forEach(assigned::remove);
-            assigner.submit(change(what, () -> read(() -> what, callDeadline()).onStopPartitions(req)));
+            assigner.submit(change("stop", what, () -> read(() -> what, callDeadline()).onStopPartitions(req)));
         }
     }
 
@@ -860,14 +939,19 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         void run() throws RemoteStorageException;
     }
 
-    private Assigner.Change change(String what, Call call) {
+    private Assigner.Change change(String rpc, String what, Call call) {
         return new Assigner.Change() {
             @Override
             public void send() throws Exception {
+                long began = System.nanoTime();
+                boolean ok = false;
                 try {
                     call.run();
+                    ok = true;
                 } catch (StatusRuntimeException e) {
                     throw Errors.map(e, what, cfg.target());
+                } finally {
+                    timed(rpc, began, !ok);
                 }
             }
 
@@ -916,6 +1000,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             child = null;
         }
         shutdownConnection();
+        RlmmMetrics m = metrics;
+        if (m != null) {
+            m.close();
+        }
         LOG.info("rlmm plugin: closed");
     }
 

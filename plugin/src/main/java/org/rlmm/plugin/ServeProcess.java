@@ -62,6 +62,12 @@ final class ServeProcess implements AutoCloseable {
          * first child did not answer within the init timeout.
          */
         void failed(String why);
+
+        /** A child process was started (each start, the first too). */
+        default void started(long pid) {}
+
+        /** Something went wrong with the child (logged at ERROR): for the last-error metric. */
+        default void error(String why) {}
     }
 
     /** A child that lived this long before dying restarts after the initial backoff again. */
@@ -206,6 +212,7 @@ final class ServeProcess implements AutoCloseable {
                     return;
                 }
                 last = e.getMessage();
+                hooks.error(last);
                 log.error("rlmm plugin: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
             }
             long left = TimeUnit.NANOSECONDS.toMillis(initDeadline - System.nanoTime());
@@ -237,6 +244,7 @@ final class ServeProcess implements AutoCloseable {
 
     private void fail(String why) {
         stopChild();
+        hooks.error(why);
         failedWith = why;
         hooks.failed(why);
     }
@@ -363,6 +371,7 @@ final class ServeProcess implements AutoCloseable {
             process = p;
         }
         log.info("rlmm plugin: started rlmm serve pid {}: {}", p.pid(), String.join(" ", cmd));
+        hooks.started(p.pid());
         try {
             Files.write(pidFile, Long.toString(p.pid()).getBytes(StandardCharsets.UTF_8));
         } catch (IOException e) {
@@ -436,6 +445,7 @@ final class ServeProcess implements AutoCloseable {
             }
             String why = "rlmm serve pid " + p.pid() + " exited with code " + code;
             hooks.lost(why);
+            hooks.error(why);
             if (System.currentTimeMillis() - started > STABLE.toMillis()) {
                 backoff = cfg.restartBackoff;
             }
@@ -456,6 +466,7 @@ final class ServeProcess implements AutoCloseable {
                     if (fatal(e)) {
                         return;
                     }
+                    hooks.error(e.getMessage());
                     backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
                     log.error("rlmm plugin: restarting rlmm serve failed: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
                 }

@@ -202,13 +202,18 @@ class LookupStreamTest extends ManagerFixture {
         assertNotEquals(pid, m.childPid());
     }
 
-    /** A server of the RPC as an older rlmm serve was: no SegmentForOffsetStream. */
+    /**
+     * A server of the RPC as an older rlmm serve was: no SegmentForOffsetStream, an optional call of
+     * API version 1 (a server older than the version handshake itself is refused:
+     * FailLoudlyTest.aServerOlderThanTheHandshakeIsRefusedNamingBoth).
+     */
     private static final class OlderServer extends RemoteLogMetadataGrpc.RemoteLogMetadataImplBase {
         final AtomicInteger unaryLookups = new AtomicInteger();
 
         @Override
         public void serverInfo(ServerInfoRequest req, StreamObserver<ServerInfoReply> out) {
-            out.onNext(ServerInfoReply.newBuilder().setVersion("older").setPid(ProcessHandle.current().pid()).build());
+            out.onNext(ServerInfoReply.newBuilder().setVersion("older").setPid(ProcessHandle.current().pid())
+                    .setApiVersion(RlmmRemoteLogMetadataManager.API_VERSION).build());
             out.onCompleted();
         }
 
@@ -235,7 +240,8 @@ class LookupStreamTest extends ManagerFixture {
 
         @Override
         public void serverInfo(ServerInfoRequest req, StreamObserver<ServerInfoReply> out) {
-            out.onNext(ServerInfoReply.newBuilder().setVersion("breaking").build());
+            out.onNext(ServerInfoReply.newBuilder().setVersion("breaking")
+                    .setApiVersion(RlmmRemoteLogMetadataManager.API_VERSION).build());
             out.onCompleted();
         }
 

@@ -169,6 +169,53 @@ class ShadedJarTest {
     }
 
     /**
+     * A Kafka 4.0 broker: a parent loader with Kafka 4.0.0's kafka-clients and kafka-storage-api
+     * (no KIP-877 Monitorable, no PluginMetrics) and slf4j only, nothing of the test's class path.
+     * The main class loads, configures, serves and registers its metrics with 4.0's metrics
+     * classes (in this JVM's JMX), and closes.
+     */
+    @Test
+    void theJarLoadsAndRegistersItsMetricsOnKafka40() throws Exception {
+        String lib = System.getProperty("kafka.40.lib");
+        if (lib == null || !Files.isDirectory(Paths.get(lib))) {
+            fail("system property kafka.40.lib does not name Kafka 4.0.0's API jars (" + lib + "): run mvn verify");
+        }
+        List<URL> urls = new ArrayList<>();
+        for (String name : List.of("kafka-clients.jar", "kafka-storage-api.jar", "slf4j-api.jar")) {
+            urls.add(Paths.get(lib, name).toUri().toURL());
+        }
+        try (URLClassLoader kafka40 = new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader());
+                ChildFirst loader = new ChildFirst(jar().toUri().toURL(), kafka40)) {
+            assertFalse(classVisible(kafka40, "org.apache.kafka.common.metrics.Monitorable"), "4.0.0 has no Monitorable");
+            assertTrue(classVisible(kafka40, "org.apache.kafka.common.utils.Exit"), "4.0.0's Exit");
+            Class<?> cls = loader.loadClass(CLASS);
+            Object m = cls.getDeclaredConstructor().newInstance();
+            Class<?> rlmmApi = kafka40.loadClass("org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager");
+            assertTrue(rlmmApi.isInstance(m), "a 4.0 RemoteLogMetadataManager");
+            javax.management.ObjectName metrics = new javax.management.ObjectName(
+                    "kafka.server:type=rlmm-plugin,broker-id=" + TestSupport.BROKER_ID);
+            javax.management.MBeanServer jmx = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+            try {
+                cls.getMethod("configure", Map.class).invoke(m, TestSupport.embeddedConfig(dir));
+                TestSupport.await("child-up 1 in JMX on 4.0", Duration.ofSeconds(30),
+                        () -> jmxValue(jmx, metrics, "child-up") == 1);
+                assertEquals(0, jmxValue(jmx, metrics, "failed"));
+            } finally {
+                cls.getMethod("close").invoke(m);
+            }
+            assertFalse(jmx.isRegistered(metrics), "close unregisters the metrics");
+        }
+    }
+
+    private static double jmxValue(javax.management.MBeanServer jmx, javax.management.ObjectName name, String attribute) {
+        try {
+            return jmx.isRegistered(name) ? ((Number) jmx.getAttribute(name, attribute)).doubleValue() : -1;
+        } catch (javax.management.JMException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /**
      * F4 (docs/COMPATIBILITY.md): a JVM that starts many brokers loads the jar in many class
      * loaders. Each loader is a plugin of its own that must reach a running rlmm serve over the
      * Unix socket. gRPC's pooled buffer allocator, one per loader in a static field, kept its
