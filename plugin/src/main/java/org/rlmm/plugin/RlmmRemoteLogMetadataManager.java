@@ -175,9 +175,13 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             } else if (info.isPresent()) {
                 LOG.info("rlmm plugin: connected to rlmm serve {} at {} (pid {}, {}, broker id {})", info.get().getVersion(),
                         c.target(), info.get().getPid(), info.get().getLog(), info.get().getBrokerId());
+                serverIdentity = identity(info.get());
             } else {
                 LOG.warn("rlmm plugin: rlmm serve at {} does not answer yet; calls wait up to {} ms for it",
                         c.target(), c.callTimeout.toMillis());
+            }
+            if (mismatch == null) {
+                watchServer(c);
             }
             return;
         }
@@ -326,6 +330,79 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return failure;
     }
 
+    /** How often connect mode asks the server who it is, to notice a restarted one. */
+    static final Duration SERVER_WATCH_INTERVAL = Duration.ofSeconds(1);
+
+    /** Connect mode: the pid and start time of the server last seen; null before the first answer. */
+    private volatile String serverIdentity;
+    private java.util.concurrent.ScheduledExecutorService serverWatch;
+
+    private static String identity(ServerInfoReply info) {
+        return info.getPid() + "@" + info.getStartedUnixMs();
+    }
+
+    /**
+     * Connect mode ({@code rlmm.serve.socket}, {@code rlmm.serve.address}): asks the server who it
+     * is every {@link #SERVER_WATCH_INTERVAL}. A server with another pid or start time than the one
+     * seen last is a new one (restarted by whoever runs it), which knows no assignment: calls wait
+     * (the gate closes) while it is handed the partitions the broker holds, as a restarted child is.
+     * Its API version is checked first, as every server's.
+     */
+    private void watchServer(PluginConfig c) {
+        serverWatch = Executors.newSingleThreadScheduledExecutor(Channels.daemon("rlmm-plugin-server-watch"));
+        serverWatch.scheduleWithFixedDelay(() -> {
+            try {
+                checkServer(c);
+            } catch (RuntimeException e) {
+                LOG.warn("rlmm plugin: watching rlmm serve at {}: {}", c.target(), e.toString());
+            }
+        }, SERVER_WATCH_INTERVAL.toMillis(), SERVER_WATCH_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private void checkServer(PluginConfig c) {
+        if (closed || failure != null) {
+            return;
+        }
+        Optional<ServerInfoReply> info = serverInfo(c.callTimeout);
+        if (info.isEmpty()) {
+            return;
+        }
+        String mismatch = versionMismatch(info.get(), c);
+        if (mismatch != null) {
+            fail(mismatch);
+            return;
+        }
+        String id = identity(info.get());
+        String last = serverIdentity;
+        if (id.equals(last)) {
+            return;
+        }
+        serverIdentity = id;
+        boolean anyAssigned;
+        synchronized (assignLock) {
+            anyAssigned = !assigned.isEmpty();
+        }
+        if (last == null && !anyAssigned) {
+            return; // the first server seen, and nothing to hand it yet
+        }
+        LOG.warn("rlmm plugin: rlmm serve at {} is a new server (pid {}, started at {} ms; was {}): handing it this"
+                + " broker's partitions before calls go through", c.target(), info.get().getPid(),
+                info.get().getStartedUnixMs(), last == null ? "none seen" : last);
+        synchronized (assignLock) {
+            gateReason = "rlmm serve at " + c.target() + " restarted";
+            if (gate.isDone() && !gate.isCompletedExceptionally()) {
+                gate = new CompletableFuture<>();
+            }
+        }
+        try {
+            handOver(info.get().getPid(), true);
+        } catch (RemoteStorageException e) {
+            LOG.warn("rlmm plugin: handing partitions to the new rlmm serve at {} failed: {}; trying again", c.target(),
+                    e.getMessage());
+            serverIdentity = last; // the next check sees the new server again
+        }
+    }
+
     /** {@link #TEST_ASSIGN_DELAY} of the broker's settings: zero when absent. */
     private static Duration testAssignDelay(Map<String, ?> configs) {
         Object v = configs.get(TEST_ASSIGN_DELAY);
@@ -398,7 +475,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                             .onPartitionLeadershipChanges(req);
                     break;
                 } catch (StatusRuntimeException e) {
-                    if (closed || !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                    boolean gone = cfg.mode == PluginConfig.Mode.SPAWN
+                            ? !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)
+                            : !serverInfo(cfg.callTimeout).map(i -> i.getPid() == pid).orElse(false);
+                    if (closed || gone) {
                         throw new RemoteStorageException("rlmm plugin: handing partitions to rlmm serve pid " + pid
                                 + " failed: it is gone", e);
                     }
@@ -993,6 +1073,9 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         }
         if (readiness != null) {
             readiness.close();
+        }
+        if (serverWatch != null) {
+            serverWatch.shutdownNow();
         }
         if (child != null) {
             child.close();

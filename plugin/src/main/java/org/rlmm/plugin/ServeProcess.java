@@ -264,16 +264,23 @@ final class ServeProcess implements AutoCloseable {
     }
 
     private void prepareDirectories() throws IOException {
-        for (Path d : new Path[] {cfg.workDir, cfg.socket.getParent()}) {
-            if (d == null) {
-                continue;
-            }
-            Files.createDirectories(d);
-            try {
-                Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwx------"));
-            } catch (UnsupportedOperationException e) {
-                // Not a POSIX file system: the socket's own mode (0600) still guards it.
-            }
+        Files.createDirectories(cfg.workDir);
+        try {
+            Files.setPosixFilePermissions(cfg.workDir, PosixFilePermissions.fromString("rwx------"));
+        } catch (UnsupportedOperationException e) {
+            // Not a POSIX file system: the socket's own mode (0600) still guards it.
+            return;
+        }
+        Path socketDir = cfg.socket.getParent();
+        if (socketDir == null) {
+            return;
+        }
+        if (socketDir.startsWith(cfg.workDir)) {
+            Files.createDirectories(socketDir);
+            Files.setPosixFilePermissions(socketDir, PosixFilePermissions.fromString("rwx------"));
+        } else {
+            // A socket path too long for Linux: the per-user runtime directory, owner and mode checked.
+            SocketPath.prepare(socketDir, cfg.workDir);
         }
     }
 

@@ -354,25 +354,26 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
     }
 
     @Test
-    void aServerWithoutTheBrokersPartitionsRefusesReadsOfThem() throws Exception {
-        // Connect mode: a server restarted by hand does not get the assignment again (README), so
-        // it stays without the partition the broker assigned: a retriable error, never a miss.
-        Map<String, Object> c;
+    void aServerRestartedByHandGetsTheBrokersPartitionsAgain() throws Exception {
+        // Connect mode: the plugin notices a new server at the address (another pid and start time
+        // in ServerInfo) and hands it the broker's partitions before calls go through, as it does
+        // for a restarted child; no leadership change from the broker is needed.
         TopicIdPartition tp = newPartition("held-elsewhere");
+        long firstPid;
         try (TestSupport.Server server = TestSupport.Server.start(dir)) {
-            c = Map.of("broker.id", 1, "log.dir", dir.toString(), "rlmm.serve.socket", server.socket.toString());
+            firstPid = server.pid();
+            Map<String, Object> c = Map.of("broker.id", 1, "log.dir", dir.toString(), "rlmm.serve.socket", server.socket.toString());
             RlmmRemoteLogMetadataManager m = started(c);
             assignAndAwaitReady(m, tp, READY);
             assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 0), "a hosted partition with no segment: a miss");
         }
         try (TestSupport.Server server = TestSupport.Server.start(dir)) {
+            assertNotEquals(firstPid, server.pid());
             RlmmRemoteLogMetadataManager m = rlmm;
-            TestSupport.await("isReady false on the new server", READY, () -> !m.isReady(tp));
-            ReplicaNotAvailableException e = assertThrows(ReplicaNotAvailableException.class,
-                    () -> m.remoteLogSegmentMetadata(tp, 0, 0));
-            assertTrue(e.getMessage().contains("has not reached rlmm serve yet"), e.getMessage());
-            assertThrows(ReplicaNotAvailableException.class, () -> m.highestOffsetForEpoch(tp, 0));
-            assertThrows(ReplicaNotAvailableException.class, () -> m.listRemoteLogSegments(tp));
+            TestSupport.await("isReady on the new server, with no new leadership change", READY, () -> m.isReady(tp));
+            assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 0), "the new server holds the partition");
+            assertEquals(Optional.empty(), m.highestOffsetForEpoch(tp, 0));
+            assertEquals(List.of(), toList(m.listRemoteLogSegments(tp)));
             assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSegmentMetadata(newPartition("never"), 0, 0));
             assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSize(newPartition("never"), 0));
         }
