@@ -17,7 +17,11 @@
 //     SegmentForOffsetStream (lookupstream.go): one long-lived bidirectional
 //     stream per client connection, each request with the caller's id, each
 //     reply the unary call's answer (or its status, as a CallStatus) with
-//     that id, through the same findSegment. It saves a new HTTP/2 stream,
+//     that id, through the same findSegment. The stream decodes each request
+//     itself (rawcodec.go: the server's codec hands it the bytes), so one
+//     that does not decode is answered alone, INVALID_ARGUMENT with the id
+//     read from its bytes as far as they go, and the stream stays open. It
+//     saves a new HTTP/2 stream,
 //     its headers and trailers and a handler dispatch per lookup. Stop ends
 //     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
 //

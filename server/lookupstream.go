@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -52,17 +54,26 @@ type lookupStream struct {
 }
 
 // serve answers requests until the client closes its side (nil), the
-// stream breaks (its error), or stop.
+// stream breaks (its error), or stop. Each request is decoded here, not by
+// the codec (rawMessage): one that does not decode gets an INVALID_ARGUMENT
+// reply of its own (undecodable) and the stream stays open.
 func (ls *lookupStream) serve() error {
 	for {
-		req, err := ls.stream.Recv()
+		var raw rawMessage
+		err := ls.stream.RecvMsg(&raw)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return err // the stream's own status: a request that did not decode, the client gone
+			return err // the stream's own status: the client gone, a message too large
 		}
-		reply := ls.v.lookupReply(req)
+		var reply *rlmmpb.SegmentForOffsetStreamReply
+		req := &rlmmpb.SegmentForOffsetStreamRequest{}
+		if err := proto.Unmarshal(raw, req); err != nil {
+			reply = undecodable(raw, err)
+		} else {
+			reply = ls.v.lookupReply(req)
+		}
 		ls.sendMu.Lock()
 		if ls.stopped {
 			ls.sendMu.Unlock()
@@ -74,6 +85,35 @@ func (ls *lookupStream) serve() error {
 			return err
 		}
 	}
+}
+
+// undecodable answers a request that does not decode, alone: INVALID_ARGUMENT
+// with the id read from its bytes as far as they go (0 when even that fails),
+// and the stream goes on with the next request.
+func undecodable(raw []byte, err error) *rlmmpb.SegmentForOffsetStreamReply {
+	var id uint64
+	for b := raw; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				break
+			}
+			id = v
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			break
+		}
+		b = b[m:]
+	}
+	st := toStatus(fmt.Errorf("%w: a lookup request of %d bytes that does not decode: %v", rlmm.ErrInvalidArgument, len(raw), err), false)
+	return &rlmmpb.SegmentForOffsetStreamReply{Id: id, Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(st)}}
 }
 
 // stop makes serve send nothing more; a Send in flight finishes first.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,7 +12,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -267,45 +270,87 @@ func TestStopEndsLookupStreams(t *testing.T) {
 	}
 }
 
-// rawCodec sends and receives bytes as they are, so a test can put bytes
-// that are no SegmentForOffsetStreamRequest on the stream.
-type rawCodec struct{}
+// rawClientCodec sends a rawMessage's bytes as they are (a client that
+// sends what the server cannot decode) and decodes replies as proto.
+type rawClientCodec struct{ serverCodec }
 
-func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
-func (rawCodec) Unmarshal(b []byte, v any) error {
-	*(v.(*[]byte)) = append([]byte(nil), b...)
-	return nil
+func (c rawClientCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*rawMessage); ok {
+		return mem.BufferSlice{mem.SliceBuffer(*r)}, nil
+	}
+	return c.serverCodec.Marshal(v)
 }
-func (rawCodec) Name() string { return "proto" } // the server's codec for content-type application/grpc
 
-// TestLookupStreamUndecodableRequest: bytes that do not decode end that
-// stream with gRPC's own status (no panic), and the server goes on
-// answering on a new stream.
-func TestLookupStreamUndecodableRequest(t *testing.T) {
+// TestLookupStreamAnswersAnUndecodableRequestAlone: a request whose bytes do
+// not decode (a topic name that is not UTF-8; bytes that are not protobuf at
+// all) gets INVALID_ARGUMENT with its id (0 when even the id cannot be read),
+// no panic, and the same stream answers the requests before and after it.
+func TestLookupStreamAnswersAnUndecodableRequestAlone(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	tp := newTP()
 	f.assign(t, tp)
 	f.addAndFinish(t, segment(tp, 0))
-	desc := &grpc.StreamDesc{StreamName: "SegmentForOffsetStream", ServerStreams: true, ClientStreams: true}
-	s, err := f.conn.NewStream(testCtx(t), desc, rlmmpb.RemoteLogMetadata_SegmentForOffsetStream_FullMethodName, grpc.ForceCodec(rawCodec{}))
+	ctx := testCtx(t)
+	s, err := f.conn.NewStream(ctx, &rlmmpb.RemoteLogMetadata_ServiceDesc.Streams[0],
+		rlmmpb.RemoteLogMetadata_SegmentForOffsetStream_FullMethodName, grpc.ForceCodecV2(rawClientCodec{newServerCodec()}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := []byte{0x0a, 0xff, 0xff} // field 1 as length-delimited, with a length running past the end
-	if err := s.SendMsg(&bad); err != nil {
-		t.Fatal(err)
+	valid := func(id uint64) rawMessage {
+		b, err := proto.Marshal(&rlmmpb.SegmentForOffsetStreamRequest{Id: id, Request: &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), Offset: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	var out []byte
-	err = s.RecvMsg(&out)
-	if code := status.Code(err); code == codes.OK || code == codes.Unknown {
-		t.Fatalf("after undecodable bytes: %v (%v), want the stream ended with a status", err, code)
-	}
-	t.Logf("undecodable bytes ended the stream with %v", err)
-	s2, err := f.client.SegmentForOffsetStream(testCtx(t))
+	// id 7, then a request whose TopicIdPartition holds a topic name of invalid UTF-8.
+	badName := protowire.AppendTag(nil, 1, protowire.VarintType)
+	badName = protowire.AppendVarint(badName, 7)
+	bad := &rlmmpb.TopicIdPartition{Topic: "x"}
+	inner, err := proto.Marshal(bad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := streamLookup(t, s2, 2, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), Offset: 5}); !r.GetReply().GetFound() {
-		t.Fatalf("a new stream after the bad one: %v", r)
+	inner = bytes.Replace(inner, []byte("x"), []byte{0xff}, 1)
+	req := protowire.AppendTag(nil, 1, protowire.BytesType)
+	req = protowire.AppendBytes(req, inner)
+	badName = protowire.AppendTag(badName, 2, protowire.BytesType)
+	badName = protowire.AppendBytes(badName, req)
+	garbage := rawMessage{0x08, 0xff, 0xff, 0xff} // field 1, a varint that never ends
+	overrun := rawMessage{0x0a, 0xff, 0xff}       // field 1 as length-delimited, its length past the end
+	sends := []struct {
+		msg    rawMessage
+		id     uint64
+		wantOK bool
+	}{{valid(1), 1, true}, {badName, 7, false}, {garbage, 0, false}, {overrun, 0, false}, {valid(2), 2, true}}
+	for _, m := range sends {
+		msg := m.msg
+		if err := s.SendMsg(&msg); err != nil {
+			t.Fatalf("send %d: %v", m.id, err)
+		}
+		var r rlmmpb.SegmentForOffsetStreamReply
+		if err := s.RecvMsg(&r); err != nil {
+			t.Fatalf("reply to %d: the stream ended: %v", m.id, err)
+		}
+		if r.Id != m.id {
+			t.Fatalf("reply id %d, want %d", r.Id, m.id)
+		}
+		if m.wantOK {
+			if !r.GetReply().GetFound() {
+				t.Fatalf("request %d: %v, want the segment", m.id, &r)
+			}
+			continue
+		}
+		if k := errorKind(t, &r); k != rlmmpb.ErrorKind_INVALID_ARGUMENT || codes.Code(r.GetError().Code) != codes.InvalidArgument ||
+			!strings.Contains(r.GetError().Message, "does not decode") {
+			t.Fatalf("request %d: %v, want INVALID_ARGUMENT naming the decode failure", m.id, &r)
+		}
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	var r rlmmpb.SegmentForOffsetStreamReply
+	if err := s.RecvMsg(&r); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v, want io.EOF", err)
 	}
 }

@@ -157,6 +157,9 @@ func (s *Server) Serve(ep Endpoint) error {
 	// Stop, too, returns only when every handler has: a lookup stream's
 	// handler registers its receiver in s.lookups, which Stop waits for after.
 	opts = append(opts, grpc.WaitForHandlers(true))
+	// The lookup stream decodes its requests itself (rawMessage); everything
+	// else as the proto codec does.
+	opts = append(opts, grpc.ForceServerCodecV2(newServerCodec()))
 	g := grpc.NewServer(opts...)
 	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
 	s.mu.Lock()
