@@ -225,6 +225,14 @@ type Manager struct {
 		buildDuration  atomic.Int64
 	}
 
+	// inFlight counts the calls blocked in a wait, for Stats and for tests
+	// that must know a call reached its wait: waitingReady the mutations
+	// and Syncs waiting for readiness, publishing those in Log.Publish.
+	// The callers.
+	inFlight struct {
+		waitingReady, publishing atomic.Int64
+	}
+
 	// pollErr is the error of the pump's last Poll when it failed, nil once
 	// one succeeds (the pump writes it, timeoutError reads it): a log that
 	// refuses to be read (no READ permission, a deleted topic) is why
@@ -550,6 +558,9 @@ type Stats struct {
 	// their live segments.
 	Hosted, CachedPartitions int
 	CachedSegments           int64
+	// WaitingReady counts the calls waiting now for their partition to be
+	// ready (mutations, Syncs); Publishing the mutations now in Log.Publish.
+	WaitingReady, Publishing int64
 	// Partitions lists the assigned metadata partitions.
 	Partitions []PartitionStats
 }
@@ -578,6 +589,8 @@ func (m *Manager) Stats() Stats {
 		Rebuilt:               m.stats.rebuilt.Load(),
 		Tombstones:            m.stats.tombstones.Load(),
 		Hosted:                len(m.keep.Load().parts),
+		WaitingReady:          m.inFlight.waitingReady.Load(),
+		Publishing:            m.inFlight.publishing.Load(),
 	}
 	s.CachedPartitions, s.CachedSegments = m.inner.Holdings()
 	m.applyMu.Lock()

@@ -327,12 +327,18 @@ func (m *Manager) waitReady(ctx context.Context, started time.Time, tp rlmm.Topi
 		case st == statusReady && e.state == keepReady:
 			return nil
 		}
+		m.inFlight.waitingReady.Add(1)
+		var ended error
 		select {
 		case <-changed:
 		case <-m.closedCh:
-			return fmt.Errorf("topicbased: %s: %w while waiting for metadata partition %d to catch up (nothing was published)", tp, rlmm.ErrClosed, mp)
+			ended = fmt.Errorf("topicbased: %s: %w while waiting for metadata partition %d to catch up (nothing was published)", tp, rlmm.ErrClosed, mp)
 		case <-ctx.Done():
-			return m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d of %s to catch up (a mutation publishes nothing before)", mp, tp))
+			ended = m.timeoutError(ctx, started, fmt.Sprintf("waiting for metadata partition %d of %s to catch up (a mutation publishes nothing before)", mp, tp))
+		}
+		m.inFlight.waitingReady.Add(-1)
+		if ended != nil {
+			return ended
 		}
 	}
 }
@@ -464,5 +470,7 @@ func (m *Manager) publish(ctx context.Context, mp int32, value []byte) (int64, e
 		case <-ctx.Done():
 		}
 	}()
+	m.inFlight.publishing.Add(1)
+	defer m.inFlight.publishing.Add(-1)
 	return m.log.Publish(ctx, mp, value)
 }
