@@ -81,6 +81,22 @@ func (p *metaPartition) keeps(k wire.PartitionKey, offset int64) bool {
 	return false
 }
 
+// tracks reports whether k is kept, being rebuilt or queued. Pump, under
+// applyMu.
+func (p *metaPartition) tracks(k wire.PartitionKey) bool {
+	if _, ok := p.kept[k]; ok {
+		return true
+	}
+	if _, ok := p.queued[k]; ok {
+		return true
+	}
+	if p.pass != nil {
+		_, ok := p.pass.building[k]
+		return ok
+	}
+	return false
+}
+
 // passSize is the number of user partitions the pass under way rebuilds.
 // Pump, under applyMu.
 func (p *metaPartition) passSize() int {
@@ -113,37 +129,22 @@ func (m *Manager) setWanted(hosted map[rlmm.TopicIDPartition]struct{}) {
 // consumed (assigned, not loading). Pump, under applyMu.
 func (m *Manager) reconcileKept(mp int32) error {
 	p := &m.parts[mp]
-	for k, tp := range p.kept {
-		if _, ok := p.want[k]; !ok {
-			delete(p.kept, k)
-			m.dropUserPartition(mp, tp)
-		}
-	}
-	if p.pass != nil {
-		for k, tp := range p.pass.building {
+	dropUnwanted := func(set map[wire.PartitionKey]rlmm.TopicIDPartition) {
+		for k, tp := range set {
 			if _, ok := p.want[k]; !ok {
-				delete(p.pass.building, k)
+				delete(set, k)
 				m.dropUserPartition(mp, tp)
 			}
 		}
 	}
-	for k, tp := range p.queued {
-		if _, ok := p.want[k]; !ok {
-			delete(p.queued, k)
-			m.dropUserPartition(mp, tp)
-		}
+	dropUnwanted(p.kept)
+	if p.pass != nil {
+		dropUnwanted(p.pass.building)
 	}
+	dropUnwanted(p.queued)
 	for k, tp := range p.want {
-		if _, ok := p.kept[k]; ok {
+		if p.tracks(k) {
 			continue
-		}
-		if _, ok := p.queued[k]; ok {
-			continue
-		}
-		if p.pass != nil {
-			if _, ok := p.pass.building[k]; ok {
-				continue
-			}
 		}
 		m.viewDirty = true
 		if p.next <= p.start {
