@@ -125,19 +125,5 @@ func memoryReport(args []string) error {
 	}
 	p("%s\n", memEndMarker)
 	fmt.Print(b.String())
-	if *bench == "" {
-		return nil
-	}
-	old, err := os.ReadFile(*bench)
-	if err != nil {
-		return err
-	}
-	s := string(old)
-	i, j := strings.Index(s, memBeginMarker), strings.Index(s, memEndMarker)
-	if i >= 0 && j > i {
-		s = s[:i] + b.String() + s[j+len(memEndMarker)+1:]
-	} else {
-		s = strings.TrimRight(s, "\n") + "\n\n" + b.String()
-	}
-	return os.WriteFile(*bench, []byte(s), 0o644)
+	return replaceSection(*bench, memBeginMarker, memEndMarker, b.String())
 }

@@ -106,19 +106,26 @@ func report(args []string) error {
 	}
 	p("%s\n", endMarker)
 	fmt.Print(b.String())
-	if *bench == "" {
+	return replaceSection(*bench, beginMarker, endMarker, b.String())
+}
+
+// replaceSection writes section, which starts with begin and ends with end
+// and a newline, into the file at path in place of the one between the
+// same markers, or at its end when it has none ("" path: nothing written).
+func replaceSection(path, begin, end, section string) error {
+	if path == "" {
 		return nil
 	}
-	old, err := os.ReadFile(*bench)
+	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	s := string(old)
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i >= 0 && j > i {
-		s = s[:i] + b.String() + s[j+len(endMarker)+1:]
+		s = s[:i] + section + s[j+len(end)+1:]
 	} else {
-		s = strings.TrimRight(s, "\n") + "\n\n" + b.String()
+		s = strings.TrimRight(s, "\n") + "\n\n" + section
 	}
-	return os.WriteFile(*bench, []byte(s), 0o644)
+	return os.WriteFile(path, []byte(s), 0o644)
 }
