@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/rlmm-go/rlmm/scrub"
@@ -90,16 +91,7 @@ report is of the storage as it was found), 2 could not run.`,
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
-	f.StringVar(&o.layout, "layout", "", "how the remote storage manager names objects: "+strings.Join(layout.Names(), " or "))
-	f.StringVar(&o.remoteDir, "remote-dir", "", "local layout: LocalTieredStorage's directory (its rsm.config.dir)")
-	f.StringVar(&o.s3.Bucket, "s3-bucket", "", "S3 layouts: the bucket")
-	f.StringVar(&o.s3Prefix, "s3-prefix", "", "S3 layouts: the key prefix the storage manager was configured with")
-	f.StringVar(&o.s3.Endpoint, "s3-endpoint", "", "S3 layouts: the URL of an S3-compatible server (default: AWS's, or AWS_ENDPOINT_URL_S3)")
-	f.StringVar(&o.s3.Region, "s3-region", "", "S3 layouts: the region (default: the AWS SDK's, else us-east-1)")
-	f.StringVar(&o.s3.Profile, "s3-profile", "", "S3 layouts: the shared-config profile (default: AWS_PROFILE or default)")
-	f.StringVar(&o.pathStyle, "s3-path-style", "auto", "S3 layouts: address the bucket in the path (true, false, auto: true with --s3-endpoint)")
-	f.IntVar(&o.s3.Concurrency, "s3-concurrency", 8, "S3 layouts: listings and deletions in flight at most")
-	f.DurationVar(&o.s3.RequestTimeout, "s3-timeout", 30*time.Second, "S3 layouts: give up a request (with its retries) after this long")
+	o.addStorageFlags(f, "listings and deletions")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the metadata log, and listing, after this long each")
@@ -164,6 +156,22 @@ func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 		return nil, usageErrorf("--s3-timeout %s: must be positive and at most %s", o.s3.RequestTimeout, maxTimeout)
 	}
 	return l, nil
+}
+
+// addStorageFlags adds the flags that name the remote storage and its
+// layout (scrub's and rebuild's); inFlight says what --s3-concurrency
+// bounds.
+func (o *scrubOptions) addStorageFlags(f *pflag.FlagSet, inFlight string) {
+	f.StringVar(&o.layout, "layout", "", "how the remote storage manager names objects: "+strings.Join(layout.Names(), " or "))
+	f.StringVar(&o.remoteDir, "remote-dir", "", "local layout: LocalTieredStorage's directory (its rsm.config.dir)")
+	f.StringVar(&o.s3.Bucket, "s3-bucket", "", "S3 layouts: the bucket")
+	f.StringVar(&o.s3Prefix, "s3-prefix", "", "S3 layouts: the key prefix the storage manager was configured with")
+	f.StringVar(&o.s3.Endpoint, "s3-endpoint", "", "S3 layouts: the URL of an S3-compatible server (default: AWS's, or AWS_ENDPOINT_URL_S3)")
+	f.StringVar(&o.s3.Region, "s3-region", "", "S3 layouts: the region (default: the AWS SDK's, else us-east-1)")
+	f.StringVar(&o.s3.Profile, "s3-profile", "", "S3 layouts: the shared-config profile (default: AWS_PROFILE or default)")
+	f.StringVar(&o.pathStyle, "s3-path-style", "auto", "S3 layouts: address the bucket in the path (true, false, auto: true with --s3-endpoint)")
+	f.IntVar(&o.s3.Concurrency, "s3-concurrency", 8, "S3 layouts: "+inFlight+" in flight at most")
+	f.DurationVar(&o.s3.RequestTimeout, "s3-timeout", 30*time.Second, "S3 layouts: give up a request (with its retries) after this long")
 }
 
 // openStore opens and checks the remote storage the layout calls for.
