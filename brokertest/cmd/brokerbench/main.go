@@ -249,26 +249,47 @@ func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions i
 // topic's partitions, as fast as the client goes.
 func produce(ctx context.Context, cl *kgo.Client, topic string, partitions int, n int) error {
 	r := rand.New(rand.NewPCG(1, 2))
-	errs := make(chan error, 1)
+	ap := newAsyncProducer(ctx, cl)
 	for i := range n {
 		v := make([]byte, 1000)
 		for j := range v {
 			v[j] = byte(r.Uint32())
 		}
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		})
+		ap.produce(&kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: v})
 	}
-	if err := cl.Flush(ctx); err != nil {
+	return ap.flush()
+}
+
+// asyncProducer produces records without waiting for each one and keeps
+// the first failure, which flush returns after every record is done.
+type asyncProducer struct {
+	ctx  context.Context
+	cl   *kgo.Client
+	errs chan error // buffered 1: the first failure
+}
+
+func newAsyncProducer(ctx context.Context, cl *kgo.Client) *asyncProducer {
+	return &asyncProducer{ctx: ctx, cl: cl, errs: make(chan error, 1)}
+}
+
+func (p *asyncProducer) produce(r *kgo.Record) {
+	p.cl.Produce(p.ctx, r, func(_ *kgo.Record, err error) {
+		if err != nil {
+			select {
+			case p.errs <- err:
+			default:
+			}
+		}
+	})
+}
+
+// flush waits for every record produced and returns the first failure.
+func (p *asyncProducer) flush() error {
+	if err := p.cl.Flush(p.ctx); err != nil {
 		return err
 	}
 	select {
-	case err := <-errs:
+	case err := <-p.errs:
 		return err
 	default:
 		return nil
@@ -416,20 +437,13 @@ func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
 	}
 	next := make([]int64, len(tps))
 	now := time.Now().Add(-time.Hour).UnixMilli()
-	errs := make(chan error, 1)
+	ap := newAsyncProducer(ctx, cl)
 	send := func(ev wire.Event) error {
 		v, err := wire.AppendEvent(nil, &ev)
 		if err != nil {
 			return err
 		}
-		cl.Produce(ctx, &kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		})
+		ap.produce(&kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v})
 		return nil
 	}
 	written := 0
@@ -460,15 +474,10 @@ func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
 			written++
 		}
 	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	select {
-	case err := <-errs:
+	if err := ap.flush(); err != nil {
 		return fmt.Errorf("writing the metadata events: %w", err)
-	default:
-		return nil
 	}
+	return nil
 }
 
 // copyLoad produces o.mib MiB over o.partitions tiered partitions and

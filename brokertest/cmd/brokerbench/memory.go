@@ -240,26 +240,14 @@ func createSpreadTopic(ctx context.Context, cl *kgo.Client, topic string, o opti
 // produceSmall writes n records of 16 bytes into every partition (offsets
 // 0..n-1) and checks that each partition ends at n.
 func produceSmall(ctx context.Context, cl *kgo.Client, tps []rlmm.TopicIDPartition, n int) error {
-	errs := make(chan error, 1)
+	ap := newAsyncProducer(ctx, cl)
 	for _, tp := range tps {
 		for range n {
-			cl.Produce(ctx, &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Value: make([]byte, 16)}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			})
+			ap.produce(&kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Value: make([]byte, 16)})
 		}
 	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	select {
-	case err := <-errs:
+	if err := ap.flush(); err != nil {
 		return fmt.Errorf("producing: %w", err)
-	default:
 	}
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, tps[0].Topic)
 	if err != nil {
@@ -280,7 +268,7 @@ func produceSmall(ctx context.Context, cl *kgo.Client, tps []rlmm.TopicIDPartiti
 func fillSegments(ctx context.Context, cl *kgo.Client, tps []rlmm.TopicIDPartition, leaders []int32, n int) (int, error) {
 	r := rand.New(rand.NewPCG(11, 13))
 	now := time.Now().UnixMilli()
-	errs := make(chan error, 1)
+	ap := newAsyncProducer(ctx, cl)
 	written := 0
 	var buf []byte
 	send := func(mp int32, ev wire.Event) error {
@@ -290,14 +278,7 @@ func fillSegments(ctx context.Context, cl *kgo.Client, tps []rlmm.TopicIDPartiti
 			return err
 		}
 		v := append([]byte(nil), buf...)
-		cl.Produce(ctx, &kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		})
+		ap.produce(&kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v})
 		written++
 		return nil
 	}
@@ -318,15 +299,10 @@ func fillSegments(ctx context.Context, cl *kgo.Client, tps []rlmm.TopicIDPartiti
 			}
 		}
 	}
-	if err := cl.Flush(ctx); err != nil {
-		return written, err
-	}
-	select {
-	case err := <-errs:
+	if err := ap.flush(); err != nil {
 		return written, fmt.Errorf("writing the metadata events: %w", err)
-	default:
-		return written, nil
 	}
+	return written, nil
 }
 
 // foreignEvents reads the whole metadata topic and returns how many of its
