@@ -164,7 +164,7 @@ function drawTimeline(p) {
   const x = (off) => LEFT + ((off - first) / span) * (W - LEFT - RIGHT);
   const laneY = (lane) => TOP + lane * (LANE_H + LANE_GAP);
 
-  // Gaps and overlaps: bands across the lanes and marks under them.
+  // Gaps and overlaps: bands across the lanes (drawn over the segments) and marks under them.
   const marks = svgEl('g', { class: 'marks' });
   for (const a of p.anomalies) {
     if (a.firstOffset === undefined) continue;
@@ -181,7 +181,6 @@ function drawTimeline(p) {
     mark.append(title);
     marks.append(band, mark);
   }
-  svg.append(marks);
 
   const segs = svgEl('g', { class: 'segments' });
   for (const s of p.segments) {
@@ -203,7 +202,7 @@ function drawTimeline(p) {
     if (s.stuck) g.append(svgEl('text', { class: 'stuck-label', x: x0 + 4, y: y + LANE_H - 8 }, 'stuck'));
     segs.append(g);
   }
-  svg.append(segs);
+  svg.append(segs, marks);
 
   // The offset axis: the ends and a few ticks between.
   const axis = svgEl('g', { class: 'axis' });
