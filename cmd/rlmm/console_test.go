@@ -1,8 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/rlmm-go/rlmm/console"
+	"github.com/rlmm-go/rlmm/console/consoletest"
+	"github.com/rlmm-go/rlmm/eventlog/filelog"
 )
 
 // The console listens on loopback unless told otherwise, and says why.
@@ -60,5 +71,98 @@ func TestConsoleFlagErrors(t *testing.T) {
 		if status != exitCouldNotRun || !strings.Contains(stderr, c.wantErr) {
 			t.Errorf("rlmm console %v: status %d, stderr %q; want %d and %q", c.args, status, stderr, exitCouldNotRun, c.wantErr)
 		}
+	}
+}
+
+// lockedBuffer is an io.Writer safe to read while a command writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The console reads the log at start, re-reads it every --refresh (records
+// appended meanwhile appear), and stops cleanly, exit status 0, when its
+// context ends.
+func TestConsoleRefreshes(t *testing.T) {
+	dir := t.TempDir()
+	l, err := filelog.Open(dir, filelog.Options{Partitions: consoletest.MetadataPartitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recs, err := consoletest.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const first = 5
+	for _, r := range recs[:first] {
+		if _, err := l.Publish(ctx, r.Partition, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr lockedBuffer
+	runCtx, stop := context.WithCancel(ctx)
+	status := make(chan int, 1)
+	go func() {
+		status <- run(runCtx, []string{"console", "-q", "--dir", dir, "--listen", "127.0.0.1:0", "--refresh", "50ms"},
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	var url string
+	for url == "" {
+		if m := regexp.MustCompile(`http://\S+/`).FindString(stdout.String()); m != "" {
+			url = m
+			break
+		}
+		select {
+		case s := <-status:
+			t.Fatalf("rlmm console exited %d before serving: %s", s, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("rlmm console did not serve: %s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	records := func() int64 {
+		resp, err := http.Get(url + "api/overview")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var o console.Overview
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o.Counts.Records
+	}
+	if n := records(); n != first {
+		t.Fatalf("first reading: %d records, want %d", n, first)
+	}
+	for _, r := range recs[first:] {
+		if _, err := l.Publish(ctx, r.Partition, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := records(); n != int64(len(recs)); n = records() {
+		if ctx.Err() != nil {
+			t.Fatalf("after a minute of refreshes every 50 ms: %d records, want %d", n, len(recs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if s := <-status; s != 0 {
+		t.Fatalf("rlmm console exited %d when stopped, want 0: %s", s, stderr.String())
 	}
 }
