@@ -138,11 +138,7 @@ func checkPage(t *testing.T, ctx context.Context, url, name string) {
 	if err != nil {
 		t.Fatalf("reading the page's DOM: %v", err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("taking a screenshot: %v", err)
-	}
-	t.Logf("screenshot of the console: %s", saveScreenshot(t, name, png))
+	t.Logf("screenshot of the console: %s", screenshot(t, ctx, name))
 
 	want := consoletest.OrdersTimeline
 	if got.Drawn != orders.String() || !strings.Contains(got.Title, "orders-0") {

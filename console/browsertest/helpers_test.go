@@ -2,7 +2,10 @@ package browsertest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"image"
+	"image/png"
 	"fmt"
 	"io"
 	"os"
@@ -187,16 +190,40 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-// saveScreenshot writes png to $RLMM_SCREENSHOT_DIR (default: the temporary
+// screenshot takes a screenshot of the page, cut to the height of its
+// content, writes it to $RLMM_SCREENSHOT_DIR (default: the temporary
 // directory) as rlmm-console-<name>.png and returns its path.
-func saveScreenshot(t *testing.T, name string, png []byte) string {
+func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("taking a screenshot: %v", err)
+	}
+	height, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`Math.ceil(document.body.getBoundingClientRect().bottom * window.devicePixelRatio)`))
+	if err != nil {
+		t.Fatalf("reading the page's height: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); int(height) > 0 && int(height) < b.Dy() {
+		if sub, ok := img.(interface {
+			SubImage(image.Rectangle) image.Image
+		}); ok {
+			img = sub.SubImage(image.Rect(b.Min.X, b.Min.Y, b.Max.X, b.Min.Y+int(height)))
+		}
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
 	dir := os.Getenv("RLMM_SCREENSHOT_DIR")
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	path := filepath.Join(dir, "rlmm-console-"+name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -82,11 +82,7 @@ func TestConsoleInChromiumS3(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the page's DOM: %v", err)
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot of the console with scrub's findings: %s", saveScreenshot(t, "s3", png))
+	t.Logf("screenshot of the console with scrub's findings: %s", screenshot(t, bctx, "s3"))
 	var rows []string
 	for _, r := range got.Rows {
 		if len(r) == 4 {
