@@ -252,3 +252,26 @@ func TestRefresh(t *testing.T) {
 		return nil, nil
 	}, nil)
 }
+
+// Requests are served concurrently from one snapshot while another is set
+// (run with -race).
+func TestConcurrentRequests(t *testing.T) {
+	srv := NewServer(Options{})
+	srv.Set(fixtureSnapshot(t, nil))
+	next := fixtureSnapshot(t, nil)
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for _, path := range []string{"/api/overview", "/api/partitions/AQIDBAUGBwgREhMUFRYXGA/0", "/api/anomalies", "/api/scrub", "/"} {
+				if status, _, body := do(t, srv, "GET", path); status != 200 {
+					t.Errorf("GET %s: status %d: %s", path, status, body)
+				}
+			}
+		}()
+	}
+	srv.Set(next)
+	for range 4 {
+		<-done
+	}
+}
