@@ -119,9 +119,9 @@ go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/broke
 
 # --- the console in a browser (issue 20): `rlmm console` on a known partition in a real headless
 # Chromium (Debian's chromium, installed when missing), on an embedded log and on a topic of the
-# broker above; the timeline checked from the DOM, a screenshot saved. About 40 s (Chromium's
-# install, when missing, about 45 s more). Without root to install Chromium it skips saying why,
-# but not in CI.
+# broker above, and scrub's findings on the S3 server above; the timeline checked from the DOM,
+# screenshots saved. 45 to 85 s on a loaded 2-core machine (Chromium's install, when missing,
+# about 45 s more). Without root to install Chromium it skips saying why, but not in CI.
 step "the console in headless Chromium (scripts/browser-test.sh)"
 bash scripts/browser-test.sh
 # --- end of the console in a browser ---
