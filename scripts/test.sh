@@ -22,6 +22,8 @@ lint() {
 	fi
 	step "go vet"
 	go vet ./...
+	# The broker plugin's sidecar binary is built without S3 (scripts/plugin.sh).
+	go vet -tags rlmm_nos3 ./scrub/s3store ./cmd/rlmm
 	step "staticcheck"
 	go tool staticcheck ./...
 	step "the Kafka suite's gate, on made-up reports (scripts/kafkasuite_gate.py --self-test)"
