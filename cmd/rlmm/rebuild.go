@@ -226,7 +226,7 @@ func runRebuild(cmd *cobra.Command, o *rebuildOptions) error {
 	}
 	prog = newProgress("scanning "+st.Name(), "objects", o.quiet)
 	sctx, cancel := context.WithTimeout(ctx, o.timeout)
-	found, err := rebuild.Scan(sctx, rebuild.ScanOptions{Layout: l, Store: st, Opener: opener, Topic: o.topic})
+	found, err := rebuild.Scan(sctx, rebuild.ScanOptions{Layout: l, Store: st, Opener: opener, Topic: o.topic, Exclude: o.quarantine})
 	timedOut := sctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	prog.finish()

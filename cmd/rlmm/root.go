@@ -16,6 +16,7 @@ var subcommands = []func() *cobra.Command{
 	newDecodeCmd,
 	newInspectCmd,
 	newRebuildCmd,
+	newRepairCmd,
 	newScrubCmd,
 	newSimulateCmd,
 	newServeCmd,

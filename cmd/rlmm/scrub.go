@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/repair"
 	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/s3store"
@@ -39,6 +41,7 @@ type scrubOptions struct {
 	deleteOrphans bool
 	olderThan     time.Duration
 	yes           bool
+	quarantine    string
 }
 
 // localTieredDir is the directory LocalTieredStorage writes under its
@@ -149,6 +152,9 @@ func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 	default:
 		return nil, usageErrorf("--s3-path-style %q: must be true, false or auto", o.pathStyle)
 	}
+	if o.quarantine == "" || !strings.HasSuffix(o.quarantine, "/") || strings.HasPrefix(o.quarantine, "/") || strings.Contains(o.quarantine, "..") {
+		return nil, usageErrorf("--quarantine-prefix %q: must be a relative key prefix ending with '/' (e.g. %s)", o.quarantine, repair.DefaultQuarantine)
+	}
 	if o.s3.Concurrency < 1 || o.s3.Concurrency > 256 {
 		return nil, usageErrorf("--s3-concurrency %d: must be 1..256", o.s3.Concurrency)
 	}
@@ -172,6 +178,7 @@ func (o *scrubOptions) addStorageFlags(f *pflag.FlagSet, inFlight string) {
 	f.StringVar(&o.pathStyle, "s3-path-style", "auto", "S3 layouts: address the bucket in the path (true, false, auto: true with --s3-endpoint)")
 	f.IntVar(&o.s3.Concurrency, "s3-concurrency", 8, "S3 layouts: "+inFlight+" in flight at most")
 	f.DurationVar(&o.s3.RequestTimeout, "s3-timeout", 30*time.Second, "S3 layouts: give up a request (with its retries) after this long")
+	f.StringVar(&o.quarantine, "quarantine-prefix", repair.DefaultQuarantine, "the key prefix (in the bucket, or under --remote-dir's kafka-tiered-storage) where rlmm repair moves orphans: left out of the listing")
 }
 
 // openStore opens and checks the remote storage the layout calls for.
@@ -231,33 +238,9 @@ func runScrub(cmd *cobra.Command, o *scrubOptions) error {
 	if err != nil {
 		return err
 	}
-	idx := scrub.NewIndex(l, int(b.Counts().Segments))
-	for _, tp := range b.Partitions() {
-		p := idx.AddPartition(tp)
-		segs := b.Segments(tp)
-		for i := range segs {
-			idx.Add(p, &segs[i])
-		}
-	}
-	b = nil // the index holds what the comparison needs; the view can go
-	idx.Seal()
-	cmp := scrub.NewComparer(idx, time.Now())
-	prog := newProgress("listing "+st.Name(), "objects", o.quiet)
-	var listed int64
-	lctx, cancel := context.WithTimeout(ctx, o.timeout)
-	err = st.List(lctx, idx.Prefixes(), func(page []store.Object) error {
-		cmp.ObservePage(page)
-		listed += int64(len(page))
-		prog.set(listed, -1, "objects")
-		return nil
-	})
-	cancel()
-	prog.finish()
+	cmp, err := o.compare(ctx, l, st, b)
 	if err != nil {
-		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			return couldNotRun(fmt.Errorf("listing %s took longer than --timeout %s: %w", st.Name(), o.timeout, err))
-		}
-		return couldNotRun(fmt.Errorf("listing %s: %w", st.Name(), err))
+		return err
 	}
 	rep := cmp.Report()
 	doc := scrubJSON{Metadata: src.name, Store: st.Name(), Report: rep, OK: rep.Summary.Findings() == 0}
@@ -290,6 +273,40 @@ func runScrub(cmd *cobra.Command, o *scrubOptions) error {
 			rep.Summary.Missing, rep.Summary.Orphans, rep.Summary.OrphanBytes, rep.Summary.Mismatches, st.Name())
 	}
 	return nil
+}
+
+// compare lists st and holds every object against the segments of b, the
+// quarantine left out: scrub's comparison, which repair makes its plan from.
+func (o *scrubOptions) compare(ctx context.Context, l layout.Layout, st store.Store, b *view.Builder) (*scrub.Comparer, error) {
+	idx := scrub.NewIndex(l, int(b.Counts().Segments))
+	for _, tp := range b.Partitions() {
+		p := idx.AddPartition(tp)
+		segs := b.Segments(tp)
+		for i := range segs {
+			idx.Add(p, &segs[i])
+		}
+	}
+	idx.Seal()
+	cmp := scrub.NewComparer(idx, time.Now())
+	cmp.Exclude(o.quarantine)
+	prog := newProgress("listing "+st.Name(), "objects", o.quiet)
+	var listed int64
+	lctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	err := st.List(lctx, idx.Prefixes(), func(page []store.Object) error {
+		cmp.ObservePage(page)
+		listed += int64(len(page))
+		prog.set(listed, -1, "objects")
+		return nil
+	})
+	prog.finish()
+	if err != nil {
+		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return nil, couldNotRun(fmt.Errorf("listing %s took longer than --timeout %s: %w", st.Name(), o.timeout, err))
+		}
+		return nil, couldNotRun(fmt.Errorf("listing %s: %w", st.Name(), err))
+	}
+	return cmp, nil
 }
 
 // deleteStep prints the dry run, asks for confirmation and deletes.
