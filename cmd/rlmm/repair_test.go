@@ -172,7 +172,9 @@ func TestRepairLocal(t *testing.T) {
 		if slices.Contains(files, k) {
 			t.Errorf("%s is still in place after apply", k)
 		}
-		if !slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, repair.DefaultQuarantine) && strings.HasSuffix(f, "/"+k) }) {
+		if !slices.ContainsFunc(files, func(f string) bool {
+			return strings.HasPrefix(f, repair.DefaultQuarantine) && strings.HasSuffix(f, "/"+k)
+		}) {
 			t.Errorf("%s is not in the quarantine after apply: %v", k, files)
 		}
 	}
