@@ -177,10 +177,7 @@ func runRebuild(cmd *cobra.Command, o *rebuildOptions) error {
 	if o.yes && !o.apply {
 		return usageErrorf("--yes goes with --apply")
 	}
-	yes := o.yes
-	o.yes = false // scrub's own check of --yes is for --delete-orphans
 	l, err := o.validate(cmd)
-	o.yes = yes
 	if err != nil {
 		return err
 	}

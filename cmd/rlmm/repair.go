@@ -109,11 +109,7 @@ func (o *repairOptions) check(cmd *cobra.Command) (layout.Layout, error) {
 	if o.yes && !o.apply {
 		return nil, usageErrorf("--yes goes with --apply")
 	}
-	// scrub's checks of --older-than and --yes are for --delete-orphans.
-	yes, olderThan := o.yes, o.olderThan
-	o.yes, o.olderThan = false, 0
 	l, err := o.validate(cmd)
-	o.yes, o.olderThan = yes, olderThan
 	if err != nil {
 		return nil, err
 	}

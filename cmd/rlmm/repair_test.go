@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,45 +11,10 @@ import (
 	"time"
 
 	"github.com/rlmm-go/rlmm"
-	"github.com/rlmm-go/rlmm/eventlog"
-	"github.com/rlmm-go/rlmm/eventlog/filelog"
-	"github.com/rlmm-go/rlmm/internal/view"
 	"github.com/rlmm-go/rlmm/repair"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/scrubtest"
 )
-
-// repairRun runs rlmm repair with args plus --json -q and decodes the
-// document.
-func repairRun(t *testing.T, args ...string) (repairJSON, string, int) {
-	t.Helper()
-	out, errOut, status := runInProcess(t, "", append([]string{"repair", "--json", "-q"}, args...)...)
-	var doc repairJSON
-	if status != exitCouldNotRun {
-		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatalf("repair %v: exit %d, output is not JSON: %v\nstdout:\n%s\nstderr:\n%s", args, status, err, out, errOut)
-		}
-	}
-	return doc, errOut, status
-}
-
-// readEmbedded reads the embedded log in dir into a view.
-func readEmbedded(t *testing.T, dir string) *view.Builder {
-	t.Helper()
-	l, err := filelog.Open(dir, filelog.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	b := view.NewBuilder(l.Partitions())
-	if _, err := view.ReadLog(context.Background(), l, nil, func(rec eventlog.Record) error {
-		_, _ = b.Apply(rec)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestRepairLocal plants every finding repair acts on (and those it must
 // leave alone) in a LocalTieredStorage tree, checks the dry run's plan and

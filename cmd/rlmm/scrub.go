@@ -124,6 +124,21 @@ type deletionJSON struct {
 	Result       *scrub.DeleteResult `json:"result,omitempty"`
 }
 
+// validateDelete checks scrub's --delete-orphans, --older-than and --yes.
+func (o *scrubOptions) validateDelete(cmd *cobra.Command) error {
+	if o.olderThan < 0 || o.olderThan > maxStuckAfter {
+		return usageErrorf("--older-than %s: must be positive and at most %s", o.olderThan, maxStuckAfter)
+	}
+	if o.deleteOrphans && o.olderThan <= 0 {
+		return usageErrorf("--delete-orphans needs --older-than DURATION (e.g. 24h): a copy in flight looks like an orphan for a while")
+	}
+	if !o.deleteOrphans && (cmd.Flags().Changed("older-than") || o.yes) {
+		return usageErrorf("--older-than and --yes go with --delete-orphans")
+	}
+	return nil
+}
+
+// validate checks the storage flags and --timeout, and returns the layout.
 func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 	if o.layout == "" {
 		return nil, usageErrorf("give --layout: %s", strings.Join(layout.Names(), " or "))
@@ -134,15 +149,6 @@ func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 	}
 	if err := checkTimeout(o.timeout); err != nil {
 		return nil, err
-	}
-	if o.olderThan < 0 || o.olderThan > maxStuckAfter {
-		return nil, usageErrorf("--older-than %s: must be positive and at most %s", o.olderThan, maxStuckAfter)
-	}
-	if o.deleteOrphans && o.olderThan <= 0 {
-		return nil, usageErrorf("--delete-orphans needs --older-than DURATION (e.g. 24h): a copy in flight looks like an orphan for a while")
-	}
-	if !o.deleteOrphans && (cmd.Flags().Changed("older-than") || o.yes) {
-		return nil, usageErrorf("--older-than and --yes go with --delete-orphans")
 	}
 	switch o.pathStyle {
 	case "auto":
@@ -217,6 +223,9 @@ func (o *scrubOptions) openStore(ctx context.Context, l layout.Layout) (store.St
 }
 
 func runScrub(cmd *cobra.Command, o *scrubOptions) error {
+	if err := o.validateDelete(cmd); err != nil {
+		return err
+	}
 	l, err := o.validate(cmd)
 	if err != nil {
 		return err
