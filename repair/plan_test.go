@@ -47,7 +47,9 @@ func TestMakePlanRules(t *testing.T) {
 		return rlmm.SegmentMetadata{ID: rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.Uuid{id}}, StartOffset: int64(id) * 100,
 			EndOffset: int64(id)*100 + 99, EventTimestampMs: now.Add(-age).UnixMilli(), State: state}
 	}
-	inQuarantine := func(at time.Time, key string) store.Object { return store.Object{Key: QuarantineKey(DefaultQuarantine, at, key), Size: 5} }
+	inQuarantine := func(at time.Time, key string) store.Object {
+		return store.Object{Key: QuarantineKey(DefaultQuarantine, at, key), Size: 5}
+	}
 	o := Options{Now: now, OrphanAge: day, Grace: 7 * day, StuckAfter: day, Quarantine: DefaultQuarantine, BrokerID: -1, MetadataPartitions: 50}
 	cases := []struct {
 		name string
@@ -58,7 +60,7 @@ func TestMakePlanRules(t *testing.T) {
 		protected, young        int
 	}{
 		{name: "an unprotected orphan old enough is quarantined, a younger one waits",
-			in: Input{Report: report(tp, nil, orphan("old", scrub.ReasonNotInMetadata, false, day), orphan("new", scrub.ReasonNotInMetadata, false, day-time.Second))},
+			in:         Input{Report: report(tp, nil, orphan("old", scrub.ReasonNotInMetadata, false, day), orphan("new", scrub.ReasonNotInMetadata, false, day-time.Second))},
 			quarantine: []string{"old"}, young: 1},
 		{name: "protected orphans are never moved, however old",
 			in: Input{Report: report(tp, nil, orphan("copy", scrub.ReasonCopyStarted, true, 99*day), orphan("misplaced", scrub.ReasonMisplaced, true, 99*day),
