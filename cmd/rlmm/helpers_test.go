@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -150,4 +151,27 @@ func readEmbedded(t *testing.T, dir string) *view.Builder {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// scrapeMetrics reads a /metrics page in Prometheus' text format into its
+// samples: `name{labels}` (as printed) to value. Comments are skipped.
+func scrapeMetrics(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	code, body := httpGet(t, url)
+	if code != 200 {
+		t.Fatalf("GET %s: %d\n%s", url, code, body)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if i < 0 || err != nil {
+			t.Fatalf("GET %s: line %q is not a sample", url, line)
+		}
+		out[line[:i]] = v
+	}
+	return out
 }
