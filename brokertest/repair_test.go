@@ -17,6 +17,10 @@ import (
 	"github.com/rlmm-go/rlmm/wire"
 )
 
+// repairedRecords is how many records repairAfterTiering's topic gets:
+// three segments, two of them tiered.
+const repairedRecords = 2500
+
 // repairDoc is the part of `rlmm repair --json` these tests read.
 type repairDoc struct {
 	repair.Plan
@@ -36,6 +40,8 @@ type repairDoc struct {
 // inspect agrees); a second run has nothing to do; the broker still serves
 // every record from offset 0, the early ones out of remote storage.
 func repairAfterTiering(ctx context.Context, t *testing.T, c *cluster, tp rlmm.TopicIDPartition, records int64) {
+	start := time.Now()
+	defer func() { t.Logf("repair phase: %s", time.Since(start).Round(time.Millisecond)) }()
 	args := []string{"repair", "--json", "-q", "--kafka", strings.Join(c.addrs, ","), "--layout", "local", "--remote-dir", c.remoteDir,
 		"--older-than", "1h", "--stuck-after", "1h"}
 	run := func(extra ...string) (repairDoc, int) {

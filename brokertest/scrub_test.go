@@ -38,9 +38,9 @@ func TestScrubAfterTiering(t *testing.T) {
 	tp := createTopic(ctx, t, cl, "scrubbed", []int32{1})
 	repaired := createTopic(ctx, t, cl, "repaired", []int32{1})
 	produce(ctx, t, cl, tp.Topic, 0, 5000)
-	produce(ctx, t, cl, repaired.Topic, 0, 5000)
+	produce(ctx, t, cl, repaired.Topic, 0, repairedRecords)
 	ti := c.waitTiered(ctx, t, cl, tp, 0, 4)
-	c.waitTiered(ctx, t, cl, repaired, 0, 4)
+	c.waitTiered(ctx, t, cl, repaired, 0, 2)
 	args := []string{"scrub", "--json", "-q", "--kafka", strings.Join(c.addrs, ","), "--layout", "local", "--remote-dir", c.remoteDir}
 	run := func(extra ...string) (scrubDoc, int) {
 		t.Helper()
@@ -59,7 +59,7 @@ func TestScrubAfterTiering(t *testing.T) {
 	})
 	// rlmm repair on the other topic first: once repaired, it has no
 	// finding left for the scrub below.
-	repairAfterTiering(ctx, t, c, repaired, 5000)
+	repairAfterTiering(ctx, t, c, repaired, repairedRecords)
 	v, err := c.readMetadata(ctx)
 	must(t, err)
 	var live []rlmm.SegmentMetadata
