@@ -23,7 +23,11 @@
 //     Kafka's bytes, to the metadata partition of its user partition
 //     (rebuild.Step, published by rebuild.Apply: the path rlmm rebuild
 //     publishes with). Kafka's state machine allows COPY_SEGMENT_STARTED to
-//     DELETE_SEGMENT_STARTED (rlmm.CanTransition);
+//     DELETE_SEGMENT_STARTED (rlmm.CanTransition). A segment
+//     DELETE_SEGMENT_STARTED as long with no object (a deletion that removed
+//     every object and did not record it) gets DELETE_SEGMENT_FINISHED, at
+//     once when its last event is Options.BrokerID's (a negative id: a
+//     repair interrupted between its two events); it is not reported lost;
 //   - lost: a COPY_SEGMENT_FINISHED (or DELETE_SEGMENT_STARTED) segment
 //     whose log object is missing is reported with its user partition,
 //     segment id and the offsets lost; nothing is done about it.

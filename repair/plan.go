@@ -47,8 +47,11 @@ type Options struct {
 type Input struct {
 	Report *scrub.Report
 	// Started are the COPY_SEGMENT_STARTED segments scrub saw no object of
-	// (scrub.Comparer.StartedWithoutObjects, with their metadata).
+	// (scrub.Comparer.WithoutObjects, with their metadata).
 	Started []rlmm.SegmentMetadata
+	// Deleting are the DELETE_SEGMENT_STARTED segments scrub saw no object
+	// of: a deletion that removed every object and did not record it.
+	Deleting []rlmm.SegmentMetadata
 	// Quarantined are the objects listed under Options.Quarantine.
 	Quarantined []store.Object
 }
@@ -75,10 +78,14 @@ type Purge struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Close is a stuck copy to close with DELETE events.
+// Close is a stuck segment to close with DELETE events: a copy
+// (COPY_SEGMENT_STARTED: DELETE_SEGMENT_STARTED and DELETE_SEGMENT_FINISHED)
+// or a deletion (DELETE_SEGMENT_STARTED: DELETE_SEGMENT_FINISHED) whose
+// objects are all gone.
 type Close struct {
 	TopicIDPartition  string   `json:"topicIdPartition"`
 	SegmentID         string   `json:"segmentId"`
+	State             string   `json:"state"`
 	StartOffset       int64    `json:"startOffset"`
 	EndOffset         int64    `json:"endOffset"`
 	StartedAgeMs      int64    `json:"startedAgeMs"`
@@ -86,11 +93,12 @@ type Close struct {
 	Events            []string `json:"events"`
 }
 
-// Waiting is a COPY_SEGMENT_STARTED segment without objects not old enough
-// to be closed (it may be a copy in flight).
+// Waiting is a segment without objects not old enough to be closed (it
+// may be a copy or a deletion in flight).
 type Waiting struct {
 	TopicIDPartition string `json:"topicIdPartition"`
 	SegmentID        string `json:"segmentId"`
+	State            string `json:"state"`
 	StartedAgeMs     int64  `json:"startedAgeMs"`
 }
 
@@ -175,9 +183,16 @@ func MakePlan(in Input, o Options) (*Plan, error) {
 		for _, orphan := range scrub.Plan(rep, o.OrphanAge) {
 			movable[orphan.Key] = true
 		}
+		deleting := map[string]bool{}
+		for i := range in.Deleting {
+			deleting[in.Deleting[i].ID.ID.String()] = true
+		}
 		for _, pr := range rep.Partitions {
 			p.Summary.Mismatches += len(pr.Mismatches)
 			for _, m := range pr.Missing {
+				if deleting[m.SegmentID] {
+					continue // its deletion was started: closed or waiting below
+				}
 				p.Lost = append(p.Lost, Lost{TopicIDPartition: pr.TopicIDPartition, SegmentID: m.SegmentID, State: m.State,
 					StartOffset: m.StartOffset, EndOffset: m.EndOffset, MissingKeys: m.Keys})
 			}
@@ -213,30 +228,19 @@ func MakePlan(in Input, o Options) (*Plan, error) {
 			p.Summary.PurgeBytes += obj.Size
 		}
 	}
-	for i := range in.Started {
-		m := &in.Started[i]
-		if m.State != rlmm.CopySegmentStarted {
-			continue
+	for _, m := range in.Started {
+		if m.State == rlmm.CopySegmentStarted {
+			if err := p.close(m, o, m.State); err != nil {
+				return nil, err
+			}
 		}
-		tp := m.ID.TopicIDPartition
-		age := o.Now.UnixMilli() - m.EventTimestampMs
-		if o.StuckAfter <= 0 || age < o.StuckAfter.Milliseconds() {
-			p.Waiting = append(p.Waiting, Waiting{TopicIDPartition: tp.String(), SegmentID: m.ID.ID.String(), StartedAgeMs: age})
-			continue
+	}
+	for _, m := range in.Deleting {
+		if m.State == rlmm.DeleteSegmentStarted {
+			if err := p.close(m, o, m.State); err != nil {
+				return nil, err
+			}
 		}
-		st := rebuild.Step{TopicIDPartition: tp.String(), Topic: tp.Topic, Partition: tp.Partition, SegmentID: m.ID.ID.String(),
-			StartOffset: m.StartOffset, EndOffset: m.EndOffset, MetadataPartition: wire.MetadataPartition(tp, o.MetadataPartitions), Meta: *m}
-		var evs []wire.Event
-		for _, s := range []rlmm.SegmentState{rlmm.DeleteSegmentStarted, rlmm.DeleteSegmentFinished} {
-			evs = append(evs, wire.UpdateEvent(rlmm.SegmentUpdate{ID: m.ID, EventTimestampMs: o.Now.UnixMilli(), State: s, BrokerID: o.BrokerID}))
-		}
-		if err := st.SetEvents(evs); err != nil {
-			return nil, fmt.Errorf("segment %s of %s: encoding its DELETE events: %w", m.ID.ID, tp, err)
-		}
-		p.events.Steps = append(p.events.Steps, st)
-		p.Close = append(p.Close, Close{TopicIDPartition: tp.String(), SegmentID: m.ID.ID.String(), StartOffset: m.StartOffset,
-			EndOffset: m.EndOffset, StartedAgeMs: age, MetadataPartition: st.MetadataPartition, Events: st.Events})
-		p.Summary.Events += len(st.Events)
 	}
 	slices.SortFunc(p.Quarantine, func(a, b Move) int { return strings.Compare(a.Key, b.Key) })
 	slices.SortFunc(p.Purge, func(a, b Purge) int { return strings.Compare(a.Key, b.Key) })
@@ -248,4 +252,34 @@ func MakePlan(in Input, o Options) (*Plan, error) {
 	p.Summary.Close, p.Summary.Waiting, p.Summary.Lost = len(p.Close), len(p.Waiting), len(p.Lost)
 	p.events.Summary.Events = p.Summary.Events
 	return p, nil
+}
+
+// close plans the events that end segment m, stuck in from with no object:
+// DELETE_SEGMENT_STARTED (for a copy) and DELETE_SEGMENT_FINISHED. A
+// segment younger than StuckAfter waits, but a deletion o.BrokerID (a
+// negative id: a repair's) started, which an interrupted repair left.
+func (p *Plan) close(m rlmm.SegmentMetadata, o Options, from rlmm.SegmentState) error {
+	tp := m.ID.TopicIDPartition
+	age := o.Now.UnixMilli() - m.EventTimestampMs
+	resume := from == rlmm.DeleteSegmentStarted && o.BrokerID < 0 && m.BrokerID == o.BrokerID
+	if !resume && (o.StuckAfter <= 0 || age < o.StuckAfter.Milliseconds()) {
+		p.Waiting = append(p.Waiting, Waiting{TopicIDPartition: tp.String(), SegmentID: m.ID.ID.String(), State: from.String(), StartedAgeMs: age})
+		return nil
+	}
+	st := rebuild.Step{TopicIDPartition: tp.String(), Topic: tp.Topic, Partition: tp.Partition, SegmentID: m.ID.ID.String(),
+		StartOffset: m.StartOffset, EndOffset: m.EndOffset, MetadataPartition: wire.MetadataPartition(tp, o.MetadataPartitions), Meta: m}
+	var evs []wire.Event
+	for _, s := range []rlmm.SegmentState{rlmm.DeleteSegmentStarted, rlmm.DeleteSegmentFinished} {
+		if s > from {
+			evs = append(evs, wire.UpdateEvent(rlmm.SegmentUpdate{ID: m.ID, EventTimestampMs: o.Now.UnixMilli(), State: s, BrokerID: o.BrokerID}))
+		}
+	}
+	if err := st.SetEvents(evs); err != nil {
+		return fmt.Errorf("segment %s of %s: encoding its DELETE events: %w", m.ID.ID, tp, err)
+	}
+	p.events.Steps = append(p.events.Steps, st)
+	p.Close = append(p.Close, Close{TopicIDPartition: tp.String(), SegmentID: m.ID.ID.String(), State: from.String(), StartOffset: m.StartOffset,
+		EndOffset: m.EndOffset, StartedAgeMs: age, MetadataPartition: st.MetadataPartition, Events: st.Events})
+	p.Summary.Events += len(st.Events)
+	return nil
 }

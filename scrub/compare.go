@@ -101,8 +101,10 @@ func (c *Comparer) Observe(o *store.Object) {
 	}
 	s := &x.segs[i]
 	if s.stem || r.Prefix != x.prefix || r.StartOffset != s.start || r.Dir != x.parts[s.part].dir {
-		if s.state == rlmm.CopySegmentStarted {
-			s.seen = s.seen.With(r.Kind) // an object of the copy, if misplaced
+		if s.state != rlmm.CopySegmentFinished {
+			// An object of the copy or the deletion, if misplaced: for
+			// WithoutObjects (a finished segment's report is unchanged).
+			s.seen = s.seen.With(r.Kind)
 		}
 		c.orphan(r.TopicIDPartition().String(), o, ReasonMisplaced, r.SegmentID.String(), true)
 		return
@@ -136,7 +138,7 @@ func (c *Comparer) claim(i int32, k layout.Kind, o *store.Object) {
 	tp := c.x.parts[s.part].tp
 	switch {
 	case s.state == rlmm.CopySegmentStarted:
-		// Marked seen all the same: StartedWithoutObjects tells a copy
+		// Marked seen all the same: WithoutObjects tells a copy
 		// that left objects from one that left none.
 		s.seen = s.seen.With(k)
 		c.orphan(tp.String(), o, ReasonCopyStarted, s.id.String(), true)
@@ -271,16 +273,18 @@ func (c *Comparer) Report() *Report {
 	return rep
 }
 
-// StartedWithoutObjects returns the segments still COPY_SEGMENT_STARTED of
-// which no object was observed (at the key the layout computes or at a
-// custom one), in index order: copies that died before writing, or whose
-// objects were deleted. Call it after the last Observe.
-func (c *Comparer) StartedWithoutObjects() []rlmm.SegmentID {
+// WithoutObjects returns the segments in state of which no object was
+// observed (at the key the layout computes, at a custom one, or misplaced),
+// in index order. For COPY_SEGMENT_STARTED: copies that died before
+// writing, or whose objects were deleted; for DELETE_SEGMENT_STARTED:
+// deletions that removed every object and did not record it. Call it after
+// the last Observe.
+func (c *Comparer) WithoutObjects(state rlmm.SegmentState) []rlmm.SegmentID {
 	var out []rlmm.SegmentID
 	x := c.x
 	for i := range x.segs {
 		s := &x.segs[i]
-		if s.state == rlmm.CopySegmentStarted && s.seen == 0 {
+		if s.state == state && s.seen == 0 {
 			out = append(out, rlmm.SegmentID{TopicIDPartition: x.parts[s.part].tp, ID: s.id})
 		}
 	}

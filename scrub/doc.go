@@ -27,7 +27,7 @@
 // For rlmm repair (package repair), a Comparer can exclude a key prefix
 // (Exclude: the quarantine, counted apart, never a finding) and names the
 // COPY_SEGMENT_STARTED segments of which no object was listed
-// (StartedWithoutObjects).
+// (WithoutObjects).
 //
 // The index is an open-addressing hash table of 4-byte slots over a slice of
 // fixed-size entries, keyed by the segment id (Kafka's ids are random), so a

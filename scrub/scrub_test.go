@@ -138,7 +138,7 @@ func TestObserveAllocatesNothing(t *testing.T) {
 // The quarantine prefix is counted apart and never a finding; a
 // COPY_SEGMENT_STARTED segment is "without objects" only when none of its
 // objects is listed, at its key or misplaced.
-func TestExcludeAndStartedWithoutObjects(t *testing.T) {
+func TestExcludeAndWithoutObjects(t *testing.T) {
 	l := mustLayout(t, layout.LocalName, "")
 	f := scrubtest.New(scrubtest.Options{Layout: l, Topics: 1, PartitionsPerTopic: 1, SegmentsPerPartition: 2})
 	tp := f.Partitions[0]
@@ -175,8 +175,8 @@ func TestExcludeAndStartedWithoutObjects(t *testing.T) {
 			}
 		}
 	}
-	got := c.StartedWithoutObjects()
+	got := c.WithoutObjects(rlmm.CopySegmentStarted)
 	if len(got) != 1 || got[0].ID != none.Meta.ID.ID || got[0].TopicIDPartition != tp {
-		t.Errorf("StartedWithoutObjects = %v, want only %s of %s", got, none.Meta.ID.ID, tp)
+		t.Errorf("WithoutObjects = %v, want only %s of %s", got, none.Meta.ID.ID, tp)
 	}
 }

@@ -48,7 +48,10 @@ remote storage) and makes a plan of it:
   close       a segment COPY_SEGMENT_STARTED for --stuck-after or longer none
               of whose objects is in the storage is closed: DELETE_SEGMENT_STARTED
               then DELETE_SEGMENT_FINISHED, in Kafka's bytes, to its metadata
-              partition (as rebuild publishes), broker id --broker-id
+              partition (as rebuild publishes), broker id --broker-id; a
+              segment DELETE_SEGMENT_STARTED as long with no object (a deletion
+              that was not recorded, or a repair interrupted between its two
+              events: then at once) gets DELETE_SEGMENT_FINISHED
   lost        a COPY_SEGMENT_FINISHED segment whose log object is missing is
               reported with its partition, segment id and the offsets lost;
               nothing is done about it
@@ -164,14 +167,20 @@ func runRepair(cmd *cobra.Command, o *repairOptions) error {
 		return err
 	}
 	in := repair.Input{Report: cmp.Report()}
-	for _, id := range cmp.StartedWithoutObjects() {
-		for _, m := range b.Segments(id.TopicIDPartition) {
-			if m.ID.ID == id.ID {
-				in.Started = append(in.Started, m)
-				break
+	metaOf := func(ids []rlmm.SegmentID) []rlmm.SegmentMetadata {
+		var out []rlmm.SegmentMetadata
+		for _, id := range ids {
+			for _, m := range b.Segments(id.TopicIDPartition) {
+				if m.ID.ID == id.ID {
+					out = append(out, m)
+					break
+				}
 			}
 		}
+		return out
 	}
+	in.Started = metaOf(cmp.WithoutObjects(rlmm.CopySegmentStarted))
+	in.Deleting = metaOf(cmp.WithoutObjects(rlmm.DeleteSegmentStarted))
 	b = nil
 	qctx, cancel := context.WithTimeout(ctx, o.timeout)
 	err = st.List(qctx, []string{o.quarantine}, func(page []store.Object) error {
@@ -271,12 +280,12 @@ func writeRepairText(out io.Writer, doc *repairJSON, apply bool) {
 	}
 	for _, c := range p.Close {
 		fmt.Fprintf(out, "  CLOSE       %s  segment %s offsets %d..%d, %s in %s with no object -> metadata partition %d: %s\n",
-			c.TopicIDPartition, c.SegmentID, c.StartOffset, c.EndOffset, age(c.StartedAgeMs), rlmm.CopySegmentStarted,
+			c.TopicIDPartition, c.SegmentID, c.StartOffset, c.EndOffset, age(c.StartedAgeMs), c.State,
 			c.MetadataPartition, strings.Join(c.Events, ", "))
 	}
 	for _, w := range p.Waiting {
 		fmt.Fprintf(out, "  WAITING     %s  segment %s: %s in %s with no object, under --stuck-after\n",
-			w.TopicIDPartition, w.SegmentID, age(w.StartedAgeMs), rlmm.CopySegmentStarted)
+			w.TopicIDPartition, w.SegmentID, age(w.StartedAgeMs), w.State)
 	}
 	for _, l := range p.Lost {
 		fmt.Fprintf(out, "  LOST        %s  segment %s (%s): offsets %d..%d lost, missing %s\n",

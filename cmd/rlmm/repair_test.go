@@ -35,6 +35,7 @@ func TestRepairLocal(t *testing.T) {
 	deleted := f.Add(tp, 400, rlmm.DeleteSegmentFinished) // its objects stayed
 	inFlight := f.Add(tp, 500, rlmm.CopySegmentStarted)   // its objects are there: protected
 	stuck := f.Add(tp, 600, rlmm.CopySegmentStarted)      // no object: closed
+	undone := f.Add(tp, 700, rlmm.DeleteSegmentStarted)   // its objects deleted, not recorded: finished
 	if err := f.WriteLog(ctx, logDir, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestRepairLocal(t *testing.T) {
 		}
 	}
 	rm(lost.Objects[layout.LocalLog].Key)
-	for _, o := range stuck.Objects {
+	for _, o := range append(slices.Clone(stuck.Objects), undone.Objects...) {
 		rm(o.Key)
 	}
 	stray := f.StrayObject(f.Partitions[1], 5000)
@@ -94,9 +95,11 @@ func TestRepairLocal(t *testing.T) {
 	if want := []string{graced.Key, unnamed.Key}; !slices.Equal(held, want) {
 		t.Errorf("held = %v, want %v", held, want)
 	}
-	if len(doc.Close) != 1 || doc.Close[0].SegmentID != stuck.Meta.ID.ID.String() || doc.Close[0].StartOffset != 600 ||
-		!slices.Equal(doc.Close[0].Events, []string{"DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED"}) {
-		t.Errorf("close = %+v, want segment %s (offsets 600..699) with DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED", doc.Close, stuck.Meta.ID.ID)
+	if len(doc.Close) != 2 || doc.Close[0].SegmentID != stuck.Meta.ID.ID.String() || doc.Close[0].StartOffset != 600 ||
+		!slices.Equal(doc.Close[0].Events, []string{"DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED"}) ||
+		doc.Close[1].SegmentID != undone.Meta.ID.ID.String() || !slices.Equal(doc.Close[1].Events, []string{"DELETE_SEGMENT_FINISHED"}) {
+		t.Errorf("close = %+v, want segment %s (offsets 600..699) with DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED, then %s with DELETE_SEGMENT_FINISHED",
+			doc.Close, stuck.Meta.ID.ID, undone.Meta.ID.ID)
 	}
 	if len(doc.Lost) != 1 || doc.Lost[0].SegmentID != lost.Meta.ID.ID.String() || doc.Lost[0].StartOffset != lost.Meta.StartOffset ||
 		doc.Lost[0].EndOffset != lost.Meta.EndOffset || doc.Lost[0].TopicIDPartition != lost.TP.String() {
@@ -104,8 +107,8 @@ func TestRepairLocal(t *testing.T) {
 	}
 	// The in-flight copy's objects and the foreign key are protected; the
 	// young stray waits for --older-than.
-	if s := doc.Summary; s.Protected != len(inFlight.Objects)+1 || s.Young != 1 || s.Actions() != len(wantMoved)+2 {
-		t.Errorf("summary %+v: want %d protected, 1 young, %d actions", s, len(inFlight.Objects)+1, len(wantMoved)+2)
+	if s := doc.Summary; s.Protected != len(inFlight.Objects)+1 || s.Young != 1 || s.Actions() != len(wantMoved)+3 {
+		t.Errorf("summary %+v: want %d protected, 1 young, %d actions", s, len(inFlight.Objects)+1, len(wantMoved)+3)
 	}
 	text, _, _ := runInProcess(t, "", append([]string{"repair", "-q"}, args...)...)
 	for _, want := range []string{"LOST        " + lost.TP.String() + "  segment " + lost.Meta.ID.ID.String() + fmt.Sprintf(" (COPY_SEGMENT_FINISHED): offsets %d..%d lost", lost.Meta.StartOffset, lost.Meta.EndOffset),
@@ -118,7 +121,7 @@ func TestRepairLocal(t *testing.T) {
 	if after := listTree(t, tiered); !slices.Equal(after, before) {
 		t.Fatalf("the dry run changed the tree:\nbefore %v\nafter  %v", before, after)
 	}
-	if got := len(readEmbedded(t, logDir).Segments(tp)); got != 3+2 {
+	if got := len(readEmbedded(t, logDir).Segments(tp)); got != 3+3 {
 		t.Fatalf("the dry run changed the metadata: %s has %d segments", tp, got)
 	}
 
@@ -155,8 +158,8 @@ func TestRepairLocal(t *testing.T) {
 		t.Errorf("the state machine rejected events after apply: %+v", a)
 	}
 	for _, m := range b.Segments(tp) {
-		if m.ID.ID == stuck.Meta.ID.ID {
-			t.Errorf("the stuck copy is still there after apply, %s", m.State)
+		if m.ID.ID == stuck.Meta.ID.ID || m.ID.ID == undone.Meta.ID.ID {
+			t.Errorf("segment %s is still there after apply, %s", m.ID.ID, m.State)
 		}
 	}
 
