@@ -29,14 +29,18 @@ type scrubDoc struct {
 // clean; then one finding of each kind is planted (a log deleted, one
 // truncated, an index deleted, a stray file, a copy left
 // COPY_SEGMENT_STARTED with its files): each is reported exactly, and
-// --delete-orphans removes only the stray file.
+// --delete-orphans removes only the stray file. Before the planting, on a
+// second topic of the cluster, rlmm repair (repairAfterTiering).
 func TestScrubAfterTiering(t *testing.T) {
 	ctx := testCtx(t)
 	c := startCluster(t, 1)
 	cl := c.client()
 	tp := createTopic(ctx, t, cl, "scrubbed", []int32{1})
+	repaired := createTopic(ctx, t, cl, "repaired", []int32{1})
 	produce(ctx, t, cl, tp.Topic, 0, 5000)
+	produce(ctx, t, cl, repaired.Topic, 0, repairedRecords)
 	ti := c.waitTiered(ctx, t, cl, tp, 0, 4)
+	c.waitTiered(ctx, t, cl, repaired, 0, 2)
 	args := []string{"scrub", "--json", "-q", "--kafka", strings.Join(c.addrs, ","), "--layout", "local", "--remote-dir", c.remoteDir}
 	run := func(extra ...string) (scrubDoc, int) {
 		t.Helper()
@@ -53,6 +57,9 @@ func TestScrubAfterTiering(t *testing.T) {
 		doc, code := run()
 		return code == 0 && doc.OK, describeScrub(&doc), nil
 	})
+	// rlmm repair on the other topic first: once repaired, it has no
+	// finding left for the scrub below.
+	repairAfterTiering(ctx, t, c, repaired, repairedRecords)
 	v, err := c.readMetadata(ctx)
 	must(t, err)
 	var live []rlmm.SegmentMetadata

@@ -7,8 +7,9 @@
 // validate before publishing, Export for snapshots, PartitionBuilder and
 // Install to restore one (a decoder feeds a builder segment by segment, on
 // its own goroutine, and the owner of the Manager installs the finished
-// builders), DropPartition when a metadata partition is unassigned, and
-// View for the CLI.
+// builders), DropPartition when a metadata partition is unassigned, View
+// for the CLI, and EachSegment for the remote size views (inspect --sizes,
+// rlmm serve's gauges: every live segment's facts, without a copy).
 //
 // It is a pure state machine: no method does I/O, reads files or starts a
 // goroutine (Import alone builds large inputs on several goroutines and

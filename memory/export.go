@@ -299,3 +299,40 @@ func (m *Manager) View(tp rlmm.TopicIDPartition) (PartitionView, bool) {
 	}
 	return v, true
 }
+
+// SegmentFacts is what a size view reads of one live segment (internal/view
+// sums them: inspect --sizes and rlmm serve's remote size gauges).
+type SegmentFacts struct {
+	State          rlmm.SegmentState
+	StartOffset    int64
+	MaxTimestampMs int64
+	SizeInBytes    int32
+}
+
+// EachSegment calls fn with the facts of every live segment of tp (every
+// state but DELETE_SEGMENT_FINISHED), in slot order, without allocating;
+// false when tp has no state or after Close. It holds tp's read lock
+// throughout, so a change to tp waits for the scan (some nanoseconds a
+// segment: see BenchmarkRemoteSizes in server); fn must not call m.
+func (m *Manager) EachSegment(tp rlmm.TopicIDPartition, fn func(*SegmentFacts)) bool {
+	if m.closed.Load() {
+		return false
+	}
+	p := m.lookup(tp)
+	if p == nil {
+		return false
+	}
+	defer p.mu.RUnlock()
+	var f SegmentFacts
+	for c := range p.chunks {
+		for o := range p.chunks[c] {
+			s := &p.chunks[c][o]
+			if !s.used() {
+				continue
+			}
+			f = SegmentFacts{State: s.state, StartOffset: s.start, MaxTimestampMs: s.maxTs, SizeInBytes: s.size}
+			fn(&f)
+		}
+	}
+	return true
+}

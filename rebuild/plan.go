@@ -231,17 +231,7 @@ func MakePlan(f *Found, k *Known, o PlanOptions) *Plan {
 		}
 		evs = append(evs, wire.UpdateEvent(rlmm.SegmentUpdate{ID: m.ID, EventTimestampMs: o.EventTimestampMs,
 			CustomMetadata: m.CustomMetadata, State: rlmm.CopySegmentFinished, BrokerID: o.BrokerID}))
-		var encErr error
-		for i := range evs {
-			b, err := wire.AppendEvent(nil, &evs[i])
-			if err != nil {
-				encErr = err
-				break
-			}
-			st.encoded = append(st.encoded, b)
-			st.Events = append(st.Events, stateOf(&evs[i]).String())
-		}
-		if encErr != nil {
+		if encErr := st.SetEvents(evs); encErr != nil {
 			p.Problems = append(p.Problems, Problem{TopicIDPartition: tp.String(), SegmentID: m.ID.ID.String(),
 				StartOffset: m.StartOffset, Keys: s.Keys, Detail: "cannot write its events: " + encErr.Error()})
 			continue
@@ -253,6 +243,24 @@ func MakePlan(f *Found, k *Known, o PlanOptions) *Plan {
 	p.Summary.Planned = len(p.Steps)
 	p.Summary.Problems = len(p.Problems)
 	return p
+}
+
+// SetEvents encodes evs, in Kafka's bytes, as the events Apply publishes
+// for the step, in order, and names them in Events. rlmm repair builds its
+// steps (DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED) with it, so both
+// publish through Apply.
+func (st *Step) SetEvents(evs []wire.Event) error {
+	st.encoded, st.Events = nil, nil
+	for i := range evs {
+		b, err := wire.AppendEvent(nil, &evs[i])
+		if err != nil {
+			st.encoded, st.Events = nil, nil
+			return err
+		}
+		st.encoded = append(st.encoded, b)
+		st.Events = append(st.Events, stateOf(&evs[i]).String())
+	}
+	return nil
 }
 
 func stateOf(ev *wire.Event) rlmm.SegmentState {

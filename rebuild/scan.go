@@ -27,6 +27,9 @@ type ScanOptions struct {
 	Opener Opener
 	// Topic, when not empty, keeps only that topic's segments.
 	Topic string
+	// Exclude, when not empty, is a key prefix left out of the scan: rlmm
+	// repair's quarantine, whose orphans must not come back as segments.
+	Exclude string
 }
 
 // Segment is a segment reconstructed from remote storage.
@@ -56,9 +59,11 @@ type Found struct {
 	Store  string `json:"store"`
 	// Objects and Bytes count the objects listed (of the topic, with
 	// ScanOptions.Topic); Ignored the keys the layout never writes.
-	Objects  int64     `json:"objects"`
-	Bytes    int64     `json:"bytes"`
-	Ignored  int64     `json:"ignoredKeys"`
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+	Ignored int64 `json:"ignoredKeys"`
+	// Excluded counts the objects under ScanOptions.Exclude.
+	Excluded int64     `json:"excluded,omitempty"`
 	Segments []Segment `json:"-"`
 	Problems []Problem `json:"problems"`
 }
@@ -85,6 +90,10 @@ func Scan(ctx context.Context, o ScanOptions) (*Found, error) {
 	err := o.Store.List(ctx, []string{o.Layout.Prefix()}, func(page []store.Object) error {
 		for i := range page {
 			obj := page[i]
+			if o.Exclude != "" && strings.HasPrefix(obj.Key, o.Exclude) {
+				f.Excluded++
+				continue
+			}
 			ref, ok := o.Layout.Parse(obj.Key)
 			if !ok {
 				f.Ignored++

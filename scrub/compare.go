@@ -34,6 +34,11 @@ type Comparer struct {
 	bytes      int64
 	orphans    []orphanAt
 	mismatches []mismatchAt
+	// exclude is a key prefix whose objects are not compared (rlmm
+	// repair's quarantine): counted in excluded, never findings.
+	exclude       string
+	excluded      int64
+	excludedBytes int64
 	// last is the entry of the last object found (-1 none): a listing in
 	// key order names the same segment several times in a row, then the
 	// next one, which the index holds next, so most objects are found
@@ -50,6 +55,12 @@ func NewComparer(x *Index, now time.Time) *Comparer {
 	return &Comparer{x: x, now: now, last: -1}
 }
 
+// Exclude sets a key prefix whose objects are counted apart and never
+// compared: where rlmm repair quarantines orphans, so that what it moved
+// is not found again as an orphan (or as an unrecognized key). An empty
+// prefix excludes nothing.
+func (c *Comparer) Exclude(prefix string) { c.exclude = prefix }
+
 // ObservePage observes every object of a listed page.
 func (c *Comparer) ObservePage(page []store.Object) {
 	for i := range page {
@@ -59,6 +70,11 @@ func (c *Comparer) ObservePage(page []store.Object) {
 
 // Observe compares one listed object.
 func (c *Comparer) Observe(o *store.Object) {
+	if c.exclude != "" && strings.HasPrefix(o.Key, c.exclude) {
+		c.excluded++
+		c.excludedBytes += o.Size
+		return
+	}
 	c.objects++
 	c.bytes += o.Size
 	x := c.x
@@ -85,6 +101,11 @@ func (c *Comparer) Observe(o *store.Object) {
 	}
 	s := &x.segs[i]
 	if s.stem || r.Prefix != x.prefix || r.StartOffset != s.start || r.Dir != x.parts[s.part].dir {
+		if s.state != rlmm.CopySegmentFinished {
+			// An object of the copy or the deletion, if misplaced: for
+			// WithoutObjects (a finished segment's report is unchanged).
+			s.seen = s.seen.With(r.Kind)
+		}
 		c.orphan(r.TopicIDPartition().String(), o, ReasonMisplaced, r.SegmentID.String(), true)
 		return
 	}
@@ -117,6 +138,9 @@ func (c *Comparer) claim(i int32, k layout.Kind, o *store.Object) {
 	tp := c.x.parts[s.part].tp
 	switch {
 	case s.state == rlmm.CopySegmentStarted:
+		// Marked seen all the same: WithoutObjects tells a copy
+		// that left objects from one that left none.
+		s.seen = s.seen.With(k)
 		c.orphan(tp.String(), o, ReasonCopyStarted, s.id.String(), true)
 		return
 	case s.seen.Has(k):
@@ -151,6 +175,7 @@ func (c *Comparer) Report() *Report {
 	}
 	rep := &Report{Layout: x.layout.Name(), Warnings: slices.Clone(x.warnings)}
 	rep.Summary.Objects, rep.Summary.Bytes = c.objects, c.bytes
+	rep.Summary.Excluded, rep.Summary.ExcludedBytes = c.excluded, c.excludedBytes
 	names := make([]string, len(x.parts))
 	for p := range x.parts {
 		names[p] = x.parts[p].tp.String()
@@ -246,4 +271,22 @@ func (c *Comparer) Report() *Report {
 		rep.Partitions = []PartitionReport{}
 	}
 	return rep
+}
+
+// WithoutObjects returns the segments in state of which no object was
+// observed (at the key the layout computes, at a custom one, or misplaced),
+// in index order. For COPY_SEGMENT_STARTED: copies that died before
+// writing, or whose objects were deleted; for DELETE_SEGMENT_STARTED:
+// deletions that removed every object and did not record it. Call it after
+// the last Observe.
+func (c *Comparer) WithoutObjects(state rlmm.SegmentState) []rlmm.SegmentID {
+	var out []rlmm.SegmentID
+	x := c.x
+	for i := range x.segs {
+		s := &x.segs[i]
+		if s.state == state && s.seen == 0 {
+			out = append(out, rlmm.SegmentID{TopicIDPartition: x.parts[s.part].tp, ID: s.id})
+		}
+	}
+	return out
 }

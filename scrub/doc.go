@@ -24,6 +24,11 @@
 // threshold, because an object whose copy is in flight looks like an orphan
 // until its COPY_SEGMENT_STARTED event is read.
 //
+// For rlmm repair (package repair), a Comparer can exclude a key prefix
+// (Exclude: the quarantine, counted apart, never a finding) and names the
+// COPY_SEGMENT_STARTED segments of which no object was listed
+// (WithoutObjects).
+//
 // The index is an open-addressing hash table of 4-byte slots over a slice of
 // fixed-size entries, keyed by the segment id (Kafka's ids are random), so a
 // lookup costs one hash and usually one probe and nothing is allocated per

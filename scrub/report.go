@@ -93,6 +93,10 @@ type Summary struct {
 	OrphanBytes      int64 `json:"orphanBytes"`
 	ProtectedOrphans int   `json:"protectedOrphans"`
 	Mismatches       int   `json:"mismatches"`
+	// Excluded counts the objects under the excluded prefix
+	// (Comparer.Exclude: repair's quarantine), not compared.
+	Excluded      int64 `json:"excluded,omitempty"`
+	ExcludedBytes int64 `json:"excludedBytes,omitempty"`
 }
 
 // Findings returns the number of findings of every kind.

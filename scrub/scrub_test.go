@@ -134,3 +134,49 @@ func TestObserveAllocatesNothing(t *testing.T) {
 		t.Fatalf("Observe allocates %.0f times per object", n)
 	}
 }
+
+// The quarantine prefix is counted apart and never a finding; a
+// COPY_SEGMENT_STARTED segment is "without objects" only when none of its
+// objects is listed, at its key or misplaced.
+func TestExcludeAndWithoutObjects(t *testing.T) {
+	l := mustLayout(t, layout.LocalName, "")
+	f := scrubtest.New(scrubtest.Options{Layout: l, Topics: 1, PartitionsPerTopic: 1, SegmentsPerPartition: 2})
+	tp := f.Partitions[0]
+	none := f.Add(tp, 1000, rlmm.CopySegmentStarted)
+	some := f.Add(tp, 1100, rlmm.CopySegmentStarted)
+	misplaced := f.Add(tp, 1200, rlmm.CopySegmentStarted)
+	now := time.Now()
+	var objs []store.Object
+	for _, o := range listing(f, now) {
+		if !slices.ContainsFunc(none.Objects, func(n scrubtest.Object) bool { return n.Key == o.Key }) &&
+			!slices.ContainsFunc(misplaced.Objects, func(n scrubtest.Object) bool { return n.Key == o.Key }) &&
+			(!slices.ContainsFunc(some.Objects, func(n scrubtest.Object) bool { return n.Key == o.Key }) || o.Key == some.Objects[0].Key) {
+			objs = append(objs, o)
+		}
+	}
+	// misplaced's log under another start offset: the id is the segment's,
+	// the key is not its own.
+	moved := misplaced.Meta
+	moved.StartOffset = 7
+	objs = append(objs, store.Object{Key: l.Key(tp, &moved, layout.LocalLog), Size: 5, Modified: now},
+		store.Object{Key: "rlmm-quarantine/20260101T000000Z/x.log", Size: 9, Modified: now},
+		store.Object{Key: "rlmm-quarantine/20260101T000000Z/y.log", Size: 1, Modified: now})
+	c := scrub.NewComparer(indexOf(f), now)
+	c.Exclude("rlmm-quarantine/")
+	c.ObservePage(objs)
+	rep := c.Report()
+	if rep.Summary.Excluded != 2 || rep.Summary.ExcludedBytes != 10 || rep.Summary.Objects != int64(len(objs)-2) {
+		t.Errorf("summary %+v: want 2 excluded (10 bytes), %d objects", rep.Summary, len(objs)-2)
+	}
+	for _, pr := range rep.Partitions {
+		for _, o := range pr.Orphans {
+			if !o.Protected {
+				t.Errorf("unprotected orphan %s (%s): the quarantine is excluded, the rest are copies' objects", o.Key, o.Reason)
+			}
+		}
+	}
+	got := c.WithoutObjects(rlmm.CopySegmentStarted)
+	if len(got) != 1 || got[0].ID != none.Meta.ID.ID || got[0].TopicIDPartition != tp {
+		t.Errorf("WithoutObjects = %v, want only %s of %s", got, none.Meta.ID.ID, tp)
+	}
+}

@@ -42,6 +42,9 @@ type Config struct {
 	BrokerID           int32
 	MetadataPartitions int32
 	LogDescription     string
+	// Sizes bounds the remote size gauges OpsHandler serves; the zero value
+	// turns their per-topic and per-partition series off.
+	Sizes SizeMetrics
 	// APIVersion is the api_version ServerInfo states; 0 means APIVersion.
 	// Only tests set it (rlmm serve's hidden --test-api-version), to play a
 	// server of another version.
@@ -96,7 +99,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, logger: cfg.Logger, up: make(chan struct{}), stopping: make(chan struct{}), errs: make(chan error, 8)}
 	s.svc = &service{s: s}
 	s.stats = prometheus.NewRegistry()
-	s.stats.MustRegister(statsCollector{s: s})
+	s.stats.MustRegister(statsCollector{s: s}, &sizeCollector{s: s, cfg: cfg.Sizes})
 	return s
 }
 

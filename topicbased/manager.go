@@ -476,6 +476,14 @@ func (m *Manager) View(tp rlmm.TopicIDPartition) (memory.PartitionView, bool, er
 	return r.v, r.ok, err
 }
 
+// EachSegment calls fn with the facts of every live segment of tp in the
+// cache (memory.Manager.EachSegment); false when the cache holds no state
+// for tp. Not gated: rlmm serve's size gauges read the partitions
+// UserPartitions returns, which are ready.
+func (m *Manager) EachSegment(tp rlmm.TopicIDPartition, fn func(*memory.SegmentFacts)) bool {
+	return m.inner.EachSegment(tp, fn)
+}
+
 // UserPartitions returns the hosted user partitions that are ready, in no
 // particular order.
 func (m *Manager) UserPartitions() []rlmm.TopicIDPartition {

@@ -184,13 +184,13 @@ func (r *reader) load(ctx context.Context, quiet bool) (*console.Snapshot, error
 		ReferenceMs: ref, StuckAfter: r.o.stuckAfter}
 	if r.store != nil {
 		in.Scrub = &console.Scrub{Store: r.store.Name()}
-		rep, err := scrubView(ctx, b, r.layout, r.store, r.o.timeout, quiet)
+		cmp, err := r.o.storage.compare(ctx, r.layout, r.store, b, quiet)
 		if err != nil {
 			// The metadata is still worth showing: the page says why
 			// the storage is not.
 			in.Scrub.Error = err.Error()
 		} else {
-			in.Scrub.Report = rep
+			in.Scrub.Report = cmp.Report()
 		}
 	}
 	return console.NewSnapshot(in), nil

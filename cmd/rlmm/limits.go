@@ -15,6 +15,9 @@ const (
 	maxTimeout = 7 * 24 * time.Hour
 	// maxStuckAfter bounds verify's --stuck-after: a year.
 	maxStuckAfter = 365 * 24 * time.Hour
+	// maxSizeSeries bounds serve's --metrics-topics-limit and
+	// --metrics-partitions-limit: the series a scrape may carry per gauge.
+	maxSizeSeries = 10_000
 )
 
 // checkTimeout refuses a --timeout that is not positive or longer than

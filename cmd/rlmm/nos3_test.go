@@ -27,6 +27,7 @@ func TestBinaryWithoutS3Support(t *testing.T) {
 	for _, args := range [][]string{
 		{"scrub", "--dir", t.TempDir(), "--layout", "aiven", "--s3-bucket", "tiered", "--s3-endpoint", "http://127.0.0.1:1"},
 		{"rebuild", "--dir", t.TempDir(), "--layout", "aiven", "--s3-bucket", "tiered", "--s3-endpoint", "http://127.0.0.1:1"},
+		{"repair", "--dir", t.TempDir(), "--layout", "aiven", "--s3-bucket", "tiered", "--s3-endpoint", "http://127.0.0.1:1"},
 	} {
 		cmd := exec.Command(bin, args...)
 		out, err := cmd.CombinedOutput()

@@ -177,10 +177,7 @@ func runRebuild(cmd *cobra.Command, o *rebuildOptions) error {
 	if o.yes && !o.apply {
 		return usageErrorf("--yes goes with --apply")
 	}
-	yes := o.yes
-	o.yes = false // scrub's own check of --yes is for --delete-orphans
 	l, err := o.validate(cmd)
-	o.yes = yes
 	if err != nil {
 		return err
 	}
@@ -226,7 +223,7 @@ func runRebuild(cmd *cobra.Command, o *rebuildOptions) error {
 	}
 	prog = newProgress("scanning "+st.Name(), "objects", o.quiet)
 	sctx, cancel := context.WithTimeout(ctx, o.timeout)
-	found, err := rebuild.Scan(sctx, rebuild.ScanOptions{Layout: l, Store: st, Opener: opener, Topic: o.topic})
+	found, err := rebuild.Scan(sctx, rebuild.ScanOptions{Layout: l, Store: st, Opener: opener, Topic: o.topic, Exclude: o.quarantine})
 	timedOut := sctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	prog.finish()

@@ -17,6 +17,7 @@ var subcommands = []func() *cobra.Command{
 	newDecodeCmd,
 	newInspectCmd,
 	newRebuildCmd,
+	newRepairCmd,
 	newScrubCmd,
 	newSimulateCmd,
 	newServeCmd,

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/repair"
 	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/s3store"
@@ -40,6 +41,7 @@ type scrubOptions struct {
 	deleteOrphans bool
 	olderThan     time.Duration
 	yes           bool
+	quarantine    string
 }
 
 // localTieredDir is the directory LocalTieredStorage writes under its
@@ -122,6 +124,21 @@ type deletionJSON struct {
 	Result       *scrub.DeleteResult `json:"result,omitempty"`
 }
 
+// validateDelete checks scrub's --delete-orphans, --older-than and --yes.
+func (o *scrubOptions) validateDelete(cmd *cobra.Command) error {
+	if o.olderThan < 0 || o.olderThan > maxStuckAfter {
+		return usageErrorf("--older-than %s: must be positive and at most %s", o.olderThan, maxStuckAfter)
+	}
+	if o.deleteOrphans && o.olderThan <= 0 {
+		return usageErrorf("--delete-orphans needs --older-than DURATION (e.g. 24h): a copy in flight looks like an orphan for a while")
+	}
+	if !o.deleteOrphans && (cmd.Flags().Changed("older-than") || o.yes) {
+		return usageErrorf("--older-than and --yes go with --delete-orphans")
+	}
+	return nil
+}
+
+// validate checks the storage flags and --timeout, and returns the layout.
 func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 	if o.layout == "" {
 		return nil, usageErrorf("give --layout: %s", strings.Join(layout.Names(), " or "))
@@ -133,15 +150,6 @@ func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 	if err := checkTimeout(o.timeout); err != nil {
 		return nil, err
 	}
-	if o.olderThan < 0 || o.olderThan > maxStuckAfter {
-		return nil, usageErrorf("--older-than %s: must be positive and at most %s", o.olderThan, maxStuckAfter)
-	}
-	if o.deleteOrphans && o.olderThan <= 0 {
-		return nil, usageErrorf("--delete-orphans needs --older-than DURATION (e.g. 24h): a copy in flight looks like an orphan for a while")
-	}
-	if !o.deleteOrphans && (cmd.Flags().Changed("older-than") || o.yes) {
-		return nil, usageErrorf("--older-than and --yes go with --delete-orphans")
-	}
 	switch o.pathStyle {
 	case "auto":
 		o.s3.PathStyle = o.s3.Endpoint != ""
@@ -149,6 +157,9 @@ func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 		o.s3.PathStyle = o.pathStyle == "true"
 	default:
 		return nil, usageErrorf("--s3-path-style %q: must be true, false or auto", o.pathStyle)
+	}
+	if o.quarantine == "" || !strings.HasSuffix(o.quarantine, "/") || strings.HasPrefix(o.quarantine, "/") || strings.Contains(o.quarantine, "..") {
+		return nil, usageErrorf("--quarantine-prefix %q: must be a relative key prefix ending with '/' (e.g. %s)", o.quarantine, repair.DefaultQuarantine)
 	}
 	if o.s3.Concurrency < 1 || o.s3.Concurrency > 256 {
 		return nil, usageErrorf("--s3-concurrency %d: must be 1..256", o.s3.Concurrency)
@@ -173,6 +184,7 @@ func (o *scrubOptions) addStorageFlags(f *pflag.FlagSet, inFlight string) {
 	f.StringVar(&o.pathStyle, "s3-path-style", "auto", "S3 layouts: address the bucket in the path (true, false, auto: true with --s3-endpoint)")
 	f.IntVar(&o.s3.Concurrency, "s3-concurrency", 8, "S3 layouts: "+inFlight+" in flight at most")
 	f.DurationVar(&o.s3.RequestTimeout, "s3-timeout", 30*time.Second, "S3 layouts: give up a request (with its retries) after this long")
+	f.StringVar(&o.quarantine, "quarantine-prefix", repair.DefaultQuarantine, "the key prefix (in the bucket, or under --remote-dir's kafka-tiered-storage) where rlmm repair moves orphans: left out of the listing")
 }
 
 // openStore opens and checks the remote storage the layout calls for.
@@ -211,6 +223,9 @@ func (o *scrubOptions) openStore(ctx context.Context, l layout.Layout) (store.St
 }
 
 func runScrub(cmd *cobra.Command, o *scrubOptions) error {
+	if err := o.validateDelete(cmd); err != nil {
+		return err
+	}
 	l, err := o.validate(cmd)
 	if err != nil {
 		return err
@@ -232,10 +247,11 @@ func runScrub(cmd *cobra.Command, o *scrubOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := scrubView(ctx, b, l, st, o.timeout, o.quiet)
+	cmp, err := o.compare(ctx, l, st, b, o.quiet)
 	if err != nil {
 		return err
 	}
+	rep := cmp.Report()
 	doc := scrubJSON{Metadata: src.name, Store: st.Name(), Report: rep, OK: rep.Summary.Findings() == 0}
 	out := bufio.NewWriter(cmd.OutOrStdout())
 	if !o.jsonOut {
@@ -268,10 +284,11 @@ func runScrub(cmd *cobra.Command, o *scrubOptions) error {
 	return nil
 }
 
-// scrubView holds the segments of view b against the objects of st, listed
-// with timeout as their bound (scrub's comparison; rlmm console's too). Only
-// the index is kept while listing: b's caller may drop the view.
-func scrubView(ctx context.Context, b *view.Builder, l layout.Layout, st store.Store, timeout time.Duration, quiet bool) (*scrub.Report, error) {
+// compare lists st and holds every object against the segments of b, the
+// quarantine left out: scrub's comparison, which repair makes its plan from
+// and rlmm console shows. Only the index is kept while listing: b's caller
+// may drop the view.
+func (o *scrubOptions) compare(ctx context.Context, l layout.Layout, st store.Store, b *view.Builder, quiet bool) (*scrub.Comparer, error) {
 	idx := scrub.NewIndex(l, int(b.Counts().Segments))
 	for _, tp := range b.Partitions() {
 		p := idx.AddPartition(tp)
@@ -282,24 +299,25 @@ func scrubView(ctx context.Context, b *view.Builder, l layout.Layout, st store.S
 	}
 	idx.Seal()
 	cmp := scrub.NewComparer(idx, time.Now())
+	cmp.Exclude(o.quarantine)
 	prog := newProgress("listing "+st.Name(), "objects", quiet)
 	var listed int64
-	lctx, cancel := context.WithTimeout(ctx, timeout)
+	lctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	err := st.List(lctx, idx.Prefixes(), func(page []store.Object) error {
 		cmp.ObservePage(page)
 		listed += int64(len(page))
 		prog.set(listed, -1, "objects")
 		return nil
 	})
-	cancel()
 	prog.finish()
 	if err != nil {
 		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			return nil, couldNotRun(fmt.Errorf("listing %s took longer than --timeout %s: %w", st.Name(), timeout, err))
+			return nil, couldNotRun(fmt.Errorf("listing %s took longer than --timeout %s: %w", st.Name(), o.timeout, err))
 		}
 		return nil, couldNotRun(fmt.Errorf("listing %s: %w", st.Name(), err))
 	}
-	return cmp.Report(), nil
+	return cmp, nil
 }
 
 // deleteStep prints the dry run, asks for confirmation and deletes.

@@ -49,6 +49,7 @@ type serveOptions struct {
 	tokenFile   string
 
 	metricsListen   string
+	sizes           server.SizeMetrics
 	logFormat       string
 	logLevel        string
 	readyFile       string
@@ -127,6 +128,9 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required with TLS unless --token-file)")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token TCP callers must send (authorization: Bearer <token>)")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "HTTP address of /metrics, /healthz and /readyz (default: off; loopback unless --allow-remote)")
+	f.IntVar(&o.sizes.TopicsLimit, "metrics-topics-limit", server.DefaultTopicsLimit, "remote size gauges: the topics (the largest by remote bytes) with their own topic label; the rest are summed under topic=\"_other\" (0: no per-topic series)")
+	f.IntVar(&o.sizes.PartitionsLimit, "metrics-partitions-limit", 0, "remote size gauges per partition: the largest partitions with their own labels, the rest summed under _other (default 0: none)")
+	f.DurationVar(&o.sizes.MaxAge, "metrics-sizes-max-age", 15*time.Second, "remote size gauges: a scrape reuses the last computation if it is younger than this (0: every scrape scans the hosted partitions' segments)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
@@ -388,6 +392,15 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err := checkServingProcs(o.servingProcs); err != nil {
 		return err
 	}
+	if o.sizes.TopicsLimit < 0 || o.sizes.TopicsLimit > maxSizeSeries {
+		return usageErrorf("--metrics-topics-limit %d: must be 0..%d", o.sizes.TopicsLimit, maxSizeSeries)
+	}
+	if o.sizes.PartitionsLimit < 0 || o.sizes.PartitionsLimit > maxSizeSeries {
+		return usageErrorf("--metrics-partitions-limit %d: must be 0..%d", o.sizes.PartitionsLimit, maxSizeSeries)
+	}
+	if o.sizes.MaxAge < 0 || o.sizes.MaxAge > time.Hour {
+		return usageErrorf("--metrics-sizes-max-age %s: must be 0..1h", o.sizes.MaxAge)
+	}
 	if o.metricsListen != "" {
 		if _, _, err := net.SplitHostPort(o.metricsListen); err != nil {
 			return usageErrorf("--metrics-listen %q: %v", o.metricsListen, err)
@@ -432,7 +445,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
-		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion,
+		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion, Sizes: o.sizes,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/memory"
 )
 
 // bytesPerGiB is the unit object stores bill storage in (a GB-month is
@@ -35,23 +36,38 @@ type Size struct {
 	MonthlyCost float64 `json:"monthlyCost,omitempty"`
 }
 
+// Scanner calls fn with every live segment of a user partition; false
+// when it holds none (memory.Manager and topicbased.Manager are Scanners).
+type Scanner interface {
+	EachSegment(tp rlmm.TopicIDPartition, fn func(*memory.SegmentFacts)) bool
+}
+
 // Sizes returns the remote storage of every topic in b (of every partition
 // too when byPartition), sorted by topic then partition, each row priced
 // at pricePerGiBMonth (0: no estimate). keep filters the partitions (nil:
 // all). A partition whose segments are all deleted has no row.
 func Sizes(b *Builder, byPartition bool, pricePerGiBMonth float64, keep func(rlmm.TopicIDPartition) bool) []Size {
+	parts := b.Partitions()
+	if keep != nil {
+		parts = slices.DeleteFunc(parts, func(tp rlmm.TopicIDPartition) bool { return !keep(tp) })
+	}
+	return SizesOf(parts, b.cache, byPartition, pricePerGiBMonth)
+}
+
+// SizesOf is Sizes of the partitions parts of s: the one rule of a remote
+// size, which inspect --sizes and rlmm serve's gauges both use. Every
+// segment counts in Segments and RemoteBytes; only finished ones in the
+// oldest offset and timestamp.
+func SizesOf(parts []rlmm.TopicIDPartition, s Scanner, byPartition bool, pricePerGiBMonth float64) []Size {
 	topics := map[rlmm.Uuid]*Size{}
 	var rows []Size
-	for _, tp := range b.Partitions() {
-		if keep != nil && !keep(tp) {
-			continue
-		}
+	for _, tp := range parts {
 		p := Size{Topic: tp.Topic, TopicID: tp.TopicID.String(), Partition: tp.Partition, Partitions: 1, OldestOffset: -1, OldestTimestampMs: -1}
-		for _, m := range b.Segments(tp) {
+		s.EachSegment(tp, func(m *memory.SegmentFacts) {
 			p.Segments++
 			p.RemoteBytes += int64(m.SizeInBytes)
 			if m.State != rlmm.CopySegmentFinished {
-				continue
+				return
 			}
 			if p.OldestOffset < 0 || m.StartOffset < p.OldestOffset {
 				p.OldestOffset = m.StartOffset
@@ -59,7 +75,7 @@ func Sizes(b *Builder, byPartition bool, pricePerGiBMonth float64, keep func(rlm
 			if p.OldestTimestampMs < 0 || m.MaxTimestampMs < p.OldestTimestampMs {
 				p.OldestTimestampMs = m.MaxTimestampMs
 			}
-		}
+		})
 		if p.Segments == 0 {
 			continue
 		}

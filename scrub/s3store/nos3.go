@@ -34,3 +34,8 @@ func (*Store) Delete(context.Context, []string, func(string, error)) error { ret
 
 // ReadAt answers ErrNotBuilt.
 func (*Store) ReadAt(context.Context, string, []byte, int64) (int, error) { return 0, ErrNotBuilt }
+
+// Move answers ErrNotBuilt.
+func (*Store) Move(context.Context, string, string) error { return ErrNotBuilt }
+
+var _ store.Mover = (*Store)(nil)

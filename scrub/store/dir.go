@@ -120,3 +120,27 @@ func (d *Dir) Delete(ctx context.Context, keys []string, done func(string, error
 	}
 	return nil
 }
+
+var _ Mover = (*Dir)(nil)
+
+// Move renames file from to to (creating to's directories): one rename on
+// the same file system, so a failure leaves from where it was. Keys that
+// would leave the root are refused.
+func (d *Dir) Move(ctx context.Context, from, to string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, k := range []string{from, to} {
+		if !filepath.IsLocal(filepath.FromSlash(k)) {
+			return fmt.Errorf("key %q is not a path inside %s", k, d.root)
+		}
+	}
+	dst := filepath.Join(d.root, filepath.FromSlash(to))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("moving %s to %s (the original is left in place): %w", from, to, err)
+	}
+	if err := os.Rename(filepath.Join(d.root, filepath.FromSlash(from)), dst); err != nil {
+		return fmt.Errorf("moving %s to %s (the original is left in place): %w", from, to, err)
+	}
+	return nil
+}

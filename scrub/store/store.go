@@ -47,3 +47,13 @@ func Covering(prefixes []string) []string {
 	}
 	return out
 }
+
+// Mover is a store that can move an object to another key: rlmm repair
+// quarantines orphans with it.
+type Mover interface {
+	Store
+	// Move puts the object from at key to and removes from. When it fails,
+	// from is still there (to may exist too); the error says which step
+	// failed.
+	Move(ctx context.Context, from, to string) error
+}
