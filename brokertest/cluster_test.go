@@ -45,6 +45,9 @@ const clusterMetaPartitions = 3
 //     started again, and the preferred leaders elected again; each leader
 //     copies the segments of its phase, and everything reads back from 0;
 //   - rlmm verify of the whole metadata topic is clean;
+//   - with rlmm, the remote size gauges of the three sidecars (each of the
+//     partitions its broker hosts) add up, for the topic of replication
+//     factor 1, to what rlmm inspect --sizes reads from the metadata topic;
 //   - with rlmm, each sidecar holds only the user partitions its broker hosts
 //     (and every hosted one with remote segments): read from its snapshot
 //     (rlmm inspect --snapshot --json) after its broker stopped, once in the
@@ -57,7 +60,9 @@ func TestClusterOfThree(t *testing.T) {
 	if mode == modeRlmm {
 		// The sidecar's /metrics, on a port of its choosing: its address is
 		// logged into broker.log ("serve: operations endpoint").
-		extra += "\nrlmm.config.rlmm.serve.args=--metrics-listen 127.0.0.1:0"
+		// Remote size gauges recomputed at every scrape, for
+		// checkRemoteSizeGauges.
+		extra += "\nrlmm.config.rlmm.serve.args=--metrics-listen 127.0.0.1:0 --metrics-sizes-max-age 0s"
 	}
 	c := startClusterWith(t, 3, extra)
 	cl := c.client()
@@ -103,6 +108,7 @@ func TestClusterOfThree(t *testing.T) {
 		for n := 1; n <= 3; n++ {
 			c.waitMetadataPartitionsAssigned(ctx, t, n)
 		}
+		c.checkRemoteSizeGauges(ctx, t, rf1[0].Topic)
 	}
 
 	// A partition reassigned to a broker that never hosted it: it reads the
@@ -460,15 +466,11 @@ var operationsEndpoint = regexp.MustCompile(`serve: operations endpoint.*address
 func (c *cluster) waitMetadataPartitionsAssigned(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
 	waitFor(ctx, t, fmt.Sprintf("broker %d's sidecar to consume all %d metadata partitions", n, clusterMetaPartitions), func() (bool, string, error) {
-		lines, err := grepFile(filepath.Join(c.nodeDir(n), "broker.log"), "serve: operations endpoint")
-		if err != nil || len(lines) == 0 {
-			return false, "no operations endpoint in broker.log yet", err
+		addr, err := c.operationsAddress(n)
+		if err != nil {
+			return false, err.Error(), nil // not logged yet
 		}
-		m := operationsEndpoint.FindStringSubmatch(lines[len(lines)-1])
-		if m == nil {
-			return false, "", fmt.Errorf("no address in %q", lines[len(lines)-1])
-		}
-		assigned, err := scrapeGauge(ctx, "http://"+m[1]+"/metrics", "rlmm_partition_assigned")
+		assigned, err := scrapeGauge(ctx, "http://"+addr+"/metrics", "rlmm_partition_assigned")
 		if err != nil {
 			return false, "", err
 		}
@@ -481,9 +483,89 @@ func (c *cluster) waitMetadataPartitionsAssigned(ctx context.Context, t *testing
 	})
 }
 
+// checkRemoteSizeGauges: a topic of replication factor 1 has each partition
+// on one broker, so the remote size gauges of the three sidecars
+// (rlmm_remote_bytes and rlmm_remote_segments, of the partitions each
+// broker hosts) add up to the topic's row of rlmm inspect --sizes, which
+// reads the whole metadata topic. Nothing is produced meanwhile, but a
+// copy or a retention deletion can still land between the two reads, so
+// the comparison is retried until they agree.
+func (c *cluster) checkRemoteSizeGauges(ctx context.Context, t *testing.T, topic string) {
+	t.Helper()
+	bootstrap := strings.Join(c.addrs, ",")
+	waitFor(ctx, t, fmt.Sprintf("the sidecars' remote size gauges of %s to add up to rlmm inspect --sizes", topic), func() (bool, string, error) {
+		out, code := rlmmRun(ctx, t, "inspect", "--kafka", bootstrap, "--sizes", "--json", "-q")
+		if code != 0 {
+			return false, "", fmt.Errorf("rlmm inspect --sizes: exit %d", code)
+		}
+		var doc struct {
+			Rows []struct {
+				Topic       string `json:"topic"`
+				Partition   int32  `json:"partition"`
+				Segments    int    `json:"segments"`
+				RemoteBytes int64  `json:"remoteBytes"`
+			} `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			return false, "", fmt.Errorf("rlmm inspect --sizes --json: %w", err)
+		}
+		var wantBytes int64
+		wantSegs := 0
+		for _, r := range doc.Rows {
+			if r.Topic == topic && r.Partition == -1 {
+				wantBytes, wantSegs = r.RemoteBytes, r.Segments
+			}
+		}
+		if wantSegs == 0 {
+			return false, "rlmm inspect --sizes has no remote segments of " + topic + " yet", nil
+		}
+		var gotBytes, gotSegs float64
+		for n := 1; n <= 3; n++ {
+			addr, err := c.operationsAddress(n)
+			if err != nil {
+				return false, "", err
+			}
+			bytes, err := scrapeFamily(ctx, "http://"+addr+"/metrics", "rlmm_remote_bytes", "topic")
+			if err != nil {
+				return false, "", err
+			}
+			segs, err := scrapeFamily(ctx, "http://"+addr+"/metrics", "rlmm_remote_segments", "topic")
+			if err != nil {
+				return false, "", err
+			}
+			gotBytes += bytes[topic]
+			gotSegs += segs[topic]
+		}
+		status := fmt.Sprintf("gauges %v bytes in %v segments, inspect %d bytes in %d segments", gotBytes, gotSegs, wantBytes, wantSegs)
+		return gotBytes == float64(wantBytes) && gotSegs == float64(wantSegs), status, nil
+	})
+}
+
+// operationsAddress is the address of node n's sidecar's /metrics.
+func (c *cluster) operationsAddress(n int) (string, error) {
+	lines, err := grepFile(filepath.Join(c.nodeDir(n), "broker.log"), "serve: operations endpoint")
+	if err != nil {
+		return "", err
+	}
+	if len(lines) == 0 {
+		return "", fmt.Errorf("no operations endpoint in broker %d's broker.log", n)
+	}
+	m := operationsEndpoint.FindStringSubmatch(lines[len(lines)-1])
+	if m == nil {
+		return "", fmt.Errorf("no address in %q", lines[len(lines)-1])
+	}
+	return m[1], nil
+}
+
 // scrapeGauge reads a Prometheus text exposition and returns the values of
 // one family by its "partition" label.
 func scrapeGauge(ctx context.Context, url, name string) (map[string]float64, error) {
+	return scrapeFamily(ctx, url, name, "partition")
+}
+
+// scrapeFamily reads a Prometheus text exposition and returns the values of
+// one family of a single label, by that label's value.
+func scrapeFamily(ctx context.Context, url, name, label string) (map[string]float64, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
@@ -501,7 +583,7 @@ func scrapeGauge(ctx context.Context, url, name string) (map[string]float64, err
 		b, _ := io.ReadAll(resp.Body)
 		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
 	}
-	line := regexp.MustCompile(`^` + name + `\{partition="([^"]*)"\} (\S+)$`)
+	line := regexp.MustCompile(`^` + name + `\{` + label + `="([^"]*)"\} (\S+)$`)
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
