@@ -21,7 +21,7 @@ rlmm | kafka) shift ;;
 	;;
 esac
 
-KAFKA_VERSION=4.3.1 KAFKA_TIERED=1 bash scripts/kafka.sh fetch
+KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
 if [[ "$mode" == rlmm && -z "${RLMM_PLUGIN_JAR:-}" ]]; then
 	RLMM_PLUGIN_JAR="$(bash scripts/kafka.sh plugin-jar)"
 	export RLMM_PLUGIN_JAR
