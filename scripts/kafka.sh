@@ -6,7 +6,8 @@
 #   scripts/kafka.sh fetch                resolve kafka_2.13:$KAFKA_VERSION (and kafka-storage)
 #                                         with their runtime dependencies into the cache; with
 #                                         KAFKA_TIERED=1 also kafka-storage:$KAFKA_VERSION:jar:test
-#                                         (LocalTieredStorage). Idempotent.
+#                                         (LocalTieredStorage), or for KAFKA_RSM=fixture build the
+#                                         test RSM. Idempotent.
 #   scripts/kafka.sh start <dir> [node]   the first time: write the cluster's settings (from the
 #                                         environment below) into <dir>/cluster.env, configure and
 #                                         format every node; then start every node (or one) and wait
