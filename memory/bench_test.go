@@ -228,6 +228,8 @@ func BenchmarkAddFinish(b *testing.B) {
 // BenchmarkRetainedHeap measures the heap retained per live single-epoch
 // finished segment without custom metadata, at 1,000,000 segments, with
 // runtime.MemStats after a GC. The time per op is the cost of building it.
+// It fails above retainedHeapLimit bytes per segment (issue 21's target at
+// 10,000,000 segments), so make test's memory step holds the figure.
 func BenchmarkRetainedHeap(b *testing.B) {
 	for _, shape := range []struct{ partitions, perPartition int }{{1000, 1000}, {100, 10_000}, {10, 100_000}} {
 		b.Run(fmt.Sprintf("%dx%d", shape.partitions, shape.perPartition), func(b *testing.B) {
@@ -247,9 +249,16 @@ func BenchmarkRetainedHeap(b *testing.B) {
 				runtime.KeepAlive(m)
 			}
 			b.ReportMetric(perSeg, "bytes/segment")
+			if perSeg > retainedHeapLimit {
+				b.Errorf("%.0f bytes of heap per live finished segment; the target is at most %d", perSeg, retainedHeapLimit)
+			}
 		})
 	}
 }
+
+// retainedHeapLimit is the most heap a live single-epoch finished segment
+// may retain (issue 21: 10,000,000 segments in at most 1.5 GB).
+const retainedHeapLimit = 150
 
 // BenchmarkImport imports the Export of 1,000,000 finished single-epoch
 // segments (1,000 partitions × 1,000) into a fresh Manager: the restart path

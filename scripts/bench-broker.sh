@@ -41,7 +41,8 @@ log() { echo "bench-broker: $*" >&2; }
 
 KAFKA_VERSION=4.3.1 KAFKA_TIERED=1 bash scripts/kafka.sh fetch
 JAR="${RLMM_PLUGIN_JAR:-$(bash scripts/kafka.sh plugin-jar)}"
-go build -o "$WORK/rlmm" ./cmd/rlmm
+# The sidecar as the jar carries it (scripts/plugin.sh: without S3, -tags rlmm_nos3).
+go build -tags rlmm_nos3 -o "$WORK/rlmm" ./cmd/rlmm
 go build -o "$WORK/brokerbench" ./brokertest/cmd/brokerbench
 common=(--plugin-jar "$JAR" --rlmm-binary "$WORK/rlmm" --root "$ROOT")
 

@@ -3,8 +3,8 @@
 # that is a thin gRPC client of `rlmm serve`).
 #
 #   scripts/plugin.sh build   build the rlmm binary (plugin/target/rlmm), the binaries the jar
-#                             carries (linux/amd64 and linux/arm64, CGO off, with their
-#                             SHA-256) and the shaded plugin jar (Maven skipped when nothing
+#                             carries (linux/amd64 and linux/arm64, CGO off, without S3: -tags
+#                             rlmm_nos3, with their SHA-256) and the shaded plugin jar (Maven skipped when nothing
 #                             changed since the last build); prints the jar's path on stdout
 #   scripts/plugin.sh dist    build, then write dist/: rlmm-plugin-<version>.jar,
 #                             rlmm-<version>-linux-{amd64,arm64}.tar.gz and SHA256SUMS (make dist)
@@ -40,17 +40,27 @@ build_binary() {
 	(cd "$ROOT" && go build -o "$BINARY" ./cmd/rlmm) || die "go build ./cmd/rlmm failed"
 }
 
-# build_bundled builds the rlmm binary of each platform the jar carries, static (CGO off) and
-# without local paths (-trimpath), into $BIN_RESOURCES/org/rlmm/plugin/bin/<platform>/rlmm with
-# rlmm.sha256 beside it. A binary whose bytes did not change is left as it was (its file's time
-# too), so an unchanged tree does not repackage the jar.
+# cross_build PLATFORM OUT [go build flags...]: the rlmm binary of PLATFORM (os-arch), static
+# (CGO off) and without local paths (-trimpath).
+cross_build() {
+	local platform="$1" out="$2"
+	shift 2
+	(cd "$ROOT" && CGO_ENABLED=0 GOOS="${platform%-*}" GOARCH="${platform#*-}" \
+		go build -trimpath "$@" -o "$out" ./cmd/rlmm) || die "go build ./cmd/rlmm for $platform failed"
+}
+
+# build_bundled builds the rlmm binary of each platform the jar carries into
+# $BIN_RESOURCES/org/rlmm/plugin/bin/<platform>/rlmm with rlmm.sha256 beside it. The jar's binary
+# is the broker's sidecar: built with -tags rlmm_nos3, without the AWS SDK that only scrub, rebuild
+# and repair use on S3 (13 MB of binary, and 0.7 MB of heap its package initialisation allocates
+# at every start: docs/BENCHMARKS.md, issue 18). A binary whose bytes did not change is left as it
+# was (its file's time too), so an unchanged tree does not repackage the jar.
 build_bundled() {
 	local platform dir
 	for platform in "${BIN_PLATFORMS[@]}"; do
 		dir="$BIN_RESOURCES/org/rlmm/plugin/bin/$platform"
 		mkdir -p "$dir"
-		(cd "$ROOT" && CGO_ENABLED=0 GOOS="${platform%-*}" GOARCH="${platform#*-}" \
-			go build -trimpath -o "$dir/rlmm.new" ./cmd/rlmm) || die "go build ./cmd/rlmm for $platform failed"
+		cross_build "$platform" "$dir/rlmm.new" -tags rlmm_nos3
 		if [[ -f "$dir/rlmm.sha256" ]] && cmp -s "$dir/rlmm.new" "$dir/rlmm"; then
 			rm -f "$dir/rlmm.new"
 			continue
@@ -93,9 +103,9 @@ build() {
 	echo "$JAR"
 }
 
-# dist writes the release files into dist/: the plugin jar (both binaries inside), a tarball per
-# platform with the same binary (for rlmm's own commands, or for rlmm.serve.binary), and their
-# SHA-256 sums (sha256sum -c SHA256SUMS checks them).
+# dist writes the release files into dist/: the plugin jar (both sidecar binaries inside), a
+# tarball per platform with the whole rlmm (every command, S3 included; also usable as
+# rlmm.serve.binary), and their SHA-256 sums (sha256sum -c SHA256SUMS checks them).
 dist() {
 	build >/dev/null
 	command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
@@ -107,7 +117,7 @@ dist() {
 	for platform in "${BIN_PLATFORMS[@]}"; do
 		name="rlmm-$VERSION-$platform"
 		mkdir -p "$stage/$name"
-		cp "$BIN_RESOURCES/org/rlmm/plugin/bin/$platform/rlmm" "$stage/$name/rlmm"
+		cross_build "$platform" "$stage/$name/rlmm"
 		chmod 0755 "$stage/$name/rlmm"
 		cp "$ROOT/LICENSE" "$ROOT/README.md" "$stage/$name/"
 		# Owner, order and times fixed: the same binaries give the same tarball.

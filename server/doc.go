@@ -10,8 +10,9 @@
 //     messages and rlmm's types in convert.go. Mutations run with the call's
 //     context, so the client's deadline bounds them (together with the
 //     manager's ConsumeWait), and return when the manager's mutation
-//     returns, with its verdict. Lists are streamed in batches of
-//     Config.BatchSize (512) segments.
+//     returns, with its verdict. Lists are streamed in batches of at
+//     most Config.BatchSize (512) segments and 32 KiB (a larger message
+//     takes a 1 MiB buffer of grpc-go's pool: see maxBatchBytes).
 //
 //   - The fetch path's lookup by (epoch, offset) has a second form,
 //     SegmentForOffsetStream (lookupstream.go): one long-lived bidirectional

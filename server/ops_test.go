@@ -169,3 +169,34 @@ func TestHistoryLostMetric(t *testing.T) {
 		t.Errorf("history lost counters of partition 2 = %v; want 5 events in 2 gaps", got)
 	}
 }
+
+// /metrics answers uncompressed even to a scraper that offers gzip: the
+// compressor promhttp would pool between scrapes costs more heap than a
+// small sidecar's page is worth compressing.
+func TestMetricsUncompressed(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	hs := httptest.NewServer(f.srv.OpsHandler(f.reg))
+	defer hs.Close()
+	req, err := http.NewRequest(http.MethodGet, hs.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	// A transport of its own with compression off, so the response comes
+	// back as sent (http.Transport would otherwise gunzip it silently).
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" {
+		t.Fatalf("/metrics came back with Content-Encoding %q, want none", enc)
+	}
+	if !strings.Contains(string(body), "rlmm_") {
+		t.Fatalf("/metrics body is not the plain text exposition:\n%.200s", body)
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/topicbased"
@@ -115,7 +118,8 @@ func (v *service) HighestOffsetForEpoch(_ context.Context, req *rlmmpb.HighestOf
 }
 
 // ListSegments streams a partition's segments (or one epoch's) in batches
-// of Config.BatchSize, in the manager's order.
+// of at most Config.BatchSize segments and maxBatchBytes encoded bytes, in
+// the manager's order.
 func (v *service) ListSegments(req *rlmmpb.ListSegmentsRequest, stream rlmmpb.RemoteLogMetadata_ListSegmentsServer) error {
 	tp, err := tpFromProto(req.GetTopicIdPartition(), "topic_id_partition")
 	if err != nil {
@@ -135,18 +139,36 @@ func (v *service) ListSegments(req *rlmmpb.ListSegmentsRequest, stream rlmmpb.Re
 		return toStatus(err, false)
 	}
 	n := v.s.cfg.BatchSize
-	for start := 0; start < len(segs); start += n {
-		part := segs[start:min(start+n, len(segs))]
-		batch := &rlmmpb.SegmentBatch{Segments: make([]*rlmmpb.SegmentMetadata, len(part))}
-		for i := range part {
-			batch.Segments[i] = segmentToProto(&part[i])
+	batch := &rlmmpb.SegmentBatch{Segments: make([]*rlmmpb.SegmentMetadata, 0, min(n, len(segs)))}
+	size := 0
+	for i := range segs {
+		seg := segmentToProto(&segs[i])
+		// The field's tag, its length and the segment's bytes.
+		grow := 1 + protowire.SizeBytes(proto.Size(seg))
+		if len(batch.Segments) > 0 && (len(batch.Segments) == n || size+grow > maxBatchBytes) {
+			if err := stream.Send(batch); err != nil {
+				return err // the stream's own status (the client went away)
+			}
+			batch = &rlmmpb.SegmentBatch{Segments: make([]*rlmmpb.SegmentMetadata, 0, min(n, len(segs)-i))}
+			size = 0
 		}
-		if err := stream.Send(batch); err != nil {
-			return err // the stream's own status (the client went away)
-		}
+		batch.Segments = append(batch.Segments, seg)
+		size += grow
+	}
+	if len(batch.Segments) > 0 {
+		return stream.Send(batch)
 	}
 	return nil
 }
+
+// maxBatchBytes bounds the encoded size of one SegmentBatch. grpc-go
+// marshals a message into a buffer of the next size its pool keeps (256 B,
+// 4, 16 and 32 KiB, then 1 MiB) and keeps returned buffers in a sync.Pool
+// across a collection: batches just over 32 KiB each took a 1 MiB buffer,
+// and the broker's periodic lists of every leader partition left 2 to 7 MiB
+// of them in a sidecar's live heap of 10 (docs/BENCHMARKS.md, issue 18's
+// memory row). One segment larger than this still goes, alone.
+const maxBatchBytes = 32<<10 - 64
 
 // RemoteLogSize sums the sizes of an epoch's segments.
 func (v *service) RemoteLogSize(_ context.Context, req *rlmmpb.RemoteLogSizeRequest) (*rlmmpb.RemoteLogSizeReply, error) {

@@ -214,3 +214,47 @@ func TestConversionRoundTrip(t *testing.T) {
 		t.Fatalf("uuid %v came back as %v", u, got)
 	}
 }
+
+// A streamed list's batches stay within maxBatchBytes (a larger message
+// takes a 1 MiB buffer of grpc-go's pool) as well as the batch size, and
+// carry every segment in order.
+func TestListSegmentsBatchesBoundedInBytes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	const count = 700 // with the default 512 per batch, more than 32 KiB
+	for i := range count {
+		f.addAndFinish(t, segment(tp, int64(i)*100))
+	}
+	stream, err := f.client.ListSegments(testCtx(t), &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(tp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*rlmmpb.SegmentMetadata
+	batches := 0
+	for {
+		b, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("ListSegments: %v", err)
+		}
+		batches++
+		if size := proto.Size(b); size > maxBatchBytes || len(b.Segments) > DefaultBatchSize {
+			t.Fatalf("batch %d: %d segments in %d bytes, want at most %d and %d", batches, len(b.Segments), size, DefaultBatchSize, maxBatchBytes)
+		}
+		got = append(got, b.Segments...)
+	}
+	if len(got) != count {
+		t.Fatalf("%d segments listed, want %d", len(got), count)
+	}
+	if perSegment := proto.Size(got[0]) + 2; batches < count*perSegment/maxBatchBytes {
+		t.Fatalf("%d batches of %d-byte segments: the byte bound did not split them", batches, perSegment)
+	}
+	for i, s := range got {
+		if s.GetStartOffset() != int64(i)*100 {
+			t.Fatalf("segment %d starts at %d, want %d", i, s.GetStartOffset(), int64(i)*100)
+		}
+	}
+}

@@ -228,7 +228,8 @@ func TestSnapshotWriteHoldsOneMetadataPartitionAtATime(t *testing.T) {
 // writer held before format version 4) and against the cache's own heap:
 // RLMM_BENCH_SNAPSHOT_SEGMENTS finished single-epoch segments (default
 // 1,000,000), 1,000 per user partition, over 50 metadata partitions. Run
-// with -benchtime 1x: each op runs 52 collections.
+// with -benchtime 1x: each op runs 52 collections. It fails when the peak
+// is above snapshotPeakLimit of the cache (make test's memory step).
 func BenchmarkSnapshotWriteMemory(b *testing.B) {
 	segments := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_SNAPSHOT_SEGMENTS")); err == nil && v > 0 {
@@ -247,5 +248,13 @@ func BenchmarkSnapshotWriteMemory(b *testing.B) {
 		b.ReportMetric(float64(got.peakExtra)/float64(got.fullExport), "extra/export")
 		b.ReportMetric(float64(got.peakExtra)/float64(cache), "extra/cache")
 		b.ReportMetric(float64(got.fileBytes)/float64(segments), "file-bytes/segment")
+		if limit := float64(cache) * snapshotPeakLimit; float64(got.peakExtra) > limit {
+			b.Errorf("a snapshot write added %.1f MiB of live heap at its peak, %.1f%% of the cache's %.1f MiB: the target is at most %.0f%%",
+				float64(got.peakExtra)/(1<<20), 100*float64(got.peakExtra)/float64(cache), float64(cache)/(1<<20), 100*snapshotPeakLimit)
+		}
 	})
 }
+
+// snapshotPeakLimit is the most live heap a snapshot write may add at its
+// peak, as a share of the cache's own heap (issue 21's target).
+const snapshotPeakLimit = 0.10

@@ -13,6 +13,7 @@ import (
 // subcommands builds every subcommand of rlmm. A subcommand lives in its own
 // file as func newXxxCmd() *cobra.Command; adding one is one line here.
 var subcommands = []func() *cobra.Command{
+	newConsoleCmd,
 	newDecodeCmd,
 	newInspectCmd,
 	newRebuildCmd,

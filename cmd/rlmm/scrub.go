@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/rlmm-go/rlmm/internal/view"
 	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/s3store"
@@ -231,35 +232,10 @@ func runScrub(cmd *cobra.Command, o *scrubOptions) error {
 	if err != nil {
 		return err
 	}
-	idx := scrub.NewIndex(l, int(b.Counts().Segments))
-	for _, tp := range b.Partitions() {
-		p := idx.AddPartition(tp)
-		segs := b.Segments(tp)
-		for i := range segs {
-			idx.Add(p, &segs[i])
-		}
-	}
-	b = nil // the index holds what the comparison needs; the view can go
-	idx.Seal()
-	cmp := scrub.NewComparer(idx, time.Now())
-	prog := newProgress("listing "+st.Name(), "objects", o.quiet)
-	var listed int64
-	lctx, cancel := context.WithTimeout(ctx, o.timeout)
-	err = st.List(lctx, idx.Prefixes(), func(page []store.Object) error {
-		cmp.ObservePage(page)
-		listed += int64(len(page))
-		prog.set(listed, -1, "objects")
-		return nil
-	})
-	cancel()
-	prog.finish()
+	rep, err := scrubView(ctx, b, l, st, o.timeout, o.quiet)
 	if err != nil {
-		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			return couldNotRun(fmt.Errorf("listing %s took longer than --timeout %s: %w", st.Name(), o.timeout, err))
-		}
-		return couldNotRun(fmt.Errorf("listing %s: %w", st.Name(), err))
+		return err
 	}
-	rep := cmp.Report()
 	doc := scrubJSON{Metadata: src.name, Store: st.Name(), Report: rep, OK: rep.Summary.Findings() == 0}
 	out := bufio.NewWriter(cmd.OutOrStdout())
 	if !o.jsonOut {
@@ -290,6 +266,40 @@ func runScrub(cmd *cobra.Command, o *scrubOptions) error {
 			rep.Summary.Missing, rep.Summary.Orphans, rep.Summary.OrphanBytes, rep.Summary.Mismatches, st.Name())
 	}
 	return nil
+}
+
+// scrubView holds the segments of view b against the objects of st, listed
+// with timeout as their bound (scrub's comparison; rlmm console's too). Only
+// the index is kept while listing: b's caller may drop the view.
+func scrubView(ctx context.Context, b *view.Builder, l layout.Layout, st store.Store, timeout time.Duration, quiet bool) (*scrub.Report, error) {
+	idx := scrub.NewIndex(l, int(b.Counts().Segments))
+	for _, tp := range b.Partitions() {
+		p := idx.AddPartition(tp)
+		segs := b.Segments(tp)
+		for i := range segs {
+			idx.Add(p, &segs[i])
+		}
+	}
+	idx.Seal()
+	cmp := scrub.NewComparer(idx, time.Now())
+	prog := newProgress("listing "+st.Name(), "objects", quiet)
+	var listed int64
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	err := st.List(lctx, idx.Prefixes(), func(page []store.Object) error {
+		cmp.ObservePage(page)
+		listed += int64(len(page))
+		prog.set(listed, -1, "objects")
+		return nil
+	})
+	cancel()
+	prog.finish()
+	if err != nil {
+		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return nil, couldNotRun(fmt.Errorf("listing %s took longer than --timeout %s: %w", st.Name(), timeout, err))
+		}
+		return nil, couldNotRun(fmt.Errorf("listing %s: %w", st.Name(), err))
+	}
+	return cmp.Report(), nil
 }
 
 // deleteStep prints the dry run, asks for confirmation and deletes.

@@ -1,3 +1,5 @@
+//go:build !rlmm_nos3
+
 package s3store
 
 import (
