@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint fault-test memory-targets unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka bench-broker
+.PHONY: test lint fault-test memory-targets unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka broker-test-versions bench-broker
 
 test:
 	bash scripts/test.sh
@@ -24,12 +24,17 @@ unit:
 	$(GO) test -race ./...
 
 # The broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as
-# the RLMM (broker-test, part of make test) or Kafka's own (the control).
+# the RLMM (broker-test, part of make test) or Kafka's own (the control);
+# broker-test-versions: the lifecycle on 4.0.1 and 4.4.0, the short tiering
+# check on 4.1.1 and 4.2.1 (part of make test).
 broker-test:
 	bash scripts/broker-test.sh rlmm
 
 broker-test-kafka:
 	bash scripts/broker-test.sh kafka
+
+broker-test-versions:
+	bash scripts/broker-test.sh versions rlmm
 
 fuzz-short:
 	bash scripts/fuzz-short.sh

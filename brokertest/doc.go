@@ -1,7 +1,8 @@
-// Package brokertest drives a real Apache Kafka 4.3.1 broker with tiered
-// storage on (Kafka's LocalTieredStorage as the remote storage manager) and
-// checks what it does through the remote log metadata it writes: segments
-// copied and finished, read back from remote storage, deleted by retention,
+// Package brokertest drives a real Apache Kafka broker (4.3.1 unless
+// RLMM_BROKER_KAFKA_VERSION names another 4.x) with tiered storage on
+// (Kafka's LocalTieredStorage as the remote storage manager) and checks
+// what it does through the remote log metadata it writes: segments copied
+// and finished, read back from remote storage, deleted by retention,
 // the partition deletion of a deleted topic, a broker restart, the rlmm
 // sidecar killed with -9, leadership moving between two brokers, and a
 // cluster of three (TestClusterOfThree: topics of replication factor 1 and 2
@@ -10,6 +11,18 @@
 // it and read from offset 0 out of remote storage; leadership moves; a
 // broker restart; and, with rlmm, each sidecar holding only its broker's
 // partitions, read from its snapshot).
+//
+// Every Kafka 4.x line hosts the plugin: scripts/broker-test.sh versions
+// (make broker-test-versions, part of make test) runs TestTieringLifecycle on
+// the oldest and the newest (4.0.1, 4.4.0) and TestTieringCheck (tier, kill
+// the sidecar, read every record back from offset 0 out of remote storage)
+// on 4.1.1 and 4.2.1; 4.3.1 runs every test. Each version tiers to the
+// LocalTieredStorage of its own kafka-storage:<version>:jar:test, but 4.4.0,
+// whose test jar Maven Central does not serve (and 4.3.1's does not load
+// into it), tiers to fixture-rsm/: a file-system RemoteStorageManager written
+// for these tests, a test fixture and not a product, which keeps its files
+// under the same names as LocalTieredStorage (in rlmm-fixture-rsm/ instead
+// of kafka-tiered-storage/), so checkRemoteFiles reads either.
 //
 // The same tests run with either RLMM, selected by one environment variable:
 //
@@ -28,9 +41,10 @@
 // make broker-test as its own step, after the other packages' tests (which
 // leave this package out). TestMain always builds the rlmm binary (the
 // plugin's sidecar and the inspect/verify checks). Every test starts and stops
-// its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1
-// KAFKA_TIERED=1) in a temporary directory of its own; the first run fetches
-// the 4.3.1 jars from Maven Central into ~/.cache/rlmm. A failed test prints
+// its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1, or
+// RLMM_BROKER_KAFKA_VERSION; KAFKA_TIERED=1) in a temporary directory of its
+// own; the first run fetches the version's jars from Maven Central into
+// ~/.cache/rlmm. A failed test prints
 // the tail of every broker log it started (the plugin logs the sidecar's
 // lines into its broker's log) and keeps its directory;
 // RLMM_BROKER_TEST_KEEP=1 keeps every test's.

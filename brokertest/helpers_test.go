@@ -35,9 +35,13 @@ const (
 	envPluginJar = "RLMM_PLUGIN_JAR"
 	// envKeep set keeps every cluster's directory (logs, data) after the
 	// test; a failed test's is always kept.
-	envKeep   = "RLMM_BROKER_TEST_KEEP"
-	modeKafka = "kafka"
-	modeRlmm  = "rlmm"
+	envKeep = "RLMM_BROKER_TEST_KEEP"
+	// envVersion names the Kafka version of every cluster (scripts/kafka.sh's
+	// KAFKA_VERSION); unset, defaultVersion.
+	envVersion     = "RLMM_BROKER_KAFKA_VERSION"
+	defaultVersion = "4.3.1"
+	modeKafka      = "kafka"
+	modeRlmm       = "rlmm"
 
 	// segmentBytes is the topics' segment.bytes: Kafka 4.x's minimum.
 	segmentBytes = 1 << 20
@@ -150,15 +154,29 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// cluster is a tiered-storage Kafka 4.3.1 cluster started by scripts/kafka.sh.
+// kafkaVersion is the Kafka version the tests run (RLMM_BROKER_KAFKA_VERSION,
+// else defaultVersion).
+func kafkaVersion() string {
+	if v := os.Getenv(envVersion); v != "" {
+		return v
+	}
+	return defaultVersion
+}
+
+// cluster is a tiered-storage Kafka cluster (of kafkaVersion) started by
+// scripts/kafka.sh.
 type cluster struct {
 	t         *testing.T
 	mode      string
+	version   string // the brokers' Kafka version
 	dir       string
 	nodes     int
 	addrs     []string // broker address of node i+1
-	remoteDir string   // LocalTieredStorage's root (rsm.config.dir)
-	extra     string   // server.properties lines of this cluster, after extraConfig
+	remoteDir string   // the RSM's root (rsm.config.dir)
+	// rsm is the remote storage manager scripts/kafka.sh chose: "local"
+	// (Kafka's LocalTieredStorage) or "fixture" (brokertest/fixture-rsm).
+	rsm   string
+	extra string // server.properties lines of this cluster, after extraConfig
 }
 
 // startCluster starts a cluster of nodes nodes in a temporary directory and
@@ -172,7 +190,7 @@ func startCluster(t *testing.T, nodes int) *cluster {
 // every broker (after extraConfig, so a key of both takes extra's value).
 func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), nodes: nodes, extra: extra}
+	c := &cluster{t: t, mode: requireMode(t), version: kafkaVersion(), nodes: nodes, extra: extra}
 	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
 	must(t, err)
 	c.dir = dir
@@ -201,11 +219,15 @@ func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
 		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_REMOTE_DIR="); ok {
 			c.remoteDir = v
 		}
+		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_RSM="); ok {
+			c.rsm = v
+		}
 	}
-	if len(c.addrs) != nodes || c.remoteDir == "" {
-		t.Fatalf("scripts/kafka.sh start printed %q: want %d addresses and the remote dir", out, nodes)
+	if len(c.addrs) != nodes || c.remoteDir == "" || (c.rsm != rsmLocal && c.rsm != rsmFixture) {
+		t.Fatalf("scripts/kafka.sh start printed %q: want %d addresses, the remote dir and the RSM", out, nodes)
 	}
-	t.Logf("%d-node cluster (%s RLMM) at %s in %s", nodes, c.mode, strings.Join(c.addrs, ","), c.dir)
+	t.Logf("%d-node Kafka %s cluster (%s RLMM, %s RSM) at %s in %s", nodes, c.version, c.mode, c.rsm,
+		strings.Join(c.addrs, ","), c.dir)
 	return c
 }
 
@@ -215,7 +237,7 @@ func (c *cluster) script(args ...string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "scripts", "kafka.sh")}, args...)...)
 	cmd.Env = append(os.Environ(),
-		"KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
+		"KAFKA_VERSION="+c.version, "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
 		"KAFKA_RLMM="+c.mode, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
 		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+strings.TrimSpace(extraConfig+"\n"+c.extra))
 	var stderr bytes.Buffer
@@ -812,11 +834,22 @@ func localSegments(node string, tp rlmm.TopicIDPartition) ([]int64, error) {
 	return out, nil
 }
 
-// remoteFiles lists LocalTieredStorage's files of the partition:
-// <root>/kafka-tiered-storage/<topic>-<partition>-<topicId>/<20-digit start>-<segment id>.<ext>,
-// keyed by "<start>-<segment id>", valued by the extensions present.
+// The RSMs scripts/kafka.sh runs (RLMM_KAFKA_RSM), and the directory under
+// the RSM's root where each keeps the partitions' files.
+const (
+	rsmLocal   = "local"
+	rsmFixture = "fixture"
+)
+
+var rsmTopDir = map[string]string{rsmLocal: "kafka-tiered-storage", rsmFixture: "rlmm-fixture-rsm"}
+
+// remoteFiles lists the RSM's files of the partition:
+// <root>/<top>/<topic>-<partition>-<topicId>/<20-digit start>-<segment id>.<ext>
+// (top is kafka-tiered-storage for LocalTieredStorage, rlmm-fixture-rsm for
+// the fixture, which keeps the same names), keyed by "<start>-<segment id>",
+// valued by the extensions present.
 func (c *cluster) remoteFiles(tp rlmm.TopicIDPartition) (map[string][]string, error) {
-	dir := filepath.Join(c.remoteDir, "kafka-tiered-storage", fmt.Sprintf("%s-%d-%s", tp.Topic, tp.Partition, tp.TopicID))
+	dir := filepath.Join(c.remoteDir, rsmTopDir[c.rsm], fmt.Sprintf("%s-%d-%s", tp.Topic, tp.Partition, tp.TopicID))
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string][]string{}, nil

@@ -74,19 +74,20 @@ func TestTieringLifecycle(t *testing.T) {
 	if _, err := contiguous(kept, kept[0].meta.StartOffset); err != nil {
 		t.Error(err)
 	}
-	// The deleted segments' files go with them (LocalTieredStorage deletes
-	// synchronously before the broker writes DELETE_SEGMENT_FINISHED); the
-	// kept ones' stay.
+	// The deleted segments' files go with them (LocalTieredStorage and the
+	// fixture RSM delete synchronously before the broker writes
+	// DELETE_SEGMENT_FINISHED); the kept ones' stay.
 	c.checkRemoteFiles(ctx, t, tp, kept)
 	t.Logf("retention deleted %d segments (%s), kept %d", len(deleted), describe(deleted), len(kept))
 	c.consume(ctx, t, tp.Topic, kept[0].meta.StartOffset, records)
 
 	c.verifyAndInspect(ctx, t, tp)
 
-	// Deleting the topic deletes its remote data. Kafka 4.3.1's broker
-	// deletes every remote segment (DELETE_SEGMENT_STARTED, FINISHED) and
-	// writes no partition delete event: nothing in its jars calls
-	// putRemotePartitionDeleteMetadata but the RLMMs themselves. If a
+	// Deleting the topic deletes its remote data. Kafka's broker (4.0.1 to
+	// 4.4.0, as these tests ran it) deletes every remote segment
+	// (DELETE_SEGMENT_STARTED, FINISHED) and writes no partition delete
+	// event (in 4.3.1's jars nothing calls
+	// putRemotePartitionDeleteMetadata but the RLMMs themselves). If a
 	// broker does write them, they must come in order.
 	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, tp.Topic)
 	must(t, err)

@@ -1,31 +1,74 @@
 #!/usr/bin/env bash
-# The broker tests (brokertest/): Kafka 4.3.1 brokers with tiered storage
-# (LocalTieredStorage), started and stopped by the tests through
-# scripts/kafka.sh, with the RLMM named by the argument:
+# The broker tests (brokertest/): Kafka brokers with tiered storage, started and stopped by
+# the tests through scripts/kafka.sh, with the RLMM named by the argument:
 #
-#   scripts/broker-test.sh rlmm    rlmm's broker plugin (make broker-test)
-#   scripts/broker-test.sh kafka   Kafka's own TopicBasedRemoteLogMetadataManager (make broker-test-kafka)
+#   scripts/broker-test.sh rlmm              rlmm's broker plugin (make broker-test)
+#   scripts/broker-test.sh kafka             Kafka's own TopicBasedRemoteLogMetadataManager
+#                                            (make broker-test-kafka)
+#   scripts/broker-test.sh versions rlmm|kafka
+#                                            the other Kafka 4.x lines, one after the other
+#                                            (make broker-test-versions): TestTieringLifecycle on
+#                                            the oldest and the newest (VERSIONS_FULL), the short
+#                                            TestTieringCheck on the ones between (VERSIONS_CHECK)
 #
-# It fetches the 4.3.1 jars (cached under ~/.cache/rlmm), builds the plugin
-# for `rlmm` (unless RLMM_PLUGIN_JAR names one), and runs the package with the
-# race detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves).
+# rlmm|kafka run every test on RLMM_BROKER_KAFKA_VERSION [4.3.1]. Every version tiers
+# to its own LocalTieredStorage (kafka-storage:<version>:jar:test), but 4.4.0, whose
+# test jar is not served, to the project's test RSM (brokertest/fixture-rsm; see
+# KAFKA_RSM in scripts/kafka.sh). It fetches the jars (cached under ~/.cache/rlmm),
+# builds the plugin for `rlmm` (unless RLMM_PLUGIN_JAR names one), and runs the package
+# with the race detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The 4.x lines besides the default 4.3.1, as make test runs them.
+VERSIONS_FULL=(4.0.1 4.4.0)
+VERSIONS_CHECK=(4.1.1 4.2.1)
+
+versions=""
+if [[ "${1:-}" == versions ]]; then
+	versions=1
+	shift
+fi
 mode="${1:-}"
 case "$mode" in
 rlmm | kafka) shift ;;
 *)
-	echo "usage: $0 rlmm|kafka [go test flags]" >&2
+	echo "usage: $0 [versions] rlmm|kafka [go test flags]" >&2
 	exit 2
 	;;
 esac
 
-KAFKA_VERSION=4.3.1 KAFKA_TIERED=1 bash scripts/kafka.sh fetch
 if [[ "$mode" == rlmm && -z "${RLMM_PLUGIN_JAR:-}" ]]; then
 	RLMM_PLUGIN_JAR="$(bash scripts/kafka.sh plugin-jar)"
 	export RLMM_PLUGIN_JAR
 	echo "plugin jar: $RLMM_PLUGIN_JAR"
 fi
 export RLMM_BROKER_TEST="$mode"
-go test -race -count=1 -v -timeout 30m "$@" ./brokertest/
+
+if [[ -z "$versions" ]]; then
+	KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
+	exec go test -race -count=1 -v -timeout 30m "$@" ./brokertest/
+fi
+
+# One test binary for every version (go test would link it once per run).
+bin="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-broker-versions.XXXXXX")"
+trap 'rm -rf "$bin"' EXIT
+go test -race -c -o "$bin/brokertest.test" ./brokertest/
+status=0
+run() {
+	local version="$1" test="$2" started
+	started="$(date +%s)"
+	echo "=== Kafka $version: $test"
+	KAFKA_VERSION="$version" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
+	# The binary runs in the package's directory, as go test runs it.
+	if (cd brokertest && RLMM_BROKER_KAFKA_VERSION="$version" "$bin/brokertest.test" \
+		-test.v -test.timeout 15m -test.run "^$test\$" "$@"); then
+		echo "=== Kafka $version: $test passed in $(($(date +%s) - started))s"
+	else
+		echo "=== Kafka $version: $test FAILED after $(($(date +%s) - started))s"
+		status=1
+	fi
+}
+for v in "${VERSIONS_FULL[@]}"; do run "$v" TestTieringLifecycle "$@"; done
+for v in "${VERSIONS_CHECK[@]}"; do run "$v" TestTieringCheck "$@"; done
+exit "$status"

@@ -6,7 +6,8 @@
 #   scripts/kafka.sh fetch                resolve kafka_2.13:$KAFKA_VERSION (and kafka-storage)
 #                                         with their runtime dependencies into the cache; with
 #                                         KAFKA_TIERED=1 also kafka-storage:$KAFKA_VERSION:jar:test
-#                                         (LocalTieredStorage). Idempotent.
+#                                         (LocalTieredStorage), or for KAFKA_RSM=fixture build the
+#                                         test RSM. Idempotent.
 #   scripts/kafka.sh start <dir> [node]   the first time: write the cluster's settings (from the
 #                                         environment below) into <dir>/cluster.env, configure and
 #                                         format every node; then start every node (or one) and wait
@@ -22,22 +23,32 @@
 #                                         `start <dir> <node>` brings it back on its data
 #   scripts/kafka.sh pause <dir> <node>   SIGSTOP the node; resume <dir> <node> sends SIGCONT
 #   scripts/kafka.sh plugin-jar           build rlmm's broker plugin, print its jar's path
+#   scripts/kafka.sh fixture-rsm-jar      build the test RSM (brokertest/fixture-rsm), print its jar's path
 #
 # Layout: one node (the default) lives in <dir> itself (server.properties, data/, broker.log,
 # pid), as this script always did; with KAFKA_NODES=N node i lives in <dir>/node-i. The
-# LocalTieredStorage root (rsm.config.dir) is <dir>/tiered, shared by every node of the cluster
-# (it is the cluster's "remote storage": a new leader reads what the old one copied).
+# RSM's root (rsm.config.dir) is <dir>/tiered, shared by every node of the cluster (it is the
+# cluster's "remote storage": a new leader reads what the old one copied). `start` prints
+# RLMM_KAFKA_RSM=local|fixture with it; LocalTieredStorage keeps a segment's files in
+# <root>/kafka-tiered-storage/<topic>-<partition>-<topicId>/, the fixture in
+# <root>/rlmm-fixture-rsm/<topic>-<partition>-<topicId>/ (the same file names).
 #
 # Cluster settings, read by the first `start` of a <dir> and kept in <dir>/cluster.env (later
 # commands on that <dir> use the kept values, whatever the environment says):
-#   KAFKA_VERSION [4.4.0]   broker version; tiered storage needs 4.3.1 (LocalTieredStorage is
-#                           served only as kafka-storage:4.3.1:jar:test and does not load into 4.4.0)
+#   KAFKA_VERSION [4.4.0]   broker version (any 4.x); tiered storage runs on every one of them, with
+#                           the RSM of KAFKA_RSM
 #   KAFKA_NODES [1]         number of nodes, each with its own ports, data, log and pid
 #   KAFKA_CONTROLLERS [1 when KAFKA_NODES < 3, else 3]
 #                           nodes 1..K are combined broker+controller (a K-voter static quorum),
 #                           the others broker-only; 3 voters survive the loss of any one node
-#   KAFKA_TIERED [0]        1: tiered storage on (remote.log.storage.system.enable, LocalTieredStorage
-#                           as the RSM, short task intervals: see tiered_config)
+#   KAFKA_TIERED [0]        1: tiered storage on (remote.log.storage.system.enable, the RSM of
+#                           KAFKA_RSM, short task intervals: see tiered_config)
+#   KAFKA_RSM [local up to 4.3.x, fixture from 4.4]
+#                           with KAFKA_TIERED=1, the remote storage manager: `local` = Kafka's
+#                           LocalTieredStorage from kafka-storage:$KAFKA_VERSION:jar:test (served for
+#                           4.0.1, 4.1.1, 4.2.1, 4.3.1; not for 4.4.0, and 4.3.1's does not load into a
+#                           4.4.0 broker), `fixture` = the project's file-system test RSM
+#                           (brokertest/fixture-rsm, built with Maven by this script)
 #   KAFKA_RLMM [kafka]      with KAFKA_TIERED=1, the RLMM: `kafka` = Kafka's own
 #                           TopicBasedRemoteLogMetadataManager, `rlmm` = rlmm's broker plugin (jar from
 #                           RLMM_PLUGIN_JAR or scripts/plugin.sh build; rlmm binary from RLMM_BINARY or
@@ -67,6 +78,8 @@ START_TIMEOUT="${KAFKA_START_TIMEOUT:-90s}"
 STOP_TIMEOUT_S="${KAFKA_STOP_TIMEOUT:-30}"
 KAFKA_RLMM_DEFAULT_CLASS=org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager
 RSM_CLASS=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
+FIXTURE_RSM_CLASS=org.rlmm.fixture.FileSystemRemoteStorageManager
+FIXTURE_RSM_DIR="$ROOT/brokertest/fixture-rsm"
 
 log() { echo "kafka.sh: $*" >&2; }
 die() {
@@ -122,12 +135,34 @@ fetch_rsm() {
 	if ! mvn -B -q -f "$ROOT/scripts/kafka/pom.xml" dependency:copy \
 		-Dartifact="org.apache.kafka:kafka-storage:$version:jar:test" -DoutputDirectory="$tmp" >&2; then
 		rm -rf "$tmp"
-		die "maven could not resolve org.apache.kafka:kafka-storage:$version:jar:test (served for 4.3.1, not for 4.4.0)"
+		die "maven could not resolve org.apache.kafka:kafka-storage:$version:jar:test (served for 4.0.1, 4.1.1, 4.2.1, 4.3.1; not for 4.4.0: KAFKA_RSM=fixture)"
 	fi
 	unzip -l "$tmp/kafka-storage-$version-test.jar" | grep -q " ${RSM_CLASS//.//}.class\$" ||
 		die "$RSM_CLASS not found in kafka-storage-$version-test.jar"
 	rm -rf "$(dirname "$jar")"
 	mv "$tmp" "$(dirname "$jar")"
+}
+
+# default_rsm VERSION: the RSM a tiered cluster of VERSION gets without KAFKA_RSM:
+# LocalTieredStorage where its test jar is served (4.0 to 4.3), the fixture after.
+default_rsm() {
+	case "$1" in
+	4.[0-3].*) echo local ;;
+	*) echo fixture ;;
+	esac
+}
+
+# fixture_rsm_jar: builds brokertest/fixture-rsm (Maven, skipped when no source
+# changed since the jar) and prints the jar's path.
+fixture_rsm_jar() {
+	local jar="$FIXTURE_RSM_DIR/target/rlmm-fixture-rsm.jar"
+	if [[ ! -f "$jar" || -n "$(find "$FIXTURE_RSM_DIR/pom.xml" "$FIXTURE_RSM_DIR/src" -newer "$jar" -print -quit)" ]]; then
+		command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven)"
+		log "building the test RSM $FIXTURE_RSM_DIR with Maven"
+		mvn -B -q -f "$FIXTURE_RSM_DIR/pom.xml" package >&2 || die "building $FIXTURE_RSM_DIR failed"
+	fi
+	[[ -f "$jar" ]] || die "no $jar after the build"
+	echo "$jar"
 }
 
 # trace DIR WHAT: appends a UTC timestamp and WHAT to DIR/kafka.sh.trace (where
@@ -155,11 +190,13 @@ prop() { sed -n "s/^$2=//p" "$1" | head -n1; }
 # the script configured before it kept them: a single 4.4.0 node).
 load_cluster() {
 	local dir="$1"
-	C_VERSION=4.4.0 C_NODES=1 C_CONTROLLERS=1 C_TIERED=0 C_SECURITY=none C_KRB5_DIR=
+	C_VERSION=4.4.0 C_NODES=1 C_CONTROLLERS=1 C_TIERED=0 C_SECURITY=none C_KRB5_DIR= C_RSM=
 	if [[ -f "$dir/cluster.env" ]]; then
 		# shellcheck disable=SC1091 # written by save_cluster
 		source "$dir/cluster.env"
 	fi
+	# A cluster kept before C_RSM existed ran LocalTieredStorage.
+	C_RSM="${C_RSM:-local}"
 }
 
 # new_cluster DIR: the settings of a new cluster from the environment, kept.
@@ -175,6 +212,8 @@ new_cluster() {
 		die "KAFKA_CONTROLLERS must be 1..KAFKA_NODES ($C_NODES), got '$C_CONTROLLERS'"
 	C_TIERED="${KAFKA_TIERED:-0}"
 	[[ "$C_TIERED" == 0 || "$C_TIERED" == 1 ]] || die "KAFKA_TIERED must be 0 or 1, got '$C_TIERED'"
+	C_RSM="${KAFKA_RSM:-$(default_rsm "$C_VERSION")}"
+	[[ "$C_RSM" == local || "$C_RSM" == fixture ]] || die "KAFKA_RSM must be local or fixture, got '$C_RSM'"
 	C_SECURITY="${KAFKA_SECURITY:-none}"
 	[[ "$C_SECURITY" == none || "$C_SECURITY" == sasl_ssl || "$C_SECURITY" == gssapi ]] ||
 		die "KAFKA_SECURITY must be none, sasl_ssl or gssapi, got '$C_SECURITY'"
@@ -191,6 +230,7 @@ new_cluster() {
 		echo "C_NODES=$C_NODES"
 		echo "C_CONTROLLERS=$C_CONTROLLERS"
 		echo "C_TIERED=$C_TIERED"
+		echo "C_RSM=$C_RSM"
 		echo "C_SECURITY=$C_SECURITY"
 		if [[ -n "$C_KRB5_DIR" ]]; then
 			echo "C_KRB5_DIR=$C_KRB5_DIR"
@@ -279,11 +319,17 @@ rlmm_settings() {
 # tiered_config DIR: the tiered-storage lines of every node's server.properties.
 tiered_config() {
 	local dir="$1" rf=$((C_NODES < 3 ? C_NODES : 3))
+	local class="$RSM_CLASS" cp
+	cp="$(rsm_jar "$C_VERSION")"
+	if [[ "$C_RSM" == fixture ]]; then
+		class="$FIXTURE_RSM_CLASS"
+		cp="$(fixture_rsm_jar)"
+	fi
 	cat <<EOF
-# Tiered storage: LocalTieredStorage over $dir/tiered (shared by every node).
+# Tiered storage: $class over $dir/tiered (shared by every node).
 remote.log.storage.system.enable=true
-remote.log.storage.manager.class.name=$RSM_CLASS
-remote.log.storage.manager.class.path=$(rsm_jar "$C_VERSION")
+remote.log.storage.manager.class.name=$class
+remote.log.storage.manager.class.path=$cp
 rsm.config.dir=$dir/tiered
 rsm.config.delete.on.close=false
 remote.log.metadata.manager.listener.name=PLAINTEXT
@@ -395,7 +441,7 @@ EOF
 
 fetch_for_cluster() {
 	fetch_libs "$C_VERSION"
-	if [[ "$C_TIERED" == 1 ]]; then
+	if [[ "$C_TIERED" == 1 && "$C_RSM" == local ]]; then
 		fetch_rsm "$C_VERSION"
 	fi
 }
@@ -408,6 +454,7 @@ bootstrap_line() {
 	echo "RLMM_KAFKA_BOOTSTRAP=$addrs"
 	if [[ "$C_TIERED" == 1 ]]; then
 		echo "RLMM_KAFKA_REMOTE_DIR=$dir/tiered"
+		echo "RLMM_KAFKA_RSM=$C_RSM"
 	fi
 	if [[ "$C_SECURITY" != none ]]; then
 		addrs=""
@@ -659,7 +706,11 @@ cmd="${1:-}"
 case "$cmd" in
 fetch)
 	C_VERSION="${KAFKA_VERSION:-4.4.0}" C_TIERED="${KAFKA_TIERED:-0}"
+	C_RSM="${KAFKA_RSM:-$(default_rsm "$C_VERSION")}"
 	fetch_for_cluster
+	if [[ "$C_TIERED" == 1 && "$C_RSM" == fixture ]]; then
+		fixture_rsm_jar >/dev/null
+	fi
 	;;
 start | stop | restart | status)
 	[[ $# -eq 2 || $# -eq 3 ]] || die "usage: $0 $cmd <dir> [node]"
@@ -674,6 +725,7 @@ start | stop | restart | status)
 	esac
 	;;
 plugin-jar) plugin_jar ;;
+fixture-rsm-jar) fixture_rsm_jar ;;
 pid)
 	[[ $# -eq 3 ]] || die "usage: $0 pid <dir> <node>"
 	load_cluster "$2"
@@ -687,5 +739,5 @@ kill | pause | resume)
 	resume) signal_node "$2" "$3" CONT ;;
 	esac
 	;;
-*) die "usage: $0 fetch | start <dir> [node] | stop <dir> [node] | restart <dir> [node] | status <dir> [node] | pid <dir> <node> | kill|pause|resume <dir> <node> | plugin-jar" ;;
+*) die "usage: $0 fetch | start <dir> [node] | stop <dir> [node] | restart <dir> [node] | status <dir> [node] | pid <dir> <node> | kill|pause|resume <dir> <node> | plugin-jar | fixture-rsm-jar" ;;
 esac

@@ -72,7 +72,10 @@ build_bundled() {
 
 jar_up_to_date() {
 	[[ -f "$STAMP" && -f "$JAR" ]] || return 1
-	[[ -z "$(find "$PROJECT/pom.xml" "$PROJECT/src/main" "$ROOT/proto" "$BIN_RESOURCES" -newer "$STAMP" -print -quit)" ]]
+	[[ -z "$(find "$PROJECT/pom.xml" "$PROJECT/src/main" "$ROOT/proto" -newer "$STAMP" -print -quit)" ]] || return 1
+	# Only the binaries' files: build_bundled creates and removes rlmm.new in their directories on
+	# every build, which makes the directories newer than the stamp even when no binary changed.
+	[[ -z "$(find "$BIN_RESOURCES" -type f -newer "$STAMP" -print -quit)" ]]
 }
 
 build_jar() {
