@@ -21,7 +21,7 @@ import org.slf4j.Logger;
  * ({@code rlmm.serve.call.timeout.ms}, {@code rlmm.serve.mutation.timeout.ms}) as one deadline,
  * wait within it for an open {@link Session} (the child starts or restarts), run the call on that
  * session, map a failure through {@link Errors} and record the call in the metrics. A call whose
- * session ended under it (its server died: the channel was closed) is run again on the next
+ * session ended under it (its child died, its channel was closed) is run again on the next
  * session within the same deadline, since reads and assignment changes may be repeated; a
  * mutation is not, since its event may already be recorded.
  */
@@ -73,7 +73,7 @@ final class Caller {
                     ok = true;
                     return r;
                 } catch (StatusRuntimeException e) {
-                    if (s.closed() && !deadline.isExpired()) {
+                    if (!deadline.isExpired() && s.ended(e)) {
                         continue; // its generation ended under it: the next session answers
                     }
                     Errors.Call kind = tp == null ? Errors.Call.OTHER

@@ -101,10 +101,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         try {
             supervisor.start();
         } catch (RemoteStorageException | RuntimeException e) {
-            close();
+            close(); // what configure started so far; the instance may be configured again
             closed = false;
             cfg = null;
-            throw Errors.configureFailed(e);
+            throw e instanceof RuntimeException r ? r : Errors.configureFailed(e);
         }
         LOG.info("rlmm plugin: configured in {} ms; rlmm serve at {} {} (calls wait up to {} ms for it)",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.target(),

@@ -78,6 +78,26 @@ final class Session implements AutoCloseable {
         return pid;
     }
 
+    /**
+     * Whether e, a call's failure on this session, says its generation ended: the session was
+     * closed, or the transport failed (UNAVAILABLE or CANCELLED without rlmm's detail) and the
+     * child this session talks to is dead, which the supervisor may not have seen yet. A call that
+     * failed so is run again on the next session ({@link Caller}). In connect mode only a closed
+     * session says so: a server the plugin did not start cannot be seen dying.
+     */
+    boolean ended(StatusRuntimeException e) {
+        if (closed) {
+            return true;
+        }
+        io.grpc.Status.Code code = e.getStatus().getCode();
+        if (cfg.mode != PluginConfig.Mode.SPAWN || (code != io.grpc.Status.Code.UNAVAILABLE && code != io.grpc.Status.Code.CANCELLED)
+                || Errors.info(e) != null) {
+            return false;
+        }
+        long p = pid;
+        return p > 0 && !ProcessHandle.of(p).map(ProcessHandle::isAlive).orElse(false);
+    }
+
     /** Whether the channel is connected (connect mode's child-up gauge). */
     boolean connected() {
         return !closed && conn.channel.getState(false) == ConnectivityState.READY;
