@@ -43,6 +43,8 @@ final class Caller {
     /** The plugin's metrics; null when not registered. */
     private volatile RlmmMetrics metrics;
     private final long callNanos;
+    /** Reads of partitions assigned here that the server refused NOT_ASSIGNED (logged by the test hook). */
+    private final java.util.concurrent.atomic.AtomicLong refusedAssigned = new java.util.concurrent.atomic.AtomicLong();
     private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
 
     Caller(PluginConfig cfg, Supervisor supervisor, Logger log, ExecutorService callbacks) {
@@ -78,6 +80,9 @@ final class Caller {
                     }
                     Errors.Call kind = tp == null ? Errors.Call.OTHER
                             : supervisor.assignedHere(tp) ? Errors.Call.READ_ASSIGNED : Errors.Call.READ_NOT_ASSIGNED;
+                    if (kind == Errors.Call.READ_ASSIGNED && Errors.kind(e) == org.rlmm.plugin.proto.ErrorKind.NOT_ASSIGNED) {
+                        refusedAssigned.incrementAndGet();
+                    }
                     throw Errors.rethrow(e, what.get(), cfg.target(), kind);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -176,6 +181,11 @@ final class Caller {
             }
             return false;
         }
+    }
+
+    /** How many reads of partitions assigned here the server refused NOT_ASSIGNED so far. */
+    long refusedAssigned() {
+        return refusedAssigned.get();
     }
 
     private void timed(String rpc, long began, boolean failed) {

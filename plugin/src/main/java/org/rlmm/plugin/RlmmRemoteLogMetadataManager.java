@@ -273,10 +273,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         supervisor.recordLeadership(leaderPartitions, followerPartitions, () -> assigner.submit(what, () -> {
             if (!held[0]) {
                 held[0] = true;
-                supervisor.holdBack("sending the " + what);
+                supervisor.holdBackChange(what);
             }
             c.call("leadership", null, () -> what, (s, d) -> s.blocking.withDeadline(d).withWaitForReady()
                     .onPartitionLeadershipChanges(req));
+            if (!cfg.testAssignDelay.isZero()) { // brokertest/window_test.go reads this line
+                LOG.warn("rlmm plugin: {}: the {} reached rlmm serve ({} reads of partitions assigned here were refused"
+                        + " NOT_ASSIGNED so far)", TEST_ASSIGN_DELAY, what, c.refusedAssigned());
+            }
         }));
     }
 

@@ -248,15 +248,15 @@ final class Supervisor implements AutoCloseable {
     private void open(Session s, long pid, boolean restart, java.util.function.BooleanSupplier gone)
             throws RemoteStorageException {
         String who = (restart ? "the restarted" : "the new") + " rlmm serve pid " + pid;
-        holdBack("handing " + who + " the broker's partitions");
+        holdBackHandOver(who);
         Map<TopicIdPartition, Boolean> snapshot;
         synchronized (lock) {
             snapshot = new LinkedHashMap<>(assigned);
         }
         s.handOver(snapshot, pid, who, gone);
         synchronized (lock) {
-            if (closed || s.closed()) {
-                return;
+            if (closed || failure != null || s.closed()) {
+                return; // the plugin closed or gave up meanwhile: no call goes to s
             }
             if (pending == s) {
                 pending = null;
@@ -270,16 +270,30 @@ final class Supervisor implements AutoCloseable {
     }
 
     /**
-     * {@link PluginConfig#TEST_ASSIGN_DELAY}: waits that long before what (handing a new session
-     * the partitions, sending a leadership change), holding open the windows in which a read could
-     * reach a server without its partition; nothing when the setting is absent.
+     * {@link PluginConfig#TEST_ASSIGN_DELAY}: waits that long before a new session is handed the
+     * broker's partitions (who: the server), holding open the window in which a read could reach
+     * a server without its partition; nothing when the setting is absent. brokertest/window_test.go
+     * reads the log line.
      */
-    void holdBack(String what) throws RemoteStorageException {
+    private void holdBackHandOver(String who) throws RemoteStorageException {
         Duration d = cfg.testAssignDelay;
-        if (d.isZero()) {
-            return;
+        if (!d.isZero()) {
+            log.warn("rlmm plugin: {}: waiting {} ms before handing {} the broker's partitions", PluginConfig.TEST_ASSIGN_DELAY,
+                    d.toMillis(), who);
+            testSleep(d, "handing " + who + " the broker's partitions");
         }
-        log.warn("rlmm plugin: {}: waiting {} ms before {}", PluginConfig.TEST_ASSIGN_DELAY, d.toMillis(), what);
+    }
+
+    /** {@link PluginConfig#TEST_ASSIGN_DELAY} before the broker's change what is sent (logged for window_test.go). */
+    void holdBackChange(String what) throws RemoteStorageException {
+        Duration d = cfg.testAssignDelay;
+        if (!d.isZero()) {
+            log.warn("rlmm plugin: {}: holding back the {} for {} ms", PluginConfig.TEST_ASSIGN_DELAY, what, d.toMillis());
+            testSleep(d, "holding back the " + what);
+        }
+    }
+
+    private static void testSleep(Duration d, String what) throws RemoteStorageException {
         try {
             Thread.sleep(d.toMillis());
         } catch (InterruptedException e) {
