@@ -156,12 +156,16 @@ type serveLog struct {
 	partitions  int32
 	consumeWait time.Duration
 	describe    string
+	// ignored are the --properties keys of Kafka's own manager that rlmm
+	// takes without using (kafkalog.IgnoredProperties), logged at start.
+	ignored []string
 }
 
 // resolveLog decides the log from the flags and --properties; every error
 // names the flag or setting.
 func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
 	var kc kafkalog.Config
+	var ignored []string
 	if o.properties != "" {
 		props, err := readProperties(o.properties)
 		if err != nil {
@@ -170,6 +174,7 @@ func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
 		if kc, err = kafkalog.ParseProperties(props); err != nil {
 			return nil, usageErrorf("--properties %s: %v", o.properties, err)
 		}
+		ignored = kafkalog.IgnoredProperties(props)
 	}
 	flags := cmd.Flags()
 	if o.kafka.Partitions < 0 || o.kafka.Partitions > kafkalog.MaxFlagPartitions {
@@ -182,7 +187,7 @@ func (o *serveOptions) resolveLog(cmd *cobra.Command) (*serveLog, error) {
 		// Kafka's default; fixed here so the partitioner always matches.
 		kc.NumPartitions = kafkalog.DefaultNumPartitions
 	}
-	sl := &serveLog{partitions: kc.NumPartitions, consumeWait: kc.ConsumeWait}
+	sl := &serveLog{partitions: kc.NumPartitions, consumeWait: kc.ConsumeWait, ignored: ignored}
 	if o.consumeWait < 0 || o.consumeWait > maxTimeout {
 		return nil, usageErrorf("--consume-wait %s: must be 0 (the default) to %s", o.consumeWait, maxTimeout)
 	}
@@ -378,6 +383,9 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	sl, err := o.resolveLog(cmd)
 	if err != nil {
 		return err
+	}
+	if len(sl.ignored) > 0 {
+		logger.Info("serve: settings of Kafka's own manager that rlmm does not use", "keys", sl.ignored)
 	}
 	snapshotDir, socket, err := o.dirs()
 	if err != nil {

@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,25 @@ func TestParseProperties(t *testing.T) {
 			},
 		},
 		{name: "unknown key", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.topic.num.partition": "3"}, wantErr: "num.partition"},
+		{name: "unknown client setting", props: map[string]string{"bootstrap.servers": "a:1", "acks": "all"}, wantErr: "acks"},
+		{
+			name: "Kafka's manager's settings rlmm does not use are ignored",
+			props: map[string]string{
+				"remote.log.metadata.common.client.bootstrap.servers":     "a:1",
+				"remote.log.metadata.producer.acks":                       "all",
+				"remote.log.metadata.consumer.max.poll.records":           "5",
+				"remote.log.metadata.common.client.retry.backoff.ms":      "7",
+				"remote.log.metadata.initialization.retry.interval.ms":    "100",
+				"remote.log.metadata.initialization.retry.max.timeout.ms": "1000",
+				"remote.log.metadata.manager.listener.name":               "PLAINTEXT",
+				"remote.log.metadata.topic.num.partitions":                "3",
+			},
+			check: func(t *testing.T, c Config) {
+				if len(c.BootstrapServers) != 1 || c.BootstrapServers[0] != "a:1" || c.NumPartitions != 3 {
+					t.Errorf("got %+v", c)
+				}
+			},
+		},
 		{name: "zero partitions", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.topic.num.partitions": "0"}, wantErr: "num.partitions"},
 		{name: "retention 0", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.topic.retention.ms": "0"}, wantErr: "retention.ms"},
 		{name: "consume wait not a number", props: map[string]string{"bootstrap.servers": "a:1", "remote.log.metadata.consume.wait.ms": "2m"}, wantErr: "consume.wait.ms"},
@@ -156,5 +176,23 @@ func TestParseProperties(t *testing.T) {
 			}
 			tc.check(t, c)
 		})
+	}
+}
+
+func TestIgnoredPropertiesNamesWhatParsePropertiesSkips(t *testing.T) {
+	props := map[string]string{
+		"remote.log.metadata.common.client.bootstrap.servers":  "a:1",
+		"remote.log.metadata.common.client.security.protocol":  "PLAINTEXT",
+		"remote.log.metadata.producer.acks":                    "all",
+		"remote.log.metadata.initialization.retry.interval.ms": "100",
+		"remote.log.metadata.topic.num.partitions":             "3",
+	}
+	if _, err := ParseProperties(props); err != nil {
+		t.Fatalf("ParseProperties: %v", err)
+	}
+	got := IgnoredProperties(props)
+	want := []string{"remote.log.metadata.initialization.retry.interval.ms", "remote.log.metadata.producer.acks"}
+	if !slices.Equal(got, want) {
+		t.Errorf("IgnoredProperties = %v, want %v", got, want)
 	}
 }

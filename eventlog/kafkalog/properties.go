@@ -15,6 +15,57 @@ import (
 // (remote.log.metadata.common.client.bootstrap.servers and so on).
 const clientPrefix = "remote.log.metadata.common.client."
 
+// ignoredPrefixes are the prefixes of Kafka's manager's settings rlmm takes
+// and ignores: its producer's and consumer's own settings, and the client
+// settings of the common prefix that ParseProperties does not read.
+var ignoredPrefixes = []string{"remote.log.metadata.producer.", "remote.log.metadata.consumer.", clientPrefix}
+
+// ignoredKeys are the settings of Kafka's manager (and of the broker, under
+// the same prefix) that rlmm takes and ignores: the broker plugin reads the
+// initialization bound itself (rlmm.serve.init.timeout.ms's default).
+var ignoredKeys = []string{
+	"remote.log.metadata.initialization.retry.max.timeout.ms",
+	"remote.log.metadata.initialization.retry.interval.ms",
+	"remote.log.metadata.custom.metadata.max.bytes",
+}
+
+// ignoredProperty reports whether ParseProperties ignores key (it is not one
+// of the keys it reads: those are matched first).
+func ignoredProperty(key string) bool {
+	if slices.Contains(ignoredKeys, key) || strings.HasPrefix(key, "remote.log.metadata.manager.") {
+		return true
+	}
+	for _, p := range ignoredPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// readKeys are the keys ParseProperties reads (client keys without the
+// common prefix, which they may carry).
+var readKeys = []string{
+	"bootstrap.servers", "remote.log.metadata.topic.num.partitions", "remote.log.metadata.topic.replication.factor",
+	"remote.log.metadata.topic.min.isr", "remote.log.metadata.topic.retention.ms", "remote.log.metadata.consume.wait.ms",
+	"security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name", "java.security.krb5.conf",
+	"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password", "ssl.keystore.location",
+	"ssl.keystore.type", "ssl.keystore.password", "ssl.key.password", "client.id",
+}
+
+// IgnoredProperties returns, sorted, the keys of props that ParseProperties
+// takes without reading them (for a log line naming them).
+func IgnoredProperties(props map[string]string) []string {
+	var out []string
+	for k := range props {
+		if !slices.Contains(readKeys, strings.TrimPrefix(k, clientPrefix)) && ignoredProperty(k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ParseProperties builds a Config from Kafka-style properties, the keys an
 // operator already has in a broker's or client's configuration:
 //
@@ -43,8 +94,13 @@ const clientPrefix = "remote.log.metadata.common.client."
 //	client.id                                       ClientID
 //
 // Client keys may carry Kafka's "remote.log.metadata.common.client." prefix.
-// An unknown key, or a value Kafka would reject, is an error wrapping
-// rlmm.ErrInvalidArgument that names the key.
+// The settings of Kafka's own manager that rlmm has no use for are ignored
+// (IgnoredProperties lists them): its producer and consumer tuning, other
+// client settings under that prefix, and its initialization retry bounds, so
+// the broker plugin can forward every remote.log.metadata.* setting the broker
+// passes and leave the judgment to this function. Any other unknown key, or a
+// value Kafka would reject, is an error wrapping rlmm.ErrInvalidArgument that
+// names the key.
 func ParseProperties(props map[string]string) (Config, error) {
 	var c Config
 	bad := func(key, format string, args ...any) (Config, error) {
@@ -126,6 +182,9 @@ func ParseProperties(props map[string]string) (Config, error) {
 		case "client.id":
 			c.ClientID = v
 		default:
+			if ignoredProperty(key) {
+				continue
+			}
 			return bad(key, "not a setting kafkalog knows")
 		}
 	}

@@ -32,8 +32,7 @@ final class Assigner implements AutoCloseable {
 
     private final BlockingQueue<Change> queue = new LinkedBlockingQueue<>();
     private final Logger log;
-    private final Duration backoff;
-    private final Duration backoffMax;
+    private final Backoff backoff;
     private final Thread thread;
     private volatile boolean closed;
     private volatile long sent;
@@ -41,11 +40,30 @@ final class Assigner implements AutoCloseable {
 
     Assigner(Logger log, Duration backoff, Duration backoffMax) {
         this.log = log;
-        this.backoff = backoff;
-        this.backoffMax = backoffMax;
+        this.backoff = new Backoff(backoff, backoffMax);
         this.thread = new Thread(this::run, "rlmm-plugin-assigner");
         this.thread.setDaemon(true);
         this.thread.start();
+    }
+
+    /** One try of sending a change; throws when the server did not take it. */
+    interface Send {
+        void run() throws Exception;
+    }
+
+    /** Queues the change what, sent by send (tried again, after the backoff, until it goes through). */
+    void submit(String what, Send send) {
+        submit(new Change() {
+            @Override
+            public void send() throws Exception {
+                send.run();
+            }
+
+            @Override
+            public String describe() {
+                return what;
+            }
+        });
     }
 
     void submit(Change c) {
@@ -74,7 +92,7 @@ final class Assigner implements AutoCloseable {
             if (c == STOP) {
                 return;
             }
-            Duration pause = backoff;
+            backoff.reset();
             while (!closed) {
                 try {
                     c.send();
@@ -84,13 +102,10 @@ final class Assigner implements AutoCloseable {
                         return;
                     }
                     log.warn("rlmm plugin: {} not taken by rlmm serve yet ({}); retrying in {} ms", c.describe(),
-                            e.getMessage(), pause.toMillis());
-                    try {
-                        Thread.sleep(pause.toMillis());
-                    } catch (InterruptedException ie) {
+                            e.getMessage(), backoff.peek().toMillis());
+                    if (!backoff.sleep()) {
                         return;
                     }
-                    pause = pause.multipliedBy(2).compareTo(backoffMax) > 0 ? backoffMax : pause.multipliedBy(2);
                 }
             }
             synchronized (this) {

@@ -19,6 +19,11 @@ import org.rlmm.plugin.proto.ErrorKind;
  * unknown segment, or a read of a partition the broker never assigned here, is
  * {@link RemoteResourceNotFoundException}; everything else is {@link RemoteStorageException}.
  * Every message carries rlmm's own message and the server's address.
+ *
+ * <p>Every exception the plugin raises to the broker is built here, the mapped ones above and the
+ * plugin's own (a server that did not come back in time, an interrupted wait, a closed or
+ * unconfigured instance, a server of another API version), so that one file says what the broker
+ * sees in each case.
  */
 final class Errors {
     private Errors() {}
@@ -146,5 +151,93 @@ final class Errors {
             throw (RuntimeException) m;
         }
         throw (RemoteStorageException) m;
+    }
+
+    /** A failure of the plugin itself (not a call's answer): a {@link RemoteStorageException}. */
+    static RemoteStorageException storage(String message) {
+        return new RemoteStorageException(message);
+    }
+
+    /** {@link #storage(String)} with its cause. */
+    static RemoteStorageException storage(String message, Throwable cause) {
+        return new RemoteStorageException(message, cause);
+    }
+
+    /**
+     * A call that found no server to go to within its bound: the child starts or restarts, or a
+     * server in connect mode does not answer (why says what the plugin last saw).
+     */
+    static RemoteStorageException notInTime(String what, String target, long boundMs, String why) {
+        return new RemoteStorageException(what + " failed: rlmm serve at " + target + " did not come back within "
+                + boundMs + " ms (" + why + ")");
+    }
+
+    /** A call whose wait was interrupted (the thread's interrupt flag is set again by the caller). */
+    static RemoteStorageException interrupted(String what, Throwable cause) {
+        return new RemoteStorageException(what + " interrupted", cause);
+    }
+
+    /** A call on an instance that will use no server: the reason it gave up. */
+    static RemoteStorageException gaveUp(String why) {
+        return new RemoteStorageException("rlmm plugin: " + why);
+    }
+
+    /** The status a call that ran out its own timed wait fails with, as a gRPC deadline would. */
+    static StatusRuntimeException deadline(long boundMs) {
+        return Status.DEADLINE_EXCEEDED.withDescription("no answer within " + boundMs + " ms").asRuntimeException();
+    }
+
+    /** A method of Kafka's interface called on an instance that is closed. */
+    static IllegalStateException closed() {
+        return new IllegalStateException("rlmm plugin: this instance is closed");
+    }
+
+    /** A method of Kafka's interface called before configure. */
+    static IllegalStateException notConfigured() {
+        return new IllegalStateException("rlmm plugin: not configured");
+    }
+
+    /** configure after close. */
+    static IllegalStateException configureAfterClose() {
+        return new IllegalStateException("rlmm plugin: configure after close");
+    }
+
+    /** configure could not prepare the child (its directory, its binary): the broker's start fails. */
+    static org.apache.kafka.common.KafkaException configureFailed(Exception cause) {
+        return new org.apache.kafka.common.KafkaException(cause.getMessage(), cause);
+    }
+
+    /**
+     * Why a server that states another API version than the plugin's is refused, naming both; null
+     * when it matches.
+     */
+    static String versionMismatch(org.rlmm.plugin.proto.ServerInfoReply info, String target, int apiVersion) {
+        if (info.getApiVersion() == apiVersion) {
+            return null;
+        }
+        return "rlmm serve " + info.getVersion() + " (pid " + info.getPid() + ") at " + target + " speaks API version "
+                + info.getApiVersion() + (info.getApiVersion() == 0 ? " (older than the version handshake)" : "")
+                + ", but this plugin speaks API version " + apiVersion
+                + ": refused (use the rlmm binary of the plugin's own jar, or a plugin jar of the server's release)";
+    }
+
+    /** A server the plugin will not use (another API version): thrown by the handshake, never retried. */
+    static final class Refused extends RemoteStorageException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message);
+        }
+    }
+
+    /** A child that exited before it answered, with its exit code. */
+    static final class ExitedEarly extends RemoteStorageException {
+        private static final long serialVersionUID = 1L;
+        final int code;
+
+        ExitedEarly(String message, int code) {
+            super(message);
+            this.code = code;
+        }
     }
 }

@@ -45,14 +45,16 @@ final class LookupStream {
     private final Logger log;
     private final String target;
     private final AtomicLong ids = new AtomicLong();
-    private final AtomicInteger opened = new AtomicInteger();
+    /** Streams opened, counted across the plugin's sessions (for tests). */
+    private final AtomicInteger opened;
     private final Object lock = new Object();
     /** The open stream, or null; replaced under {@link #lock}. */
     private Session session;
     private volatile boolean unimplemented;
 
-    LookupStream(Channel channel, CallOptions options, Logger log, String target) {
+    LookupStream(Channel channel, CallOptions options, Logger log, String target, AtomicInteger opened) {
         this.channel = channel;
+        this.opened = opened;
         this.options = options.withWaitForReady();
         this.log = log;
         this.target = target;
@@ -61,11 +63,6 @@ final class LookupStream {
     /** True once the server answered the stream with UNIMPLEMENTED: lookups go unary. */
     boolean unimplemented() {
         return unimplemented;
-    }
-
-    /** How many streams were opened so far (for tests). */
-    int opened() {
-        return opened.get();
     }
 
     /** One lookup in flight: {@link #await} its answer, or {@link #abandon} it. */

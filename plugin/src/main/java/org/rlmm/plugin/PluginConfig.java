@@ -8,21 +8,32 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.types.Password;
 
 /**
- * The settings {@link RlmmRemoteLogMetadataManager#configure} reads from the map a broker passes:
- * the broker's own keys ({@code broker.id}, {@code log.dir}, {@code cluster.id}), Kafka's
- * {@code remote.log.metadata.*} settings (forwarded to {@code rlmm serve}), and the plugin's own
- * {@code rlmm.serve.*} settings (every key arrives with the broker's {@code rlmm.config.} prefix
- * already removed). A missing or wrong setting is a {@link ConfigException} naming it.
+ * The settings {@link RlmmRemoteLogMetadataManager#configure} reads from the map a broker passes
+ * (every key arrives with the broker's {@code rlmm.config.} prefix already removed), declared on
+ * Kafka's own {@link ConfigDef} with their types, defaults and documentation ({@link #DEF}; the
+ * table of plugin/README.md is {@link #markdownTable}): the broker's own keys ({@code broker.id},
+ * {@code log.dir}, {@code cluster.id}) and the plugin's {@code rlmm.serve.*} settings. A missing or
+ * wrong one is a {@link ConfigException} naming it.
+ *
+ * <p>Kafka's {@code remote.log.metadata.*} settings are not declared here: they belong to
+ * {@code rlmm serve}, which alone judges them. Every one the broker passes is forwarded as it is,
+ * through the child's properties file (mode 0600, never its command line, since passwords are
+ * among them); the server refuses what it cannot take (exit code 3, which stops the broker naming
+ * the setting) and ignores, naming them in its log, the producer and consumer tuning of Kafka's
+ * own manager that it has no use for. The plugin checks only that a value can be written to the
+ * file (no line break, no trailing backslash).
  */
 final class PluginConfig {
-    /**
-     * Path of the rlmm binary to start as the child; default: the jar's own binary for the host,
-     * extracted into the work directory ({@link BinaryExtractor}).
-     */
+    /** Path of the rlmm binary to start as the child. */
     static final String BINARY = "rlmm.serve.binary";
     /** Connect to an already running server on this Unix socket instead of starting one. */
     static final String SOCKET = "rlmm.serve.socket";
@@ -50,55 +61,135 @@ final class PluginConfig {
     static final String MUTATION_TIMEOUT = "rlmm.serve.mutation.timeout.ms";
     /** How long the child may take to answer after it is started (or restarted). */
     static final String START_TIMEOUT = "rlmm.serve.start.timeout.ms";
-    /**
-     * How long the plugin waits, from configure, for its first server to answer (and to pass the
-     * API version check) before it stops the broker as Kafka's own manager does when it cannot
-     * initialize. Default: Kafka's {@link #KAFKA_INIT_TIMEOUT} when set, else its default.
-     */
+    /** How long the plugin waits, from configure, for its first server before it stops the broker. */
     static final String INIT_TIMEOUT = "rlmm.serve.init.timeout.ms";
-    /** Kafka's own manager's initialization bound (TopicBasedRemoteLogMetadataManagerConfig). */
+    /** Kafka's own manager's initialization bound: the default of {@link #INIT_TIMEOUT}. */
     static final String KAFKA_INIT_TIMEOUT = "remote.log.metadata.initialization.retry.max.timeout.ms";
     /** {@link #KAFKA_INIT_TIMEOUT}'s default in Kafka 4.x. */
     static final long KAFKA_INIT_TIMEOUT_DEFAULT_MS = 120_000;
     /** How long close() waits after SIGTERM before it kills the child. */
     static final String STOP_TIMEOUT = "rlmm.serve.stop.timeout.ms";
-    /** First wait before restarting a child that died; doubles up to the maximum. */
+    /** First wait before a retry (restarting the child, re-sending a change); doubles up to the maximum. */
     static final String RESTART_BACKOFF = "rlmm.serve.restart.backoff.ms";
-    /** Longest wait before restarting a child that died. */
+    /** Longest wait before a retry. */
     static final String RESTART_BACKOFF_MAX = "rlmm.serve.restart.backoff.max.ms";
+    /**
+     * For tests only (not in plugin/README.md's table; logged at WARN when set): how long the
+     * plugin waits, each time a server answers, before it hands it the broker's partitions, and
+     * before it sends each leadership change, holding open the windows in which a read could
+     * reach a server without its partition, so a test can show that none is answered "nothing".
+     */
+    static final String TEST_ASSIGN_DELAY = "rlmm.serve.test.assign.delay.ms";
 
     static final String BROKER_ID = "broker.id";
     static final String LOG_DIR = "log.dir";
     static final String CLUSTER_ID = "cluster.id";
+    /** The prefix of the settings forwarded to rlmm serve. */
     static final String KAFKA_PREFIX = "remote.log.metadata.";
     static final String CLIENT_PREFIX = "remote.log.metadata.common.client.";
     static final String BOOTSTRAP = CLIENT_PREFIX + "bootstrap.servers";
     static final String CONSUME_WAIT = "remote.log.metadata.consume.wait.ms";
+    /** Kafka's default of {@link #CONSUME_WAIT}. */
+    static final Duration CONSUME_WAIT_DEFAULT = Duration.ofMinutes(2);
+    /**
+     * The broker JVM's Kerberos configuration file (a system property, as Kafka's clients read it),
+     * forwarded to the child as a setting of that name when the SASL mechanism is GSSAPI.
+     */
+    static final String KRB5_CONF = "java.security.krb5.conf";
+    /** Flags of rlmm serve that carry a secret: refused in {@link #EXTRA_ARGS}. */
+    private static final List<String> SECRET_FLAGS = List.of("--sasl-password");
+    /** The settings only the spawn mode uses. */
+    private static final List<String> SPAWN_ONLY = List.of(BINARY, WORK_DIR, SNAPSHOT_DIR, EMBEDDED_DIR, EXTRA_ARGS);
 
-    /** Every plugin setting with its default (null: none), in the order the README lists them. */
-    static final Map<String, String> DEFAULTS;
+    /** Every setting the plugin reads, with its type, default and documentation. */
+    static final ConfigDef DEF = new ConfigDef()
+            .define(BROKER_ID, Type.INT, ConfigDef.NO_DEFAULT_VALUE, Importance.HIGH,
+                    "Passed by the broker: its node id, the child's --broker-id.")
+            .define(LOG_DIR, Type.STRING, null, Importance.LOW,
+                    "Passed by the broker: its first log directory; the default work directory is beside it.")
+            .define(CLUSTER_ID, Type.STRING, null, Importance.LOW, "Passed by the broker: its cluster id.")
+            .define(BINARY, Type.STRING, null, Importance.MEDIUM,
+                    "The rlmm binary to start as the child, used as it is. Default: the jar's own binary for the host,"
+                            + " extracted to <work dir>/rlmm and checked against its SHA-256.")
+            .define(SOCKET, Type.STRING, null, Importance.MEDIUM,
+                    "Connect to an already running rlmm serve on this Unix socket; no child.")
+            .define(ADDRESS, Type.STRING, null, Importance.MEDIUM,
+                    "Connect to an already running rlmm serve --listen-tcp at host:port; no child.")
+            .define(TLS_CA, Type.STRING, null, Importance.LOW,
+                    "With " + ADDRESS + ": PEM CA file that verifies the server's certificate (turns TLS on).")
+            .define(TLS_CERT, Type.STRING, null, Importance.LOW,
+                    "With " + ADDRESS + ": PEM client certificate, for a server that asks for one (with " + TLS_KEY + ").")
+            .define(TLS_KEY, Type.STRING, null, Importance.LOW,
+                    "With " + ADDRESS + ": PEM (PKCS#8) key of " + TLS_CERT + ".")
+            .define(TOKEN_FILE, Type.STRING, null, Importance.LOW,
+                    "With " + ADDRESS + ": file whose content is the bearer token the server asks for.")
+            .define(WORK_DIR, Type.STRING, null, Importance.MEDIUM,
+                    "The child's private directory (mode 0700: properties file, pid file, socket, snapshots)."
+                            + " Default: <log.dir>.rlmm, beside the log directory, never inside it.")
+            .define(SNAPSHOT_DIR, Type.STRING, null, Importance.LOW,
+                    "The child's snapshot directory (--snapshot-dir). Default: <work dir>/snapshots.")
+            .define(EMBEDDED_DIR, Type.STRING, null, Importance.LOW,
+                    "Run the child over rlmm's embedded log in this directory instead of the Kafka topic (single"
+                            + " broker, tests).")
+            .define(EXTRA_ARGS, Type.STRING, "", Importance.LOW,
+                    "More flags for the child, space-separated (e.g. --metrics-listen 127.0.0.1:9464); no secrets: "
+                            + String.join(", ", SECRET_FLAGS) + " is refused.")
+            .define(CALL_TIMEOUT, Type.LONG, 10_000L, atLeast(1), Importance.MEDIUM,
+                    "Bound of a read (lookup, list, size, isReady) and of each try of an assignment change, the wait"
+                            + " for a restarting child included.")
+            .define(MUTATION_TIMEOUT, Type.LONG, null, atLeast(1), Importance.MEDIUM,
+                    "Bound of a mutation (add, update, partition delete). Default: " + CONSUME_WAIT
+                            + " (2 minutes unless set) plus the call timeout.")
+            .define(START_TIMEOUT, Type.LONG, 60_000L, atLeast(1), Importance.LOW,
+                    "How long a (re)started child may take to answer before it is stopped and started again (in the"
+                            + " background: configure does not wait for it).")
+            .define(INIT_TIMEOUT, Type.LONG, null, atLeast(1), Importance.MEDIUM,
+                    "How long the first server may take to answer (and pass the version check) before the plugin"
+                            + " stops the broker, as Kafka's own manager does. Default: " + KAFKA_INIT_TIMEOUT
+                            + " when set, else " + KAFKA_INIT_TIMEOUT_DEFAULT_MS + ".")
+            .define(STOP_TIMEOUT, Type.LONG, 30_000L, atLeast(1), Importance.LOW,
+                    "close(): SIGTERM, then SIGKILL after this.")
+            .define(RESTART_BACKOFF, Type.LONG, 100L, atLeast(1), Importance.LOW,
+                    "First pause of every retry (restarting the child, handing it the partitions, re-sending an"
+                            + " assignment change, re-opening a stream); doubles after each failure.")
+            .define(RESTART_BACKOFF_MAX, Type.LONG, 10_000L, atLeast(1), Importance.LOW,
+                    "Longest pause of a retry (not below " + RESTART_BACKOFF + ").")
+            .defineInternal(TEST_ASSIGN_DELAY, Type.LONG, 0L, atLeast(0), Importance.LOW,
+                    "Tests only: how long to hold back the broker's partitions from each new server.");
 
-    static {
-        Map<String, String> d = new TreeMap<>();
-        d.put(BINARY, null);
-        d.put(SOCKET, null);
-        d.put(ADDRESS, null);
-        d.put(TLS_CA, null);
-        d.put(TLS_CERT, null);
-        d.put(TLS_KEY, null);
-        d.put(TOKEN_FILE, null);
-        d.put(WORK_DIR, null);
-        d.put(SNAPSHOT_DIR, null);
-        d.put(EMBEDDED_DIR, null);
-        d.put(EXTRA_ARGS, "");
-        d.put(CALL_TIMEOUT, "10000");
-        d.put(MUTATION_TIMEOUT, null);
-        d.put(START_TIMEOUT, "60000");
-        d.put(INIT_TIMEOUT, null);
-        d.put(STOP_TIMEOUT, "30000");
-        d.put(RESTART_BACKOFF, "100");
-        d.put(RESTART_BACKOFF_MAX, "10000");
-        DEFAULTS = Collections.unmodifiableMap(d);
+    /** A bound of at least min that lets an absent value (null: the setting's own default rule) through. */
+    private static ConfigDef.Validator atLeast(long min) {
+        return new ConfigDef.Validator() {
+            @Override
+            public void ensureValid(String name, Object value) {
+                if (value != null && (Long) value < min) {
+                    throw new ConfigException(name, value, "must be at least " + min + " ms");
+                }
+            }
+
+            @Override
+            public String toString() {
+                return "at least " + min;
+            }
+        };
+    }
+
+    /**
+     * The settings table of plugin/README.md: every documented setting of {@link #DEF} (the broker's
+     * own keys and the internal test setting left out), in the order they are declared.
+     */
+    static String markdownTable() {
+        StringBuilder b = new StringBuilder("| setting | default | meaning |\n|---|---|---|\n");
+        for (ConfigDef.ConfigKey k : DEF.configKeys().values()) {
+            if (k.internalConfig || !k.name.startsWith("rlmm.serve.")) {
+                continue;
+            }
+            String dflt = k.defaultValue != null && !"".equals(k.defaultValue) ? "`" + k.defaultValue + "`"
+                    : k.documentation.contains("Default:") ? "(see meaning)" : "(none)";
+            b.append("| `").append(k.name).append("` | ").append(dflt).append(" | ")
+                    .append(k.documentation.replace("<", "&lt;").replace(">", "&gt;")).append(" |\n");
+        }
+        return b.toString();
     }
 
     /** How the plugin reaches its server. */
@@ -136,86 +227,57 @@ final class PluginConfig {
     final Duration stopTimeout;
     final Duration restartBackoff;
     final Duration restartBackoffMax;
-    /** Kafka's remote.log.metadata.* settings, forwarded to the child as a properties file. */
+    /** {@link #TEST_ASSIGN_DELAY}; zero unless a test sets it. */
+    final Duration testAssignDelay;
+    /** Kafka's remote.log.metadata.* settings (and the Kerberos file), forwarded to the child as they are. */
     final Map<String, String> kafkaSettings;
-    /** Kafka's remote.log.metadata.* settings rlmm does not use (producer/consumer tuning and the like). */
-    final List<String> ignoredSettings;
-
-    /**
-     * The client settings (after remote.log.metadata.common.client.) rlmm serve reads. The
-     * passwords among them reach the child only through its properties file (mode 0600 in the
-     * private work directory, removed at close), never its command line.
-     */
-    private static final List<String> CLIENT_KEYS = List.of("bootstrap.servers", "security.protocol", "sasl.mechanism",
-            "sasl.jaas.config", "sasl.kerberos.service.name", "ssl.truststore.location", "ssl.truststore.type",
-            "ssl.truststore.password", "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password",
-            "ssl.key.password", "client.id");
-    /**
-     * The broker JVM's Kerberos configuration file (a system property, as Kafka's clients read it),
-     * forwarded to the child as a setting of that name when the SASL mechanism is GSSAPI.
-     */
-    static final String KRB5_CONF = "java.security.krb5.conf";
-    /** Flags of rlmm serve that carry a secret: refused in {@link #EXTRA_ARGS}. */
-    private static final List<String> SECRET_FLAGS = List.of("--sasl-password");
-    /** The remote.log.metadata.* settings of Kafka's manager rlmm serve reads. */
-    private static final List<String> MANAGER_KEYS = List.of("remote.log.metadata.topic.num.partitions",
-            "remote.log.metadata.topic.replication.factor", "remote.log.metadata.topic.min.isr",
-            "remote.log.metadata.topic.retention.ms", CONSUME_WAIT);
-
-    /** Whether rlmm serve reads this Kafka setting (its properties reader refuses others). */
-    static boolean forwarded(String key) {
-        if (key.startsWith(CLIENT_PREFIX)) {
-            return CLIENT_KEYS.contains(key.substring(CLIENT_PREFIX.length()));
-        }
-        return MANAGER_KEYS.contains(key);
-    }
 
     private PluginConfig(Map<String, ?> configs) {
         if (configs == null) {
             throw new ConfigException("configs can not be null");
         }
-        brokerId = brokerId(configs.get(BROKER_ID));
-        clusterId = string(configs, CLUSTER_ID);
+        Map<String, Object> declared = new java.util.HashMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            ConfigDef.ConfigKey k = DEF.configKeys().get(e.getKey());
+            if (k == null || e.getValue() == null) {
+                continue;
+            }
+            Object v = e.getValue();
+            // The broker passes its settings as strings; a blank one is as good as absent.
+            if (v instanceof String str && str.isBlank() && k.type != Type.STRING) {
+                continue;
+            }
+            declared.put(e.getKey(), k.type == Type.STRING ? String.valueOf(v).trim() : v);
+        }
+        Map<String, Object> values = DEF.parse(declared);
+        brokerId = (Integer) values.get(BROKER_ID);
+        clusterId = blankToNull(values.get(CLUSTER_ID));
         Map<String, String> kafka = new TreeMap<>();
-        List<String> ignored = new ArrayList<>();
         for (Map.Entry<String, ?> e : configs.entrySet()) {
             String key = e.getKey();
             if (!key.startsWith(KAFKA_PREFIX) || e.getValue() == null) {
                 continue;
             }
-            if (!forwarded(key)) {
-                ignored.add(key);
-                continue;
-            }
             Object raw = e.getValue();
             // A password-typed setting may arrive as Kafka's Password, whose toString hides it.
-            String v = (raw instanceof org.apache.kafka.common.config.types.Password
-                    ? ((org.apache.kafka.common.config.types.Password) raw).value()
-                    : String.valueOf(raw)).trim();
-            if (v.indexOf('\n') >= 0 || v.indexOf('\r') >= 0 || v.endsWith("\\")) {
-                throw new ConfigException(key, "(not shown)", "a line break or a trailing backslash cannot be passed to rlmm serve");
-            }
-            kafka.put(key, v);
+            String v = (raw instanceof Password pw ? pw.value() : String.valueOf(raw)).trim();
+            kafka.put(key, writable(key, v, "(not shown)"));
         }
         String krb5 = System.getProperty(KRB5_CONF);
         if (krb5 != null && !krb5.isBlank() && "GSSAPI".equalsIgnoreCase(kafka.getOrDefault(CLIENT_PREFIX + "sasl.mechanism", ""))) {
-            if (krb5.indexOf('\n') >= 0 || krb5.indexOf('\r') >= 0 || krb5.endsWith("\\")) {
-                throw new ConfigException(KRB5_CONF, krb5, "a line break or a trailing backslash cannot be passed to rlmm serve");
-            }
-            kafka.put(KRB5_CONF, krb5.trim());
+            kafka.put(KRB5_CONF, writable(KRB5_CONF, krb5.trim(), krb5));
         }
         kafkaSettings = Collections.unmodifiableMap(kafka);
-        ignoredSettings = Collections.unmodifiableList(ignored);
 
-        String socketSetting = string(configs, SOCKET);
-        address = string(configs, ADDRESS);
+        String socketSetting = string(values, SOCKET);
+        address = string(values, ADDRESS);
         if (socketSetting != null && address != null) {
             throw new ConfigException(SOCKET, socketSetting, "give " + SOCKET + " or " + ADDRESS + ", not both");
         }
-        tlsCa = readableFile(configs, TLS_CA);
-        tlsCert = readableFile(configs, TLS_CERT);
-        tlsKey = readableFile(configs, TLS_KEY);
-        tokenFile = readableFile(configs, TOKEN_FILE);
+        tlsCa = readableFile(values, TLS_CA);
+        tlsCert = readableFile(values, TLS_CERT);
+        tlsKey = readableFile(values, TLS_KEY);
+        tokenFile = readableFile(values, TOKEN_FILE);
         if ((tlsCert == null) != (tlsKey == null)) {
             String missing = tlsCert == null ? TLS_CERT : TLS_KEY;
             throw new ConfigException(missing, null, TLS_CERT + " and " + TLS_KEY + " go together");
@@ -233,38 +295,37 @@ final class PluginConfig {
             mode = Mode.SPAWN;
         }
 
-        String logDirSetting = string(configs, LOG_DIR);
+        String logDirSetting = string(values, LOG_DIR);
         logDir = logDirSetting == null ? null : Paths.get(logDirSetting).toAbsolutePath();
-        String work = string(configs, WORK_DIR);
-        callTimeout = millis(configs, CALL_TIMEOUT, 1);
-        startTimeout = millis(configs, START_TIMEOUT, 1);
-        if (configs.get(INIT_TIMEOUT) != null) {
-            initTimeout = millis(configs, INIT_TIMEOUT, 1);
+        String work = string(values, WORK_DIR);
+        callTimeout = millis(values, CALL_TIMEOUT);
+        startTimeout = millis(values, START_TIMEOUT);
+        if (values.get(INIT_TIMEOUT) != null) {
+            initTimeout = millis(values, INIT_TIMEOUT);
         } else if (configs.get(KAFKA_INIT_TIMEOUT) != null) {
-            initTimeout = millis(configs, KAFKA_INIT_TIMEOUT, 1);
+            initTimeout = kafkaMillis(configs, KAFKA_INIT_TIMEOUT);
         } else {
             initTimeout = Duration.ofMillis(KAFKA_INIT_TIMEOUT_DEFAULT_MS);
         }
-        stopTimeout = millis(configs, STOP_TIMEOUT, 1);
-        restartBackoff = millis(configs, RESTART_BACKOFF, 1);
-        restartBackoffMax = millis(configs, RESTART_BACKOFF_MAX, 1);
+        stopTimeout = millis(values, STOP_TIMEOUT);
+        restartBackoff = millis(values, RESTART_BACKOFF);
+        restartBackoffMax = millis(values, RESTART_BACKOFF_MAX);
         if (restartBackoffMax.compareTo(restartBackoff) < 0) {
             throw new ConfigException(RESTART_BACKOFF_MAX, configs.get(RESTART_BACKOFF_MAX),
                     "must not be below " + RESTART_BACKOFF + " (" + restartBackoff.toMillis() + ")");
         }
-        if (configs.get(MUTATION_TIMEOUT) != null) {
-            mutationTimeout = millis(configs, MUTATION_TIMEOUT, 1);
+        testAssignDelay = millis(values, TEST_ASSIGN_DELAY);
+        if (values.get(MUTATION_TIMEOUT) != null) {
+            mutationTimeout = millis(values, MUTATION_TIMEOUT);
         } else {
             // The server waits up to consume.wait.ms (Kafka's default 2 minutes) for its own
-            // read-back; the plugin's deadline leaves it that long and a call timeout more.
-            Duration consumeWait = kafka.containsKey(CONSUME_WAIT)
-                    ? millis(configs, CONSUME_WAIT, 1)
-                    : Duration.ofMinutes(2);
-            mutationTimeout = consumeWait.plus(callTimeout);
+            // read-back; the plugin's deadline leaves it that long and a call timeout more. The
+            // server judges the setting: one it refuses stops the broker before any mutation.
+            mutationTimeout = positiveMillis(kafka.get(CONSUME_WAIT)).orElse(CONSUME_WAIT_DEFAULT).plus(callTimeout);
         }
 
         if (mode == Mode.SPAWN) {
-            String embedded = string(configs, EMBEDDED_DIR);
+            String embedded = string(values, EMBEDDED_DIR);
             embeddedDir = embedded == null ? null : Paths.get(embedded).toAbsolutePath();
             if (embeddedDir == null && kafka.get(BOOTSTRAP) == null) {
                 throw new ConfigException(BOOTSTRAP, null,
@@ -278,13 +339,13 @@ final class PluginConfig {
             } else {
                 throw new ConfigException(LOG_DIR, null, "missing: the broker passes it (or set " + WORK_DIR + ")");
             }
-            String snap = string(configs, SNAPSHOT_DIR);
+            String snap = string(values, SNAPSHOT_DIR);
             snapshotDir = snap == null ? workDir.resolve("snapshots") : Paths.get(snap).toAbsolutePath();
-            String binarySetting = string(configs, BINARY);
+            String binarySetting = string(values, BINARY);
             bundledBinary = binarySetting == null ? BinaryExtractor.forHost() : null;
             binary = bundledBinary == null ? binary(binarySetting) : bundledBinary.target(workDir);
             socket = SocketPath.choose(workDir.resolve("serve.sock"));
-            String extra = string(configs, EXTRA_ARGS);
+            String extra = string(values, EXTRA_ARGS);
             List<String> args = new ArrayList<>();
             if (extra != null) {
                 for (String a : extra.trim().split("\\s+")) {
@@ -302,8 +363,8 @@ final class PluginConfig {
             }
             extraArgs = Collections.unmodifiableList(args);
         } else {
-            for (String spawnOnly : List.of(BINARY, WORK_DIR, SNAPSHOT_DIR, EMBEDDED_DIR, EXTRA_ARGS)) {
-                if (configs.get(spawnOnly) != null) {
+            for (String spawnOnly : SPAWN_ONLY) {
+                if (string(values, spawnOnly) != null) {
                     throw new ConfigException(spawnOnly, configs.get(spawnOnly),
                             "only used when the plugin starts its own server (without " + SOCKET + " or " + ADDRESS + ")");
                 }
@@ -359,8 +420,11 @@ final class PluginConfig {
         }
     }
 
-    private static String string(Map<String, ?> configs, String key) {
-        Object v = configs.get(key);
+    private static String string(Map<String, ?> values, String key) {
+        return blankToNull(values.get(key));
+    }
+
+    private static String blankToNull(Object v) {
         if (v == null) {
             return null;
         }
@@ -368,23 +432,54 @@ final class PluginConfig {
         return s.isEmpty() ? null : s;
     }
 
-    private static Duration millis(Map<String, ?> configs, String key, long min) {
-        Object v = configs.get(key);
-        String s = v == null ? DEFAULTS.get(key) : String.valueOf(v).trim();
-        long n;
-        try {
-            n = Long.parseLong(s);
-        } catch (NumberFormatException e) {
-            throw new ConfigException(key, v, "not a number of milliseconds");
-        }
-        if (n < min) {
-            throw new ConfigException(key, v, "must be at least " + min + " ms");
-        }
-        return Duration.ofMillis(n);
+    /** A LONG setting of {@link #DEF} (already checked against its bound) as a Duration; null when absent. */
+    private static Duration millis(Map<String, ?> values, String key) {
+        Object v = values.get(key);
+        return v == null ? null : Duration.ofMillis((Long) v);
     }
 
-    private static Path readableFile(Map<String, ?> configs, String key) {
-        String s = string(configs, key);
+    /** A Kafka setting the plugin itself reads as milliseconds (at least 1). */
+    private static Duration kafkaMillis(Map<String, ?> configs, String key) {
+        Object v = configs.get(key);
+        return positiveMillis(String.valueOf(v).trim())
+                .orElseThrow(() -> new ConfigException(key, v, "not a number of milliseconds (at least 1)"));
+    }
+
+    /** s as a positive number of milliseconds; empty when it is not one. */
+    private static Optional<Duration> positiveMillis(String s) {
+        if (s == null) {
+            return Optional.empty();
+        }
+        try {
+            long n = Long.parseLong(s.trim());
+            return n >= 1 ? Optional.of(Duration.ofMillis(n)) : Optional.empty();
+        } catch (NumberFormatException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * v, when it can be a line of the child's properties file: a line break or a trailing
+     * backslash would change what the file says, so it is refused here (shown: what the message
+     * shows of the value; passwords are not shown).
+     */
+    private static String writable(String key, String v, String shown) {
+        if (v.indexOf('\n') >= 0 || v.indexOf('\r') >= 0 || v.endsWith("\\")) {
+            throw new ConfigException(key, shown, "a line break or a trailing backslash cannot be passed to rlmm serve");
+        }
+        return v;
+    }
+
+    /** Logs what the operator should know of the settings: a test setting in use. */
+    void logNotes(org.slf4j.Logger log) {
+        if (!testAssignDelay.isZero()) {
+            log.warn("rlmm plugin: {}={}: a test setting; every new server gets the broker's partitions that much later",
+                    TEST_ASSIGN_DELAY, testAssignDelay.toMillis());
+        }
+    }
+
+    private static Path readableFile(Map<String, ?> values, String key) {
+        String s = string(values, key);
         if (s == null) {
             return null;
         }

@@ -50,8 +50,7 @@ final class ReadinessWatch implements AutoCloseable {
     private final CallOptions options;
     private final Logger log;
     private final String target;
-    private final Duration backoff;
-    private final Duration backoffMax;
+    private final Backoff backoff;
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
             Channels.daemon("rlmm-plugin-readiness"));
     private final AtomicInteger opened = new AtomicInteger();
@@ -64,7 +63,6 @@ final class ReadinessWatch implements AutoCloseable {
     /** The open stream and its call; replaced under this object's lock. */
     private Watcher current;
     private ClientCall<WatchReadinessRequest, ReadinessUpdate> call;
-    private Duration pause;
     private String lastEnd = "";
 
     ReadinessWatch(Channel channel, CallOptions options, Logger log, String target, Duration backoff, Duration backoffMax) {
@@ -72,9 +70,7 @@ final class ReadinessWatch implements AutoCloseable {
         this.options = options.withWaitForReady();
         this.log = log;
         this.target = target;
-        this.backoff = backoff;
-        this.backoffMax = backoffMax;
-        this.pause = backoff;
+        this.backoff = new Backoff(backoff, backoffMax);
     }
 
     /** Opens the stream (once; later streams open by themselves). */
@@ -154,8 +150,7 @@ final class ReadinessWatch implements AutoCloseable {
                         + " with a call each time", target, st.getDescription());
                 return;
             }
-            wait = pause;
-            pause = pause.multipliedBy(2).compareTo(backoffMax) > 0 ? backoffMax : pause.multipliedBy(2);
+            wait = backoff.next();
             String why = st.getCode() + (st.getDescription() == null ? "" : ": " + st.getDescription());
             if (!why.equals(lastEnd)) {
                 lastEnd = why;
@@ -183,7 +178,7 @@ final class ReadinessWatch implements AutoCloseable {
                     return;
                 }
                 ready = m;
-                pause = backoff;
+                backoff.reset();
                 lastEnd = "";
             }
             updates.incrementAndGet();

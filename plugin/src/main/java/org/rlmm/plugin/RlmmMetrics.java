@@ -47,7 +47,7 @@ import org.slf4j.Logger;
  * which does not implement it, so the broker never hands such a plugin its PluginMetrics; and a
  * class implementing it does not load on 4.0.
  */
-final class RlmmMetrics implements AutoCloseable {
+final class RlmmMetrics implements AutoCloseable, Supervisor.Listener {
     static final String DOMAIN = "kafka.server";
     static final String GROUP = "rlmm-plugin";
     static final List<String> RPCS = List.of("lookup", "highest-offset", "list", "remote-log-size", "next-txn-index",
@@ -128,8 +128,22 @@ final class RlmmMetrics implements AutoCloseable {
         }
     }
 
-    void error() {
+    @Override
+    public void started() {
+        starts.incrementAndGet();
+    }
+
+    /** When something last went wrong with the server (logged at ERROR). */
+    @Override
+    public void error() {
         lastErrorMs.set(System.currentTimeMillis());
+    }
+
+    /** The plugin gave up (and stopped the broker). */
+    @Override
+    public void failed() {
+        failed = true;
+        error();
     }
 
     /** Unregisters every metric from JMX. */

@@ -30,7 +30,7 @@ import org.slf4j.Logger;
  * {@link #close} (SIGTERM, then SIGKILL after the stop timeout). A child left behind by a
  * previous broker process (its pid file names a live rlmm serve on the same socket) is stopped
  * before a new one starts. A child that refuses its settings (exit {@link #EXIT_SETTINGS_REFUSED}),
- * a server the owner refuses ({@link Refused}: another API version), and a first child that does not
+ * a server the owner refuses ({@link Errors.Refused}: another API version), and a first child that does not
  * answer within {@code rlmm.serve.init.timeout.ms} are not started again: the owner hears of it
  * through {@link Hooks#failed}, and stops the broker.
  *
@@ -46,7 +46,7 @@ final class ServeProcess implements AutoCloseable {
         /**
          * Asks the server whether it answers; returns its pid, or empty when it does not yet.
          *
-         * @throws Refused when the server answers but the owner will not use it (another API version)
+         * @throws Errors.Refused when the server answers but the owner will not use it (another API version)
          */
         Optional<Long> probe(Duration timeout) throws RemoteStorageException;
 
@@ -58,7 +58,7 @@ final class ServeProcess implements AutoCloseable {
 
         /**
          * No child runs, and none will until the broker is reconfigured: a child refused a flag or
-         * setting (the message names it), the owner refused the server ({@link Refused}), or the
+         * setting (the message names it), the owner refused the server ({@link Errors.Refused}), or the
          * first child did not answer within the init timeout.
          */
         void failed(String why);
@@ -136,16 +136,6 @@ final class ServeProcess implements AutoCloseable {
         return c;
     }
 
-    /** A child that exited before it answered, with its exit code. */
-    static final class ExitedEarly extends RemoteStorageException {
-        private static final long serialVersionUID = 1L;
-        final int code;
-
-        ExitedEarly(String message, int code) {
-            super(message);
-            this.code = code;
-        }
-    }
 
     /**
      * rlmm serve's exit code for a refused flag or setting (cmd/rlmm/exitcode.go:
@@ -154,14 +144,6 @@ final class ServeProcess implements AutoCloseable {
      */
     static final int EXIT_SETTINGS_REFUSED = 3;
 
-    /** A server the owner will not use (another API version): thrown by a hook, never retried. */
-    static final class Refused extends RemoteStorageException {
-        private static final long serialVersionUID = 1L;
-
-        Refused(String message) {
-            super(message);
-        }
-    }
 
     /**
      * Writes the child's directory and properties file, then returns: the first child starts,
@@ -175,7 +157,7 @@ final class ServeProcess implements AutoCloseable {
             installBinary();
             writeProperties();
         } catch (IOException e) {
-            throw new RemoteStorageException("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
+            throw Errors.storage("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
         }
         Thread t = new Thread(this::run, "rlmm-plugin-supervisor");
         t.setDaemon(true);
@@ -190,7 +172,7 @@ final class ServeProcess implements AutoCloseable {
         long began = System.nanoTime();
         long initDeadline = began + cfg.initTimeout.toNanos();
         stopOrphan();
-        Duration backoff = cfg.restartBackoff;
+        Backoff backoff = new Backoff(cfg.restartBackoff, cfg.restartBackoffMax);
         String last = "none started yet";
         while (!closing) {
             if (System.nanoTime() - initDeadline >= 0) {
@@ -213,13 +195,11 @@ final class ServeProcess implements AutoCloseable {
                 }
                 last = e.getMessage();
                 hooks.error(last);
-                log.error("rlmm plugin: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
+                log.error("rlmm plugin: {}; next try in {} ms", e.getMessage(), backoff.peek().toMillis());
             }
-            long left = TimeUnit.NANOSECONDS.toMillis(initDeadline - System.nanoTime());
-            if (!sleep(min(backoff, Duration.ofMillis(Math.max(0, left))))) {
+            if (!backoff.sleep(Duration.ofNanos(initDeadline - System.nanoTime())) || closing) {
                 return;
             }
-            backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
         }
         supervise();
     }
@@ -229,11 +209,11 @@ final class ServeProcess implements AutoCloseable {
      * refused setting, or a server the owner refused. Anything else is retried.
      */
     private boolean fatal(Exception e) {
-        if (e instanceof ExitedEarly x && x.code == EXIT_SETTINGS_REFUSED) {
+        if (e instanceof Errors.ExitedEarly x && x.code == EXIT_SETTINGS_REFUSED) {
             fail("rlmm serve refused its settings (exit code " + EXIT_SETTINGS_REFUSED + "): " + e.getMessage());
             return true;
         }
-        if (e instanceof Refused) {
+        if (e instanceof Errors.Refused) {
             stopChild();
             fail(e.getMessage());
             return true;
@@ -363,7 +343,7 @@ final class ServeProcess implements AutoCloseable {
         Process p;
         synchronized (lock) {
             if (closing) {
-                throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
+                throw Errors.storage("rlmm plugin: closed while starting rlmm serve");
             }
             tail.clear();
             try {
@@ -373,7 +353,7 @@ final class ServeProcess implements AutoCloseable {
                         .redirectInput(ProcessBuilder.Redirect.PIPE)
                         .start();
             } catch (IOException e) {
-                throw new RemoteStorageException("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
+                throw Errors.storage("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
             }
             process = p;
         }
@@ -397,12 +377,12 @@ final class ServeProcess implements AutoCloseable {
             if (!p.isAlive()) {
                 int code = p.exitValue();
                 joinQuietly(pump);
-                throw new ExitedEarly("rlmm plugin: rlmm serve exited with code " + code
+                throw new Errors.ExitedEarly("rlmm plugin: rlmm serve exited with code " + code
                         + " before it answered on " + cfg.target() + "; its last output:\n" + tailText(), code);
             }
             if (closing) {
                 stopChild();
-                throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
+                throw Errors.storage("rlmm plugin: closed while starting rlmm serve");
             }
             Optional<Long> pid = hooks.probe(Duration.ofMillis(500));
             if (pid.isPresent()) {
@@ -415,7 +395,7 @@ final class ServeProcess implements AutoCloseable {
             }
             if (System.nanoTime() - deadline > 0) {
                 stopChild();
-                throw new RemoteStorageException("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on "
+                throw Errors.storage("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on "
                         + cfg.target() + (initBound ? " before the init timeout (" + PluginConfig.INIT_TIMEOUT + ")"
                         : " within " + cfg.startTimeout.toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
                         + "; its last output:\n" + tailText());
@@ -425,13 +405,13 @@ final class ServeProcess implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 stopChild();
-                throw new RemoteStorageException("rlmm plugin: interrupted while starting rlmm serve");
+                throw Errors.storage("rlmm plugin: interrupted while starting rlmm serve");
             }
         }
     }
 
     private void supervise() {
-        Duration backoff = cfg.restartBackoff;
+        Backoff backoff = new Backoff(cfg.restartBackoff, cfg.restartBackoffMax);
         while (!closing) {
             Process p;
             synchronized (lock) {
@@ -454,11 +434,12 @@ final class ServeProcess implements AutoCloseable {
             hooks.lost(why);
             hooks.error(why);
             if (System.currentTimeMillis() - started > STABLE.toMillis()) {
-                backoff = cfg.restartBackoff;
+                backoff.reset();
             }
-            log.error("rlmm plugin: {}; restarting it in {} ms; its last output:\n{}", why, backoff.toMillis(), tailText());
+            log.error("rlmm plugin: {}; restarting it in {} ms; its last output:\n{}", why, backoff.peek().toMillis(),
+                    tailText());
             while (!closing) {
-                if (!sleep(backoff)) {
+                if (!backoff.sleep() || closing) {
                     return;
                 }
                 try {
@@ -474,24 +455,10 @@ final class ServeProcess implements AutoCloseable {
                         return;
                     }
                     hooks.error(e.getMessage());
-                    backoff = min(backoff.multipliedBy(2), cfg.restartBackoffMax);
-                    log.error("rlmm plugin: restarting rlmm serve failed: {}; next try in {} ms", e.getMessage(), backoff.toMillis());
+                    log.error("rlmm plugin: restarting rlmm serve failed: {}; next try in {} ms", e.getMessage(),
+                            backoff.peek().toMillis());
                 }
             }
-        }
-    }
-
-    private static Duration min(Duration a, Duration b) {
-        return a.compareTo(b) < 0 ? a : b;
-    }
-
-    /** Sleeps, returning false when close() interrupted the sleep. */
-    private boolean sleep(Duration d) {
-        try {
-            Thread.sleep(d.toMillis());
-            return !closing;
-        } catch (InterruptedException e) {
-            return false;
         }
     }
 
@@ -509,10 +476,10 @@ final class ServeProcess implements AutoCloseable {
                 Matcher m = LEVEL.matcher(line);
                 String level = m.find() ? m.group(1) : "INFO";
                 switch (level) {
-                    case "ERROR": log.error("rlmm serve[{}]: {}", p.pid(), line); break;
-                    case "WARN": log.warn("rlmm serve[{}]: {}", p.pid(), line); break;
-                    case "DEBUG": log.debug("rlmm serve[{}]: {}", p.pid(), line); break;
-                    default: log.info("rlmm serve[{}]: {}", p.pid(), line);
+                    case "ERROR" -> log.error("rlmm serve[{}]: {}", p.pid(), line);
+                    case "WARN" -> log.warn("rlmm serve[{}]: {}", p.pid(), line);
+                    case "DEBUG" -> log.debug("rlmm serve[{}]: {}", p.pid(), line);
+                    default -> log.info("rlmm serve[{}]: {}", p.pid(), line);
                 }
             }
         } catch (IOException e) {

@@ -120,7 +120,8 @@ class BrokerJmxTest {
                 Properties pp = new Properties();
                 pp.put("bootstrap.servers", bootstrap);
                 pp.put("linger.ms", "5");
-                try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp, new ByteArraySerializer(), new ByteArraySerializer())) {
+                try (KafkaProducer<byte[], byte[]> producer =
+                        new KafkaProducer<>(pp, new ByteArraySerializer(), new ByteArraySerializer())) {
                     byte[] value = new byte[1024];
                     for (int i = 0; i < 3000; i++) {
                         producer.send(new ProducerRecord<>(topic, value));

@@ -41,6 +41,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
 public final class PluginBenchmark {
     private PluginBenchmark() {}
 
+    /** Runs the benchmark; --help (or any unknown flag) prints its flags. */
     public static void main(String[] args) throws Exception {
         String bootstrap = System.getenv("RLMM_KAFKA_BOOTSTRAP");
         int segments = 500;
@@ -52,19 +53,20 @@ public final class PluginBenchmark {
         int warmupSegments = 300;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
-                case "--bootstrap": bootstrap = args[++i]; break;
-                case "--embedded": bootstrap = null; break;
-                case "--segments": segments = Integer.parseInt(args[++i]); break;
-                case "--lookups": lookups = Integer.parseInt(args[++i]); break;
-                case "--warmup": warmup = Integer.parseInt(args[++i]); break;
-                case "--warmup-segments": warmupSegments = Integer.parseInt(args[++i]); break;
-                case "--paths": paths = List.of(args[++i].split(",")); break;
-                case "--rounds": rounds = Integer.parseInt(args[++i]); break;
-                case "--threads": threads = Integer.parseInt(args[++i]); break;
-                default:
+                case "--bootstrap" -> bootstrap = args[++i];
+                case "--embedded" -> bootstrap = null;
+                case "--segments" -> segments = Integer.parseInt(args[++i]);
+                case "--lookups" -> lookups = Integer.parseInt(args[++i]);
+                case "--warmup" -> warmup = Integer.parseInt(args[++i]);
+                case "--warmup-segments" -> warmupSegments = Integer.parseInt(args[++i]);
+                case "--paths" -> paths = List.of(args[++i].split(","));
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--threads" -> threads = Integer.parseInt(args[++i]);
+                default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
                             + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]");
                     System.exit(2);
+                }
             }
         }
         Path dir = Files.createTempDirectory("rlmm-plugin-bench");
@@ -180,10 +182,11 @@ public final class PluginBenchmark {
             for (String path : paths) {
                 int n = perRound * rounds;
                 long[] c3 = cpu.get(path);
-                report("lookup round trip, " + path + " (" + where + (threads > 1 ? ", " + threads + " threads" : "") + (rounds > 1 ? ", " + rounds + " rounds taking turns" : "")
-                        + ")", look.get(path), n);
-                System.out.printf(Locale.ROOT, "  %s: lookups/s (" + threads + " thread(s)): %.0f; CPU per lookup: plugin JVM %.1f µs, rlmm serve %.1f µs%n",
-                        path, n / (c3[0] / 1e9), c3[1] / 1e3 / n, child.isEmpty() ? -1 : c3[2] / 1e3 / n);
+                report("lookup round trip, " + path + " (" + where + (threads > 1 ? ", " + threads + " threads" : "")
+                        + (rounds > 1 ? ", " + rounds + " rounds taking turns" : "") + ")", look.get(path), n);
+                System.out.printf(Locale.ROOT, "  %s: lookups/s (" + threads + " thread(s)): %.0f; CPU per lookup:"
+                        + " plugin JVM %.1f µs, rlmm serve %.1f µs%n", path, n / (c3[0] / 1e9), c3[1] / 1e3 / n,
+                        child.isEmpty() ? -1 : c3[2] / 1e3 / n);
                 if (rounds > 1) {
                     StringBuilder b = new StringBuilder("  " + path + ": p50 by round:");
                     for (int r = 0; r < rounds; r++) {

@@ -115,16 +115,21 @@ class PluginConfigTest {
     }
 
     @Test
-    void onlyTheKafkaSettingsRlmmReadsAreForwarded() {
+    void everyKafkaSettingIsForwardedForTheServerToJudge() {
         Map<String, Object> c = new HashMap<>(good());
         c.put("remote.log.metadata.producer.acks", "all");
         c.put("remote.log.metadata.topic.replication.factor", "3");
+        c.put("remote.log.metadata.consume.wait.ms", "not a number");
         PluginConfig p = PluginConfig.parse(c);
         assertEquals("3", p.kafkaSettings.get("remote.log.metadata.topic.replication.factor"));
         assertEquals("PLAINTEXT", p.kafkaSettings.get("remote.log.metadata.common.client.security.protocol"));
-        assertFalse(p.kafkaSettings.containsKey("remote.log.metadata.producer.acks"));
-        assertTrue(p.ignoredSettings.contains("remote.log.metadata.producer.acks"));
+        assertEquals("all", p.kafkaSettings.get("remote.log.metadata.producer.acks"), "rlmm serve decides what it ignores");
+        assertEquals("not a number", p.kafkaSettings.get("remote.log.metadata.consume.wait.ms"),
+                "rlmm serve refuses a bad value (exit code 3), the plugin passes it as it is");
+        assertEquals(java.time.Duration.ofMinutes(2).plus(p.callTimeout), p.mutationTimeout,
+                "the mutation bound falls back to Kafka's default consume wait");
         assertFalse(p.kafkaSettings.containsKey("rlmm.serve.binary"));
+        assertFalse(p.kafkaSettings.containsKey("broker.id"));
     }
 
     @Test
@@ -149,5 +154,49 @@ class PluginConfigTest {
         Map<String, Object> other = new HashMap<>(c);
         other.put("log.dir", deep.resolveSibling("kafka-logs-2").toString());
         assertFalse(p.socket.equals(PluginConfig.parse(other).socket), "two brokers never share a socket");
+    }
+
+    @Test
+    void everySettingIsDeclaredOnKafkasConfigDefWithItsDocumentation() {
+        java.util.Set<String> declared = PluginConfig.DEF.names();
+        for (String key : new String[] {PluginConfig.BINARY, PluginConfig.SOCKET, PluginConfig.ADDRESS, PluginConfig.TLS_CA,
+                PluginConfig.TLS_CERT, PluginConfig.TLS_KEY, PluginConfig.TOKEN_FILE, PluginConfig.WORK_DIR,
+                PluginConfig.SNAPSHOT_DIR, PluginConfig.EMBEDDED_DIR, PluginConfig.EXTRA_ARGS, PluginConfig.CALL_TIMEOUT,
+                PluginConfig.MUTATION_TIMEOUT, PluginConfig.START_TIMEOUT, PluginConfig.INIT_TIMEOUT, PluginConfig.STOP_TIMEOUT,
+                PluginConfig.RESTART_BACKOFF, PluginConfig.RESTART_BACKOFF_MAX}) {
+            assertTrue(declared.contains(key), key + " is declared");
+            String doc = PluginConfig.DEF.configKeys().get(key).documentation;
+            assertTrue(doc != null && doc.length() > 20, key + " has its documentation: " + doc);
+        }
+        for (String key : declared) {
+            assertFalse(key.startsWith(PluginConfig.KAFKA_PREFIX), key + ": rlmm serve's settings are not declared here");
+        }
+    }
+
+    @Test
+    void theDefaultsAreConfigDefs() {
+        Map<String, Object> defaults = new HashMap<>(good());
+        defaults.remove(PluginConfig.STOP_TIMEOUT);
+        PluginConfig p = PluginConfig.parse(defaults);
+        assertEquals(java.time.Duration.ofMillis(10_000), p.callTimeout);
+        assertEquals(java.time.Duration.ofMillis(60_000), p.startTimeout);
+        assertEquals(java.time.Duration.ofMillis(30_000), p.stopTimeout);
+        assertEquals(java.time.Duration.ofMillis(100), p.restartBackoff);
+        assertEquals(java.time.Duration.ofMillis(10_000), p.restartBackoffMax);
+        assertEquals(java.time.Duration.ZERO, p.testAssignDelay);
+        Map<String, Object> c = new HashMap<>(good());
+        c.put(PluginConfig.CALL_TIMEOUT, 2500);
+        c.put(PluginConfig.RESTART_BACKOFF, "7");
+        p = PluginConfig.parse(c);
+        assertEquals(java.time.Duration.ofMillis(2500), p.callTimeout, "a number or a string, as ConfigDef takes them");
+        assertEquals(java.time.Duration.ofMillis(7), p.restartBackoff);
+    }
+
+    @Test
+    void theReadmeTableIsConfigDefs() throws Exception {
+        Path readme = Path.of(System.getProperty("user.dir"), "README.md");
+        String text = java.nio.file.Files.readString(readme, StandardCharsets.UTF_8);
+        String table = PluginConfig.markdownTable();
+        assertTrue(text.contains(table), "plugin/README.md holds PluginConfig.markdownTable() as it is; it is now:\n" + table);
     }
 }

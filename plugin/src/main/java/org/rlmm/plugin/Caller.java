@@ -1,0 +1,197 @@
+package org.rlmm.plugin;
+
+import io.grpc.Deadline;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
+import org.rlmm.plugin.proto.IsReadyRequest;
+import org.rlmm.plugin.proto.MutationReply;
+import org.rlmm.plugin.proto.RemoteLogMetadataGrpc;
+import org.slf4j.Logger;
+
+/**
+ * The one way a call of the broker reaches the server. {@link #call} (reads, assignment changes)
+ * and {@link #mutate} (adds, updates, partition deletes) each: set the call's bound
+ * ({@code rlmm.serve.call.timeout.ms}, {@code rlmm.serve.mutation.timeout.ms}) as one deadline,
+ * wait within it for an open {@link Session} (the child starts or restarts), run the call on that
+ * session, map a failure through {@link Errors} and record the call in the metrics. A call whose
+ * session ended under it (its child died, its channel was closed) is run again on the next
+ * session within the same deadline, since reads and assignment changes may be repeated; a
+ * mutation is not, since its event may already be recorded.
+ */
+final class Caller {
+    /** One try of a call on a session, bounded by the call's deadline; a failure is thrown as its status. */
+    interface Attempt<T> {
+        T run(Session s, Deadline deadline) throws InterruptedException;
+    }
+
+    /** Starts one mutation on a session's async stub. */
+    interface AsyncCall {
+        void start(RemoteLogMetadataGrpc.RemoteLogMetadataStub stub, StreamObserver<MutationReply> observer);
+    }
+
+    private final PluginConfig cfg;
+    private final Supervisor supervisor;
+    private final Logger log;
+    private final ExecutorService callbacks;
+    /** The plugin's metrics; null when not registered. */
+    private volatile RlmmMetrics metrics;
+    private final long callNanos;
+    /** Reads of partitions assigned here that the server refused NOT_ASSIGNED (logged by the test hook). */
+    private final java.util.concurrent.atomic.AtomicLong refusedAssigned = new java.util.concurrent.atomic.AtomicLong();
+    private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
+
+    Caller(PluginConfig cfg, Supervisor supervisor, Logger log, ExecutorService callbacks) {
+        this.cfg = cfg;
+        this.supervisor = supervisor;
+        this.log = log;
+        this.callbacks = callbacks;
+        this.callNanos = cfg.callTimeout.toNanos();
+    }
+
+    void metrics(RlmmMetrics m) {
+        metrics = m;
+    }
+
+    /**
+     * A blocking call: a read of partition tp, or (tp null) an assignment change. Which exception
+     * a refusal becomes depends on whether the broker assigned tp here ({@link Errors.Call}).
+     */
+    <T> T call(String rpc, TopicIdPartition tp, Supplier<String> what, Attempt<T> attempt) throws RemoteStorageException {
+        long began = System.nanoTime();
+        boolean ok = false;
+        try {
+            Deadline deadline = Deadline.after(callNanos, TimeUnit.NANOSECONDS);
+            while (true) {
+                Session s = supervisor.await(deadline, what, cfg.callTimeout.toMillis());
+                try {
+                    T r = attempt.run(s, deadline);
+                    ok = true;
+                    return r;
+                } catch (StatusRuntimeException e) {
+                    if (!deadline.isExpired() && s.ended(e)) {
+                        continue; // its generation ended under it: the next session answers
+                    }
+                    Errors.Call kind = tp == null ? Errors.Call.OTHER
+                            : supervisor.assignedHere(tp) ? Errors.Call.READ_ASSIGNED : Errors.Call.READ_NOT_ASSIGNED;
+                    if (kind == Errors.Call.READ_ASSIGNED && Errors.kind(e) == org.rlmm.plugin.proto.ErrorKind.NOT_ASSIGNED) {
+                        refusedAssigned.incrementAndGet();
+                    }
+                    throw Errors.rethrow(e, what.get(), cfg.target(), kind);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw Errors.interrupted(what.get(), e);
+                }
+            }
+        } finally {
+            timed(rpc, began, !ok);
+        }
+    }
+
+    /**
+     * A mutation: sent once a session is open (the broker's thread does not wait for it), its
+     * future completed from gRPC's callback with the answer or the mapped failure.
+     */
+    CompletableFuture<Void> mutate(String rpc, String what, AsyncCall call) {
+        long began = System.nanoTime();
+        long boundMs = cfg.mutationTimeout.toMillis();
+        Deadline deadline = Deadline.after(boundMs, TimeUnit.MILLISECONDS);
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        CompletableFuture<Session> session = supervisor.whenReady(what, boundMs);
+        if (session.isDone() && !session.isCompletedExceptionally()) {
+            send(session.getNow(null), call, what, deadline, result);
+        } else {
+            session.whenComplete((s, err) -> {
+                if (err != null) {
+                    result.completeExceptionally(err);
+                } else {
+                    send(s, call, what, deadline, result);
+                }
+            });
+        }
+        result.whenComplete((v, err) -> timed(rpc, began, err != null));
+        return result;
+    }
+
+    private void send(Session s, AsyncCall call, String what, Deadline deadline, CompletableFuture<Void> result) {
+        call.start(s.async.withDeadline(deadline).withWaitForReady(), new StreamObserver<>() {
+            @Override
+            public void onNext(MutationReply value) {}
+
+            @Override
+            public void onError(Throwable t) {
+                Exception e = Errors.map(t, what, cfg.target(), Errors.Call.MUTATION);
+                settle(result, () -> result.completeExceptionally(e));
+            }
+
+            @Override
+            public void onCompleted() {
+                settle(result, () -> result.complete(null));
+            }
+        });
+    }
+
+    /**
+     * Completes a mutation's future. The gRPC callback runs on the channel's I/O thread (the
+     * channel has a direct executor: one thread hand-off less per call); a caller waiting in
+     * get() is woken from there, but stages chained on the future run on the plugin's callback
+     * pool, never on the I/O thread, so they cannot stall the channel.
+     */
+    private void settle(CompletableFuture<Void> f, Runnable completion) {
+        if (f.getNumberOfDependents() == 0) {
+            completion.run();
+        } else {
+            try {
+                callbacks.execute(completion);
+            } catch (RejectedExecutionException closing) {
+                completion.run();
+            }
+        }
+    }
+
+    /**
+     * Whether tp's metadata is ready, as the open session's server last pushed it ({@link ReadinessWatch}):
+     * a read of memory, never a wait, since the broker asks for each of its partitions from its
+     * tiering threads; false between generations. Only a server without the readiness stream (an
+     * older rlmm serve) is asked with a call, bounded by the call timeout.
+     */
+    boolean isReady(TopicIdPartition tp) {
+        Session s = supervisor.current();
+        if (s == null) {
+            return false;
+        }
+        if (!s.readiness.unimplemented()) {
+            return s.readiness.ready(tp);
+        }
+        try {
+            return s.blocking.withDeadlineAfter(cfg.callTimeout.toMillis(), TimeUnit.MILLISECONDS)
+                    .isReady(IsReadyRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build())
+                    .getReady();
+        } catch (StatusRuntimeException e) {
+            long now = System.nanoTime();
+            if (now - lastReadyWarning > TimeUnit.SECONDS.toNanos(30)) {
+                lastReadyWarning = now; // at most one line per 30 s: the broker asks for every partition, often
+                log.warn("rlmm plugin: isReady({}) answers false: {}", tp, Errors.map(e, "isReady", cfg.target()).getMessage());
+            }
+            return false;
+        }
+    }
+
+    /** How many reads of partitions assigned here the server refused NOT_ASSIGNED so far. */
+    long refusedAssigned() {
+        return refusedAssigned.get();
+    }
+
+    private void timed(String rpc, long began, boolean failed) {
+        RlmmMetrics m = metrics;
+        if (m != null) {
+            m.call(rpc, System.nanoTime() - began, failed);
+        }
+    }
+}
