@@ -91,9 +91,7 @@ not run (bad flags, unreadable log, address in use).`,
 	f.StringVar(&o.reference, "stuck-reference", "log", "measure ages against the newest event of the log (log) or the wall clock (now)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up one reading of the log (and one listing of the storage) after this long, at most "+maxTimeout.String())
-	o.storage.addStorageFlags(f, "listings")
-	_ = cmd.MarkFlagDirname("remote-dir")
-	_ = cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions(layout.Names(), cobra.ShellCompDirectiveNoFileComp))
+	o.storage.addStorageFlags(cmd, "listings")
 	_ = cmd.RegisterFlagCompletionFunc("stuck-reference", cobra.FixedCompletions([]string{"log", "now"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 	"github.com/rlmm-go/rlmm/rebuild"
-	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/s3store"
 	"github.com/rlmm-go/rlmm/scrub/store"
 )
@@ -82,7 +81,7 @@ segments found cannot be rebuilt (listed; the others are planned and, with
 	o.log = addLogFlags(cmd, "directory of rlmm's embedded metadata log (give --dir or --kafka)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
-	o.addStorageFlags(f, "listings")
+	o.addStorageFlags(cmd, "listings")
 	f.StringVar(&o.topic, "topic", "", "rebuild only this topic's segments")
 	f.BoolVar(&o.apply, "apply", false, "publish the plan (after confirmation)")
 	f.BoolVar(&o.yes, "yes", false, "with --apply: publish without asking")
@@ -90,8 +89,6 @@ segments found cannot be rebuilt (listed; the others are planned and, with
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the metadata log, and listing and reading the storage, after this long each")
-	_ = cmd.MarkFlagDirname("remote-dir")
-	_ = cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions(layout.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -79,7 +79,7 @@ run.`,
 	o.log = addLogFlags(cmd, "directory of rlmm's embedded metadata log (give --dir or --kafka)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
-	o.addStorageFlags(f, "listings, copies and deletions")
+	o.addStorageFlags(cmd, "listings, copies and deletions")
 	f.DurationVar(&o.olderThan, "older-than", 24*time.Hour, "quarantine orphans at least this old (a copy in flight looks like an orphan for a while)")
 	f.DurationVar(&o.grace, "grace", 7*24*time.Hour, "delete objects that have been in quarantine this long")
 	f.DurationVar(&o.stuckAfter, "stuck-after", 24*time.Hour, "close a segment COPY_SEGMENT_STARTED this long (from its event time) with no object in the storage")
@@ -89,8 +89,6 @@ run.`,
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the metadata log, and listing the storage, after this long each")
-	_ = cmd.MarkFlagDirname("remote-dir")
-	_ = cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions(layout.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/rlmm-go/rlmm/internal/view"
@@ -94,15 +93,13 @@ report is of the storage as it was found), 2 could not run.`,
 	o.log = addLogFlags(cmd, "directory of the embedded log, of a simulate run, or of simulate's data (newest run)")
 	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
-	o.addStorageFlags(f, "listings and deletions")
+	o.addStorageFlags(cmd, "listings and deletions")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up reading the metadata log, and listing, after this long each")
 	f.BoolVar(&o.deleteOrphans, "delete-orphans", false, "delete the orphans older than --older-than (dry run and confirmation first)")
 	f.DurationVar(&o.olderThan, "older-than", 0, "with --delete-orphans: only orphans at least this old (e.g. 24h)")
 	f.BoolVar(&o.yes, "yes", false, "with --delete-orphans: delete without asking")
-	_ = cmd.MarkFlagDirname("remote-dir")
-	_ = cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions(layout.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -170,10 +167,11 @@ func (o *scrubOptions) validate(cmd *cobra.Command) (layout.Layout, error) {
 	return l, nil
 }
 
-// addStorageFlags adds the flags that name the remote storage and its
-// layout (scrub's and rebuild's); inFlight says what --s3-concurrency
-// bounds.
-func (o *scrubOptions) addStorageFlags(f *pflag.FlagSet, inFlight string) {
+// addStorageFlags adds to cmd the flags that name the remote storage and
+// its layout (scrub's, rebuild's, repair's and console's), with their shell
+// completions; inFlight says what --s3-concurrency bounds.
+func (o *scrubOptions) addStorageFlags(cmd *cobra.Command, inFlight string) {
+	f := cmd.Flags()
 	f.StringVar(&o.layout, "layout", "", "how the remote storage manager names objects: "+strings.Join(layout.Names(), " or "))
 	f.StringVar(&o.remoteDir, "remote-dir", "", "local layout: LocalTieredStorage's directory (its rsm.config.dir)")
 	f.StringVar(&o.s3.Bucket, "s3-bucket", "", "S3 layouts: the bucket")
@@ -185,6 +183,8 @@ func (o *scrubOptions) addStorageFlags(f *pflag.FlagSet, inFlight string) {
 	f.IntVar(&o.s3.Concurrency, "s3-concurrency", 8, "S3 layouts: "+inFlight+" in flight at most")
 	f.DurationVar(&o.s3.RequestTimeout, "s3-timeout", 30*time.Second, "S3 layouts: give up a request (with its retries) after this long")
 	f.StringVar(&o.quarantine, "quarantine-prefix", repair.DefaultQuarantine, "the key prefix (in the bucket, or under --remote-dir's kafka-tiered-storage) where rlmm repair moves orphans: left out of the listing")
+	_ = cmd.MarkFlagDirname("remote-dir")
+	_ = cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions(layout.Names(), cobra.ShellCompDirectiveNoFileComp))
 }
 
 // openStore opens and checks the remote storage the layout calls for.
