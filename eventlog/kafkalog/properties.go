@@ -43,22 +43,13 @@ func ignoredProperty(key string) bool {
 	return false
 }
 
-// readKeys are the keys ParseProperties reads (client keys without the
-// common prefix, which they may carry).
-var readKeys = []string{
-	"bootstrap.servers", "remote.log.metadata.topic.num.partitions", "remote.log.metadata.topic.replication.factor",
-	"remote.log.metadata.topic.min.isr", "remote.log.metadata.topic.retention.ms", "remote.log.metadata.consume.wait.ms",
-	"security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name", "java.security.krb5.conf",
-	"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password", "ssl.keystore.location",
-	"ssl.keystore.type", "ssl.keystore.password", "ssl.key.password", "client.id",
-}
-
 // IgnoredProperties returns, sorted, the keys of props that ParseProperties
 // takes without reading them (for a log line naming them).
 func IgnoredProperties(props map[string]string) []string {
 	var out []string
 	for k := range props {
-		if !slices.Contains(readKeys, strings.TrimPrefix(k, clientPrefix)) && ignoredProperty(k) {
+		var scratch propertyReader
+		if known, _ := scratch.read(k, ""); !known && ignoredProperty(k) {
 			out = append(out, k)
 		}
 	}
@@ -102,92 +93,28 @@ func IgnoredProperties(props map[string]string) []string {
 // value Kafka would reject, is an error wrapping rlmm.ErrInvalidArgument that
 // names the key.
 func ParseProperties(props map[string]string) (Config, error) {
-	var c Config
-	bad := func(key, format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("kafkalog: %w: property %s: %s", rlmm.ErrInvalidArgument, key, fmt.Sprintf(format, args...))
-	}
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys) // deterministic: the first bad key in order is reported
-	protocol := "PLAINTEXT"
-	var trustType, keyType = StoreJKS, StoreJKS
-	var jaas, serviceName string
-	var trustLocation, trustPassword, keyLocation, keyStorePassword, keyPassword string
+	r := propertyReader{protocol: "PLAINTEXT", trustType: StoreJKS, keyType: StoreJKS}
 	for _, key := range keys {
-		v := strings.TrimSpace(props[key])
-		switch strings.TrimPrefix(key, clientPrefix) {
-		case "bootstrap.servers":
-			c.BootstrapServers = []string{v}
-		case "remote.log.metadata.topic.num.partitions":
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil || n < 1 {
-				return bad(key, "%q is not a partition count of at least 1", v)
-			}
-			c.NumPartitions = int32(n)
-		case "remote.log.metadata.topic.replication.factor":
-			n, err := strconv.ParseInt(v, 10, 16)
-			if err != nil || n < 1 {
-				return bad(key, "%q is not a replication factor of at least 1", v)
-			}
-			c.ReplicationFactor = int16(n)
-		case "remote.log.metadata.topic.min.isr":
-			n, err := strconv.ParseInt(v, 10, 16)
-			if err != nil || n < 1 {
-				return bad(key, "%q is not a replica count of at least 1", v)
-			}
-			c.MinInSyncReplicas = int16(n)
-		case "remote.log.metadata.topic.retention.ms":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || (n < 1 && n != -1) {
-				return bad(key, "%q must be -1 or a positive number of milliseconds", v)
-			}
-			c.RetentionMs = n
-		case "remote.log.metadata.consume.wait.ms":
-			n, err := strconv.ParseInt(v, 10, 64)
-			// Kafka accepts 0, which fails every mutation at once; Config
-			// uses 0 for "the default", so 0 is refused here.
-			if err != nil || n < 1 || n > int64(time.Duration(1<<62)/time.Millisecond) {
-				return bad(key, "%q is not a positive number of milliseconds", v)
-			}
-			c.ConsumeWait = time.Duration(n) * time.Millisecond
-		case "security.protocol":
-			protocol = strings.ToUpper(v)
-			if !slices.Contains([]string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, protocol) {
-				return bad(key, "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", v)
-			}
-		case "sasl.mechanism":
-			c.SASLMechanism = v
-		case "sasl.jaas.config":
-			jaas = v
-		case "sasl.kerberos.service.name":
-			serviceName = v
-		case "java.security.krb5.conf":
-			c.SASLKerberosConfig = v
-		case "ssl.truststore.location":
-			trustLocation = v
-		case "ssl.truststore.type":
-			trustType = strings.ToUpper(v)
-		case "ssl.truststore.password":
-			trustPassword = v
-		case "ssl.keystore.location":
-			keyLocation = v
-		case "ssl.keystore.type":
-			keyType = strings.ToUpper(v)
-		case "ssl.keystore.password":
-			keyStorePassword = v
-		case "ssl.key.password":
-			keyPassword = v
-		case "client.id":
-			c.ClientID = v
-		default:
-			if ignoredProperty(key) {
-				continue
-			}
-			return bad(key, "not a setting kafkalog knows")
+		known, err := r.read(key, strings.TrimSpace(props[key]))
+		if err != nil {
+			return Config{}, err
+		}
+		if !known && !ignoredProperty(key) {
+			return Config{}, badProperty(key, "not a setting kafkalog knows")
 		}
 	}
+	c := r.c
+	bad := func(key, format string, args ...any) (Config, error) {
+		return Config{}, badProperty(key, format, args...)
+	}
+	protocol, trustType, keyType := r.protocol, r.trustType, r.keyType
+	jaas, serviceName := r.jaas, r.serviceName
+	trustLocation, trustPassword, keyLocation, keyStorePassword, keyPassword := r.trustLocation, r.trustPassword, r.keyLocation, r.keyStorePassword, r.keyPassword
 	// The stores: PEM as the PEM fields, JKS and PKCS12 as the store fields.
 	switch trustType {
 	case StorePEM:
@@ -246,6 +173,92 @@ func ParseProperties(props map[string]string) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// propertyReader is what ParseProperties has read so far.
+type propertyReader struct {
+	c                                                                        Config
+	protocol, trustType, keyType, jaas, serviceName                          string
+	trustLocation, trustPassword, keyLocation, keyStorePassword, keyPassword string
+}
+
+// read takes one property: known says whether key is one ParseProperties
+// reads (with or without the common client prefix), err what is wrong with
+// its value. The one list of the keys read, so IgnoredProperties asks it.
+func (r *propertyReader) read(key, v string) (known bool, err error) {
+	switch strings.TrimPrefix(key, clientPrefix) {
+	case "bootstrap.servers":
+		r.c.BootstrapServers = []string{v}
+	case "remote.log.metadata.topic.num.partitions":
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 1 {
+			return true, badProperty(key, "%q is not a partition count of at least 1", v)
+		}
+		r.c.NumPartitions = int32(n)
+	case "remote.log.metadata.topic.replication.factor":
+		n, err := strconv.ParseInt(v, 10, 16)
+		if err != nil || n < 1 {
+			return true, badProperty(key, "%q is not a replication factor of at least 1", v)
+		}
+		r.c.ReplicationFactor = int16(n)
+	case "remote.log.metadata.topic.min.isr":
+		n, err := strconv.ParseInt(v, 10, 16)
+		if err != nil || n < 1 {
+			return true, badProperty(key, "%q is not a replica count of at least 1", v)
+		}
+		r.c.MinInSyncReplicas = int16(n)
+	case "remote.log.metadata.topic.retention.ms":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || (n < 1 && n != -1) {
+			return true, badProperty(key, "%q must be -1 or a positive number of milliseconds", v)
+		}
+		r.c.RetentionMs = n
+	case "remote.log.metadata.consume.wait.ms":
+		n, err := strconv.ParseInt(v, 10, 64)
+		// Kafka accepts 0, which fails every mutation at once; Config
+		// uses 0 for "the default", so 0 is refused here.
+		if err != nil || n < 1 || n > int64(time.Duration(1<<62)/time.Millisecond) {
+			return true, badProperty(key, "%q is not a positive number of milliseconds", v)
+		}
+		r.c.ConsumeWait = time.Duration(n) * time.Millisecond
+	case "security.protocol":
+		r.protocol = strings.ToUpper(v)
+		if !slices.Contains([]string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, r.protocol) {
+			return true, badProperty(key, "%q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", v)
+		}
+	case "sasl.mechanism":
+		r.c.SASLMechanism = v
+	case "sasl.jaas.config":
+		r.jaas = v
+	case "sasl.kerberos.service.name":
+		r.serviceName = v
+	case "java.security.krb5.conf":
+		r.c.SASLKerberosConfig = v
+	case "ssl.truststore.location":
+		r.trustLocation = v
+	case "ssl.truststore.type":
+		r.trustType = strings.ToUpper(v)
+	case "ssl.truststore.password":
+		r.trustPassword = v
+	case "ssl.keystore.location":
+		r.keyLocation = v
+	case "ssl.keystore.type":
+		r.keyType = strings.ToUpper(v)
+	case "ssl.keystore.password":
+		r.keyStorePassword = v
+	case "ssl.key.password":
+		r.keyPassword = v
+	case "client.id":
+		r.c.ClientID = v
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// badProperty is the error of a refused property.
+func badProperty(key, format string, args ...any) error {
+	return fmt.Errorf("kafkalog: %w: property %s: %s", rlmm.ErrInvalidArgument, key, fmt.Sprintf(format, args...))
 }
 
 // saslFromJAAS fills the SASL credentials from sasl.jaas.config (and, for
