@@ -345,7 +345,7 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := produce(ctx, cl, topic, 1, 3000); err != nil {
+	if err := produce(ctx, cl, topic, 1, restartRecords); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -377,26 +377,43 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 		return nil, err
 	}
 	answered := time.Since(launched)
-	fetched, err := firstRemoteFetch(ctx, b, topic)
-	if err != nil {
+	// The control: the same restart's first fetch of the last record, in
+	// the local log, which needs no RLMM. What the broker and the client
+	// take after a restart (the partition's leader, metadata, reconnects)
+	// is in both spans; the remote fetch's excess over the local one is
+	// what the RLMM adds.
+	local := make(chan error, 1)
+	var localAt time.Duration
+	go func() {
+		err := firstFetch(ctx, b, topic, restartRecords-1)
+		localAt = time.Since(launched)
+		local <- err
+	}()
+	remoteErr := firstFetch(ctx, b, topic, 0)
+	fetchedAt := time.Since(launched)
+	localErr := <-local
+	if err := errors.Join(remoteErr, localErr); err != nil {
 		return nil, err
 	}
-	fetchedAt := time.Since(launched)
-	_ = fetched
 	return map[string]any{
 		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp,
 		"fillMs": fillTook.Milliseconds(), "launchToAnswerMs": answered.Milliseconds(),
 		"launchToRemoteFetchMs": fetchedAt.Milliseconds(), "answerToRemoteFetchMs": (fetchedAt - answered).Milliseconds(),
+		"launchToLocalFetchMs": localAt.Milliseconds(), "answerToLocalFetchMs": (localAt - answered).Milliseconds(),
 	}, nil
 }
 
-// firstRemoteFetch consumes offset 0 (in remote storage only) with a client
-// that retries until the broker serves it.
-func firstRemoteFetch(ctx context.Context, b *broker, topic string) (*kgo.Record, error) {
-	cl, err := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+// restartRecords is how many records the restart workload's topic holds.
+const restartRecords = 3000
+
+// firstFetch consumes the record at offset with a client that retries until
+// the broker serves it (offset 0 is in remote storage only; the last
+// record is in the local log).
+func firstFetch(ctx context.Context, b *broker, topic string, offset int64) error {
+	cl, err := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
 		kgo.FetchMaxWait(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -404,7 +421,7 @@ func firstRemoteFetch(ctx context.Context, b *broker, topic string) (*kgo.Record
 	for {
 		fs := cl.PollFetches(fctx)
 		if err := fctx.Err(); err != nil {
-			return nil, fmt.Errorf("no remote fetch served: %w", err)
+			return fmt.Errorf("no fetch of offset %d served: %w", offset, err)
 		}
 		var rec *kgo.Record
 		fs.EachRecord(func(r *kgo.Record) {
@@ -413,10 +430,10 @@ func firstRemoteFetch(ctx context.Context, b *broker, topic string) (*kgo.Record
 			}
 		})
 		if rec != nil {
-			if rec.Offset != 0 {
-				return nil, fmt.Errorf("first record fetched at offset %d, want 0", rec.Offset)
+			if rec.Offset != offset {
+				return fmt.Errorf("first record fetched at offset %d, want %d", rec.Offset, offset)
 			}
-			return rec, nil
+			return nil
 		}
 	}
 }
