@@ -938,6 +938,18 @@ func rlmmRun(ctx context.Context, t *testing.T, args ...string) (string, int) {
 	return stdout.String(), code
 }
 
+// rlmmJSON runs the rlmm binary with args and decodes its --json output
+// into a T, failing the test when the output is not that JSON.
+func rlmmJSON[T any](ctx context.Context, t *testing.T, args ...string) (T, int) {
+	t.Helper()
+	out, code := rlmmRun(ctx, t, args...)
+	var doc T
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("rlmm %s: exit %d, not JSON (%v):\n%s", args[0], code, err, out)
+	}
+	return doc, code
+}
+
 // inspectPartition is the part of `rlmm inspect --json` the tests read.
 type inspectPartition struct {
 	TopicID         string         `json:"topicId"`

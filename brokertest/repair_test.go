@@ -2,7 +2,6 @@ package brokertest
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,12 +45,7 @@ func repairAfterTiering(ctx context.Context, t *testing.T, c *cluster, tp rlmm.T
 		"--older-than", "1h", "--stuck-after", "1h"}
 	run := func(extra ...string) (repairDoc, int) {
 		t.Helper()
-		out, code := rlmmRun(ctx, t, append(slices.Clone(args), extra...)...)
-		var doc repairDoc
-		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatalf("rlmm repair: exit %d, not JSON (%v):\n%s", code, err, out)
-		}
-		return doc, code
+		return rlmmJSON[repairDoc](ctx, t, append(slices.Clone(args), extra...)...)
 	}
 	l, err := layout.New(layout.LocalName, layout.Options{})
 	must(t, err)

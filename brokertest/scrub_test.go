@@ -1,7 +1,6 @@
 package brokertest
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,12 +43,7 @@ func TestScrubAfterTiering(t *testing.T) {
 	args := []string{"scrub", "--json", "-q", "--kafka", strings.Join(c.addrs, ","), "--layout", "local", "--remote-dir", c.remoteDir}
 	run := func(extra ...string) (scrubDoc, int) {
 		t.Helper()
-		out, code := rlmmRun(ctx, t, append(slices.Clone(args), extra...)...)
-		var doc scrubDoc
-		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatalf("rlmm scrub: exit %d, not JSON (%v):\n%s", code, err, out)
-		}
-		return doc, code
+		return rlmmJSON[scrubDoc](ctx, t, append(slices.Clone(args), extra...)...)
 	}
 	// Clean once no copy is in flight (a copy between its STARTED and
 	// FINISHED events shows as protected orphans).
