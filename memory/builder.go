@@ -184,7 +184,7 @@ func (b *PartitionBuilder) Finish() error {
 	// offsets merge by maximum, so their order against this is free.
 	p.reserveEnvelopes()
 	for _, i := range b.finished {
-		p.finish(i)
+		p.finish(i, false)
 	}
 	b.finished = nil
 	p.bulk = nil

@@ -101,8 +101,9 @@
 // binary-searches a small summary of every fourth start, then one cache line
 // of runs. Finishing a
 // segment paints its range over the envelope; deleting it uncovers what
-// lies beneath, which scans the partition only in epochs where finished
-// segments have ever overlapped. About 120-145 bytes of heap per live
+// lies beneath. Where no finished segments of an epoch overlap, that is one
+// run removed; once some do, the epoch also lists its finished segments (4
+// bytes each), and a delete searches that list, not the whole partition. About 120-145 bytes of heap per live
 // single-epoch segment (see docs/bench/memory.md).
 //
 // An epoch keeps that state only while a live segment carries it. Once

@@ -160,11 +160,19 @@ func (v *envelope) replace(i, j int, add []piece) {
 }
 
 // compact merges neighbours showing the same segment (a segment's range is
-// contiguous, so the first of them reaches the second).
-func (v *envelope) compact() {
-	v.pieces = slices.CompactFunc(v.pieces, func(a, b piece) bool { return a.seg == b.seg })
-	v.off = 0
-	v.resummarize(0)
+// contiguous, so the first of them reaches the second) among pieces [i, j),
+// and each of them with the piece before i and after j: a replace of [i, j)
+// can only have made those neighbours equal.
+func (v *envelope) compact(i, j int) {
+	lo, hi := max(i-1, 0), min(j+1, len(v.pieces))
+	if hi-lo < 2 {
+		return
+	}
+	merged := slices.CompactFunc(v.pieces[lo:hi], func(a, b piece) bool { return a.seg == b.seg })
+	if gone := hi - lo - len(merged); gone > 0 {
+		v.pieces = slices.Delete(v.pieces, lo+len(merged), hi)
+		v.resummarize(lo)
+	}
 }
 
 // pieceEnd returns the last offset of piece k: its segment's end for the
@@ -177,32 +185,56 @@ func (v *envelope) pieceEnd(k int, segEnd func(seg int32) int64) int64 {
 	return end
 }
 
-// paint lays segment xi over [s, e] (xi is the newest) and reports whether
-// xi overlapped another segment. segEnd gives each segment's end for the
-// envelope's epoch. Requires s <= e.
-func (v *envelope) paint(xi int32, s, e int64, segEnd func(seg int32) int64) bool {
-	if n := v.len(); n == 0 || v.pieces[n-1].start < s && v.pieceEnd(n-1, segEnd) < s {
-		// The common case (segments finish in offset order; a snapshot's
-		// restore): xi lies wholly past every piece, so it is appended
-		// without the two searches and overlaps nothing.
-		v.push(piece{start: s, seg: xi})
+// overlaps reports whether laying segment xi over [s, e] would cover part
+// of another segment. segEnd gives each segment's end for the envelope's
+// epoch. Requires s <= e.
+func (v *envelope) overlaps(xi int32, s, e int64, segEnd func(seg int32) int64) bool {
+	if v.pastEnd(s, segEnd) {
 		return false
 	}
-	i := v.search(s)
-	j := v.len()
+	i, j := v.span(s, e)
+	for k := i; k < j; k++ {
+		if v.pieces[k].seg != xi {
+			return true
+		}
+	}
+	return i > 0 && v.pieces[i-1].seg != xi && v.pieceEnd(i-1, segEnd) >= s
+}
+
+// pastEnd reports whether offset s lies past every piece (the common case:
+// segments finish in offset order, and a snapshot's restore lays them so).
+func (v *envelope) pastEnd(s int64, segEnd func(seg int32) int64) bool {
+	n := v.len()
+	return n == 0 || v.pieces[n-1].start < s && v.pieceEnd(n-1, segEnd) < s
+}
+
+// span returns the pieces [i, j) that start within [s, e].
+func (v *envelope) span(s, e int64) (i, j int) {
+	i, j = v.search(s), v.len()
 	if e < math.MaxInt64 {
 		j = v.search(e + 1)
 	}
-	overlapped := false
-	for k := i; k < j; k++ {
-		if v.pieces[k].seg != xi {
-			overlapped = true
-			break
-		}
+	return i, j
+}
+
+// segments appends to dst the segment of every piece, in order (one entry
+// per piece: where no segments overlap, every finished segment once).
+func (v *envelope) segments(dst []int32) []int32 {
+	for _, pc := range v.pieces {
+		dst = append(dst, pc.seg)
 	}
-	if i > 0 && v.pieces[i-1].seg != xi && v.pieceEnd(i-1, segEnd) >= s {
-		overlapped = true
+	return dst
+}
+
+// paint lays segment xi over [s, e] (xi is the newest). segEnd gives each
+// segment's end for the envelope's epoch. Requires s <= e.
+func (v *envelope) paint(xi int32, s, e int64, segEnd func(seg int32) int64) {
+	if v.pastEnd(s, segEnd) {
+		// xi lies wholly past every piece: appended without the two searches.
+		v.push(piece{start: s, seg: xi})
+		return
 	}
+	i, j := v.span(s, e)
 	var add [2]piece
 	add[0] = piece{start: s, seg: xi}
 	n := 1
@@ -212,7 +244,6 @@ func (v *envelope) paint(xi int32, s, e int64, segEnd func(seg int32) int64) boo
 		n = 2
 	}
 	v.replace(i, j, add[:n])
-	return overlapped
 }
 
 // lookup returns the segment of the piece covering x (the last piece

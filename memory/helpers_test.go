@@ -161,3 +161,46 @@ func equalStates(a, b []PartitionState) error {
 	}
 	return nil
 }
+
+// checkMembers checks every overlapped epoch's members of mgr: exactly the
+// finished slots whose range for the epoch is not empty, each once.
+func checkMembers(mgr *Manager) error {
+	for _, tp := range mgr.Partitions() {
+		if err := checkPartitionMembers(mgr, tp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkPartitionMembers(mgr *Manager, tp rlmm.TopicIDPartition) error {
+	p := mgr.lookup(tp)
+	if p == nil {
+		return nil
+	}
+	defer p.mu.RUnlock()
+	for k := range p.epochs {
+		es := &p.epochs[k]
+		if !es.overlapped {
+			if len(es.members) != 0 {
+				return fmt.Errorf("%s epoch %d: not overlapped but %d members", tp, es.epoch, len(es.members))
+			}
+			continue
+		}
+		var want []int32
+		for i := range p.slots {
+			s := p.slot(i)
+			if !s.used() || s.state != rlmm.CopySegmentFinished {
+				continue
+			}
+			if cs, ce, ok := p.epochRange(i, s, es.epoch); ok && cs <= ce {
+				want = append(want, i)
+			}
+		}
+		got := slices.Sorted(slices.Values(es.members))
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s epoch %d: members %v, the finished slots carrying it %v", tp, es.epoch, got, want)
+		}
+	}
+	return nil
+}

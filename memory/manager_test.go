@@ -811,9 +811,12 @@ func TestEnvelopeSearch(t *testing.T) {
 				pc := piece{start: ref[i].start, seg: int32(step)}
 				v.replace(i, j, []piece{pc})
 				ref = slices.Replace(ref, i, j, pc)
-			default:
-				v.compact()
-				ref = slices.CompactFunc(ref, func(a, b piece) bool { return a.seg == b.seg })
+			default: // merge equal neighbours of a range (the model: all of it, which may merge more)
+				i := rapid.IntRange(0, len(ref)).Draw(t, "ci")
+				j := rapid.IntRange(i, len(ref)).Draw(t, "cj")
+				v.compact(i, j)
+				lo, hi := max(i-1, 0), min(j+1, len(ref))
+				ref = slices.Concat(ref[:lo], slices.CompactFunc(slices.Clone(ref[lo:hi]), func(a, b piece) bool { return a.seg == b.seg }), ref[hi:])
 			}
 			check()
 		}

@@ -536,6 +536,9 @@ func TestManagerAgainstModel(t *testing.T) {
 				if err := compareEdges(mgr, mod); err != nil {
 					t.Fatal(err)
 				}
+				if err := checkMembers(mgr); err != nil {
+					t.Fatal(err)
+				}
 			},
 		})
 		if err := compareAll(mgr, mod); err != nil {

@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"cmp"
-	"math"
 	"slices"
 	"sync"
 
@@ -24,6 +23,10 @@ type epochState struct {
 	// delete removes that piece without searching for what lies beneath.
 	overlapped bool
 	highest    int64
+	// members holds, while overlapped, the slots of the finished segments
+	// whose range for the epoch is not empty: what a delete searches for the
+	// segments beneath it, instead of every slot of the partition.
+	members []int32
 	// env is the envelope: a lookup is one search in it.
 	env envelope
 }
@@ -183,8 +186,11 @@ func (p *partition) find(ep int32, offset int64) (int32, bool) {
 }
 
 // finish records that slot xi (now COPY_SEGMENT_FINISHED, with a fresh seq)
-// is the newest finished segment of each of its epochs. Writer only, under mu.
-func (p *partition) finish(xi int32) {
+// is the newest finished segment of each of its epochs; again says it was
+// COPY_SEGMENT_FINISHED already (Kafka accepts a transition to the same
+// state), so it is a member of its overlapped epochs already. Writer only,
+// under mu.
+func (p *partition) finish(xi int32, again bool) {
 	s := p.slot(xi)
 	var scratch [1]rlmm.EpochStart
 	eps := p.epochList(xi, s, &scratch)
@@ -197,8 +203,16 @@ func (p *partition) finish(xi int32) {
 		if start > end {
 			continue // an empty range covers nothing (Kafka's lookup never finds it either)
 		}
-		if es.env.paint(xi, start, end, func(i int32) int64 { return p.epochEnd(i, ep.Epoch) }) {
+		segEnd := func(i int32) int64 { return p.epochEnd(i, ep.Epoch) }
+		if !es.overlapped && es.env.overlaps(xi, start, end, segEnd) {
+			// Until now every finished segment was exactly one piece (xi too,
+			// when finished again).
+			es.members = es.env.segments(es.members[:0])
 			es.overlapped = true
+		}
+		es.env.paint(xi, start, end, segEnd)
+		if es.overlapped && !again {
+			es.members = append(es.members, xi)
 		}
 	}
 }
@@ -226,24 +240,25 @@ func (p *partition) unfinish(xi int32) {
 				es.env.replace(i, i+1, nil)
 			}
 		} else {
-			p.uncover(&es.env, ep.Epoch, xi, start, end)
+			if k := slices.Index(es.members, xi); k >= 0 {
+				es.members[k] = es.members[len(es.members)-1]
+				es.members = es.members[:len(es.members)-1]
+			}
+			p.uncover(es, xi, start, end)
 		}
 		if es.env.len() == 0 {
-			es.overlapped = false
+			es.overlapped, es.members = false, nil
 		}
 	}
 }
 
-// uncover rebuilds the envelope where xi was visible from the other finished
-// segments of the epoch. It scans the partition: only epochs where finished
-// segments overlap take this path.
-func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
+// uncover rebuilds the envelope of es where xi (no longer one of its
+// members) was visible from the other finished segments of the epoch, its
+// members: only epochs where finished segments overlap take this path.
+func (p *partition) uncover(es *epochState, xi int32, s, e int64) {
+	v, ep := &es.env, es.epoch
 	segEnd := func(i int32) int64 { return p.epochEnd(i, ep) }
-	i := v.search(s)
-	j := v.len()
-	if e < math.MaxInt64 {
-		j = v.search(e + 1)
-	}
+	i, j := v.span(s, e)
 	if !slices.ContainsFunc(v.pieces[i:j], func(pc piece) bool { return pc.seg == xi }) {
 		return // xi was hidden everywhere: nothing changes
 	}
@@ -254,20 +269,12 @@ func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
 		start, end int64
 	}
 	var cands []cand
-	for c := range p.chunks {
-		chunk := p.chunks[c]
-		for o := range chunk {
-			sg := &chunk[o]
-			idx := int32(c<<chunkBits | o)
-			if !sg.used() || sg.state != rlmm.CopySegmentFinished || idx == xi {
-				continue
-			}
-			cs, ce, ok := p.epochRange(idx, sg, ep)
-			if !ok || cs > ce || ce < s || cs > e {
-				continue
-			}
-			cands = append(cands, cand{idx, p.seqs[idx], cs, ce})
+	for _, idx := range es.members {
+		cs, ce, _ := p.epochRange(idx, p.slot(idx), ep)
+		if ce < s || cs > e {
+			continue
 		}
+		cands = append(cands, cand{idx, p.seqs[idx], cs, ce})
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.seq, b.seq) })
 	region := make([]piece, 0, j-i+2)
@@ -293,7 +300,7 @@ func (p *partition) uncover(v *envelope, ep int32, xi int32, s, e int64) {
 		}
 	}
 	v.replace(i, j, region)
-	v.compact()
+	v.compact(i, i+len(region))
 }
 
 // add inserts md (validated, state COPY_SEGMENT_STARTED or, on Import, any
@@ -333,7 +340,7 @@ func (p *partition) update(i int32, u *rlmm.SegmentUpdate) {
 	switch u.State {
 	case rlmm.CopySegmentFinished:
 		p.counts[u.State]++
-		p.finish(i)
+		p.finish(i, from == rlmm.CopySegmentFinished)
 	case rlmm.DeleteSegmentStarted:
 		p.counts[u.State]++
 		if from == rlmm.CopySegmentFinished {

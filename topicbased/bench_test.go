@@ -2,7 +2,9 @@ package topicbased
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -207,18 +209,28 @@ func restartSegments() int {
 	return 100_000
 }
 
+// restartPerPartition is how many live segments the restart fixture puts
+// in each user partition.
+const restartPerPartition = 1000
+
+// restartPartitions returns the user partitions of a restart fixture of
+// segments live segments.
+func restartPartitions(segments int) []rlmm.TopicIDPartition {
+	tps := make([]rlmm.TopicIDPartition, 0, (segments+restartPerPartition-1)/restartPerPartition)
+	for i := range cap(tps) {
+		tps = append(tps, topicPartition("restart", 3, int32(i)))
+	}
+	return tps
+}
+
 // buildRestartFixture writes, per live segment, its add and its finish (the
 // least history a live segment can have, which favours the full replay) to
 // l (50 partitions), 1,000 segments per user partition, from publishWorkers
 // concurrent publishers; then a manager replays it all and writes its snapshot.
 func buildRestartFixture(l eventlog.Log, snapDir string, segments, history int) (*restartFixture, error) {
-	const perPartition = 1000
-	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: (2 + 4*history) * segments}
+	const perPartition = restartPerPartition
+	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: (2 + 4*history) * segments, tps: restartPartitions(segments)}
 	ctx := context.Background()
-	nTPs := (segments + perPartition - 1) / perPartition
-	for i := range nTPs {
-		f.tps = append(f.tps, topicPartition("restart", 3, int32(i)))
-	}
 	err := publishFromWorkers(ctx, l, f.tps, func(t int, tp rlmm.TopicIDPartition) []wire.Event {
 		var evs []wire.Event
 		for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
@@ -324,11 +336,25 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 	if f := restartFixtures[backend]; f != nil {
 		return f
 	}
-	dir, err := os.MkdirTemp("", "rlmm-bench-restart-")
-	if err != nil {
-		b.Fatal(err)
+	segments, history := restartSegments(), restartHistory()
+	dir, keep := restartFixtureDir(backend, segments, history)
+	if keep != "" {
+		if f, err := reopenRestartFixture(dir, keep, segments, history); err == nil {
+			b.Logf("%s fixture: %d segments, %d events, reused from %s", backend, f.segments, f.events, dir)
+			restartFixtures[backend] = f
+			return f
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			b.Fatal(err)
+		}
+		_ = os.RemoveAll(dir)
 	}
-	restartTempDirs = append(restartTempDirs, dir)
+	var err error
+	if keep == "" {
+		if dir, err = os.MkdirTemp("", "rlmm-bench-restart-"); err != nil {
+			b.Fatal(err)
+		}
+		restartTempDirs = append(restartTempDirs, dir)
+	}
 	var l eventlog.Log
 	switch backend {
 	case "filelog":
@@ -343,14 +369,47 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), restartSegments(), restartHistory())
+	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), segments, history)
 	if err != nil {
 		_ = l.Close()
 		b.Fatal(err)
 	}
+	if keep != "" {
+		if err := os.WriteFile(filepath.Join(dir, "fixture"), []byte(keep), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.Logf("%s fixture: %d segments, %d events, built in %s", backend, f.segments, f.events, time.Since(start))
 	restartFixtures[backend] = f
 	return f
+}
+
+// restartFixtureDir returns where the fixture of backend lives and, when it
+// outlives the run (RLMM_BENCH_RESTART_DIR names a directory, filelog only:
+// the 100,000,000-event fixture takes minutes to write), the line that
+// names its shape in the directory's "fixture" file.
+func restartFixtureDir(backend string, segments, history int) (dir, keep string) {
+	root := os.Getenv("RLMM_BENCH_RESTART_DIR")
+	if root == "" || backend != "filelog" {
+		return "", ""
+	}
+	name := fmt.Sprintf("segments=%d,history=%d", segments, history)
+	return filepath.Join(root, backend+"-"+name), name
+}
+
+// reopenRestartFixture opens the fixture kept in dir when its "fixture"
+// file names the same shape; fs.ErrNotExist when there is none to reuse.
+func reopenRestartFixture(dir, keep string, segments, history int) (*restartFixture, error) {
+	got, err := os.ReadFile(filepath.Join(dir, "fixture"))
+	if err != nil || string(got) != keep {
+		return nil, fs.ErrNotExist
+	}
+	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: 50})
+	if err != nil {
+		return nil, fmt.Errorf("reopen the restart fixture in %s: %w", dir, err)
+	}
+	return &restartFixture{log: l, dir: filepath.Join(dir, "snap"), segments: segments,
+		events: (2 + 4*history) * segments, tps: restartPartitions(segments)}, nil
 }
 
 // BenchmarkRestart measures Start to every partition ready, from the
