@@ -131,6 +131,14 @@ func (m *Manager) pump(ctx context.Context) {
 // readiness and verdicts under mu.
 func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) []batchResult {
 	perPartition := map[int32]*counts{}
+	// One keep function and one event for the whole batch, not one of each
+	// per record: keep asks the record's metadata partition, set below.
+	var (
+		keepIn     *metaPartition
+		keepOffset int64
+		ev         wire.Event
+	)
+	keep := func(k wire.PartitionKey) bool { return keepIn.keeps(k, keepOffset) }
 	m.applyMu.Lock()
 	for i := range records {
 		rec := &records[i]
@@ -170,8 +178,8 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 			c = &counts{}
 			perPartition[rec.Partition] = c
 		}
-		offset := rec.Offset
-		res := apply.LogRecord(m.inner, m.n, rec, func(k wire.PartitionKey) bool { return p.keeps(k, offset) }, nil)
+		keepIn, keepOffset = p, rec.Offset
+		res := apply.LogRecord(m.inner, m.n, rec, keep, &ev)
 		verdict := res.Err
 		switch res.Reason {
 		case 0:

@@ -54,6 +54,10 @@ type reader struct {
 	off    int
 	record string
 	err    *DecodeError
+	// topic and epochs are what DecodeEventInto may reuse: the topic name
+	// of the event decoded before, and its leader epoch list's memory.
+	topic  string
+	epochs []rlmm.EpochStart
 }
 
 func (r *reader) failAt(off int, field, format string, args ...any) {
@@ -216,10 +220,6 @@ func (r *reader) header(field string) int16 {
 	return int16(v)
 }
 
-// compactString reads a non-nullable compact string.
-func (r *reader) compactString(field string) string {
-	return string(r.compactStringBytes(field))
-}
 
 // compactStringBytes reads a non-nullable compact string and returns its
 // bytes in place (nil after a failure).
@@ -334,7 +334,11 @@ func (r *reader) taggedFieldsSlow(field string, txnIndexEmpty *bool) {
 }
 
 func (r *reader) topicIDPartition(tp *rlmm.TopicIDPartition) {
-	tp.Topic = r.compactString("TopicIdPartition.Name")
+	if name := r.compactStringBytes("TopicIdPartition.Name"); string(name) == r.topic {
+		tp.Topic = r.topic // the last event's topic: no new string
+	} else {
+		tp.Topic = string(name)
+	}
 	if p := r.fixed(20, topicIDAndPartition); p != nil {
 		tp.TopicID = rlmm.Uuid(p[:16])
 		tp.Partition = be32(p[16:])
@@ -356,7 +360,11 @@ func (r *reader) segmentTail(m *rlmm.SegmentMetadata) {
 		return
 	}
 	if n > 0 {
-		m.LeaderEpochs = make([]rlmm.EpochStart, n)
+		if cap(r.epochs) >= n {
+			m.LeaderEpochs = r.epochs[:n]
+		} else {
+			m.LeaderEpochs = make([]rlmm.EpochStart, n)
+		}
 		for i := range m.LeaderEpochs {
 			p := r.fixed(12, epochEntry)
 			if p == nil {
@@ -412,10 +420,23 @@ func normalizeEpochs(es []rlmm.EpochStart) []rlmm.EpochStart {
 // rules (SegmentMetadata.Validate; for a snapshot, empty epochs).
 func DecodeEvent(b []byte) (Event, error) {
 	var e Event
-	r := reader{b: b, record: "record frame"}
+	err := DecodeEventInto(b, &e)
+	return e, err
+}
+
+// DecodeEventInto is DecodeEvent into *e, for a caller that decodes record
+// after record into one Event (the pump): the leader epoch list reuses the
+// memory of e's, and the topic name is e's own when the record names the
+// same topic, so such a record costs no allocation but its custom metadata.
+// The slices e held before are overwritten: a caller that keeps them passes
+// a fresh Event. After a failure *e is the zero Event.
+func DecodeEventInto(b []byte, e *Event) error {
+	prev, _ := e.TopicIDPartition()
+	r := reader{b: b, record: "record frame", topic: prev.Topic, epochs: e.Segment.LeaderEpochs[:0]}
+	*e = Event{}
 	key := r.frame()
 	if r.err != nil {
-		return e, r.err
+		return r.err
 	}
 	e.Key = key
 	switch key {
@@ -452,17 +473,20 @@ func DecodeEvent(b []byte) (Event, error) {
 		r.segmentTail(m)
 	}
 	if r.err != nil {
-		return Event{}, r.err
+		*e = Event{}
+		return r.err
 	}
 	if r.remaining() > 0 {
 		r.failAt(r.off, "end of record", "%d byte(s) of garbage after the record", r.remaining())
-		return Event{}, r.err
+		*e = Event{}
+		return r.err
 	}
-	if err := checkDecoded(&e); err != "" {
+	if err := checkDecoded(e); err != "" {
 		r.failAt(len(b), "record", "%s", err)
-		return Event{}, r.err
+		*e = Event{}
+		return r.err
 	}
-	return e, nil
+	return nil
 }
 
 // frame reads the frame header (frame version, api key, record version)

@@ -46,8 +46,19 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
+	seeds := fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEvent(b)
+		// Into an Event holding an earlier record (its epochs' memory and
+		// topic to reuse), the same result.
+		var into Event
+		for _, s := range seeds {
+			_ = DecodeEventInto(s, &into)
+			intoErr := DecodeEventInto(b, &into)
+			if (intoErr == nil) != (err == nil) || err == nil && !into.Equal(&e) || err != nil && !into.Equal(&Event{}) {
+				t.Fatalf("DecodeEventInto after %x: %v, %s; DecodeEvent: %v, %s", s, intoErr, into.String(), err, e.String())
+			}
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) || !errors.Is(err, rlmm.ErrCorrupt) {

@@ -41,8 +41,10 @@ func LogRecord(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(w
 // keep says the user partition is kept (nil keeps every one). A record in
 // the wrong metadata partition is ReasonMisrouted whether kept or not, and
 // is never applied. The decoded event is written to *ev (nil: the caller
-// does not need it); a skipped record is not decoded, so skipping costs
-// only the routing.
+// does not need it) by wire.DecodeEventInto, which reuses what ev held: a
+// caller decoding record after record passes the same ev, one that keeps
+// the event's slices a fresh one. A skipped record is not decoded, so
+// skipping costs only the routing.
 func Record(cache *memory.Manager, n, partition int32, offset int64, value []byte, keep func(wire.PartitionKey) bool, ev *wire.Event) Result {
 	key, k, named, err := wire.PeekPartition(value)
 	if err != nil {
@@ -54,8 +56,7 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 		if ev == nil {
 			ev = new(wire.Event)
 		}
-		var derr error
-		if *ev, derr = wire.DecodeEvent(value); derr != nil {
+		if derr := wire.DecodeEventInto(value, ev); derr != nil {
 			res.Reason, res.Err = ReasonUndecodable, fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, derr)
 		} else {
 			res.Decoded = true
@@ -72,8 +73,7 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 	if ev == nil {
 		ev = new(wire.Event) // after the skip: a skipped record never pays for it
 	}
-	*ev, err = wire.DecodeEvent(value)
-	if err != nil {
+	if err := wire.DecodeEventInto(value, ev); err != nil {
 		return Result{Reason: ReasonUndecodable, Key: k, Err: fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, err)}
 	}
 	ctx := context.Background()
