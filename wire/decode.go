@@ -220,7 +220,6 @@ func (r *reader) header(field string) int16 {
 	return int16(v)
 }
 
-
 // compactStringBytes reads a non-nullable compact string and returns its
 // bytes in place (nil after a failure).
 func (r *reader) compactStringBytes(field string) []byte {
