@@ -187,6 +187,5 @@ func (b *PartitionBuilder) Finish() error {
 		p.finish(i, false)
 	}
 	b.finished = nil
-	p.bulk = nil
 	return nil
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -968,5 +969,64 @@ func TestImportLargeParallel(t *testing.T) {
 	err = unchanged(t, other, func() error { return other.Import(bad) })
 	if !errors.Is(err, rlmm.ErrInvalidArgument) || !strings.Contains(err.Error(), bad[5].TopicIDPartition.String()) {
 		t.Errorf("err = %v, want ErrInvalidArgument naming %s (the first invalid state)", err, bad[5].TopicIDPartition)
+	}
+}
+
+// Epoch lists and custom metadata live in arenas that keep replaced and
+// freed extents as garbage until it outweighs what is live: after many
+// custom metadata changes and retention deleting most segments, every
+// segment left still reads back exactly, and the arenas hold at most about
+// twice what is live.
+func TestExtraArenasCompact(t *testing.T) {
+	const n = 3000
+	m := New()
+	want := map[int]rlmm.SegmentMetadata{}
+	custom := func(k, round int) []byte { return fmt.Appendf(nil, "object-%d-round-%d", k, round) }
+	for k := range n {
+		start := int64(k) * 10
+		md := segMD(tpFoo, k, start, start+9, ep(int32(k), start), ep(int32(k)+1, start+5))
+		md.CustomMetadata = custom(k, 0)
+		mustOK(t, m.AddSegment(ctx, md))
+		u := upd(tpFoo, k, rlmm.CopySegmentFinished)
+		u.CustomMetadata = custom(k, 1)
+		mustOK(t, m.UpdateSegment(ctx, u))
+		got, err := md.WithUpdate(u)
+		mustOK(t, err)
+		want[k] = got
+	}
+	// Retention deletes all but every tenth segment; each delete started
+	// carries new custom metadata (garbage again), then it is finished.
+	for k := range n {
+		if k%10 == 0 {
+			continue
+		}
+		u := upd(tpFoo, k, rlmm.DeleteSegmentStarted)
+		u.CustomMetadata = custom(k, 2)
+		mustOK(t, m.UpdateSegment(ctx, u))
+		mustOK(t, m.UpdateSegment(ctx, upd(tpFoo, k, rlmm.DeleteSegmentFinished)))
+		delete(want, k)
+	}
+	segs, err := m.ListSegments(tpFoo)
+	mustOK(t, err)
+	if len(segs) != len(want) {
+		t.Fatalf("%d segments listed, want %d", len(segs), len(want))
+	}
+	liveEpochs, liveCustom := 0, 0
+	for _, s := range segs {
+		k := int(s.ID.ID.LeastSignificantBits())
+		w := want[k]
+		if !s.Equal(&w) {
+			t.Fatalf("segment %d reads back as %s, want %s", k, s.String(), w.String())
+		}
+		liveEpochs += len(s.LeaderEpochs)
+		liveCustom += len(s.CustomMetadata)
+	}
+	p := m.lookup(tpFoo)
+	defer p.mu.RUnlock()
+	if got := len(p.arenas.epochs); got > 2*liveEpochs+256 {
+		t.Errorf("epoch arena holds %d entries for %d live", got, liveEpochs)
+	}
+	if got := len(p.arenas.custom); got > 2*liveCustom+4096 {
+		t.Errorf("custom arena holds %d bytes for %d live", got, liveCustom)
 	}
 }

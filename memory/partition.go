@@ -48,10 +48,10 @@ type partition struct {
 	slots  int32 // slots handed out so far
 	free   []int32
 	byID   idIndex
-	// extras holds the segExtra of the slots flagged for it.
-	extras map[int32]*segExtra
-	// bulk is set only while Import builds the partition (see reserve).
-	bulk *bulkSlabs
+	// extras holds the segExtra of the slots flagged for it, placing their
+	// data in arenas.
+	extras map[int32]segExtra
+	arenas extraArenas
 	// seqs orders, per slot, the segment's last applied change within the
 	// partition: the newest FINISHED segment wins a lookup, and Export lists
 	// segments by it so that Import reproduces the same order. Only the
@@ -74,7 +74,7 @@ type partition struct {
 }
 
 func newPartition(tp rlmm.TopicIDPartition) *partition {
-	return &partition{tp: tp, extras: make(map[int32]*segExtra)}
+	return &partition{tp: tp, extras: make(map[int32]segExtra)}
 }
 
 // reserveEnvelopes gives each epoch's envelope room for one piece per live
@@ -414,11 +414,11 @@ func (p *partition) copies(idx []int32) []rlmm.SegmentMetadata {
 	nEpochs, nCustom := 0, 0
 	for _, i := range idx {
 		nEpochs++
-		if x := p.extras[i]; x != nil {
-			if x.epochs != nil {
-				nEpochs += len(x.epochs) - 1
+		if x, ok := p.extras[i]; ok {
+			if x.epochLen > 0 {
+				nEpochs += int(x.epochLen) - 1
 			}
-			nCustom += len(x.custom)
+			nCustom += int(x.customLen)
 		}
 	}
 	epochs := make([]rlmm.EpochStart, 0, nEpochs)

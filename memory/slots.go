@@ -21,15 +21,35 @@ const (
 	chunkMask = chunkSize - 1
 )
 
-// segExtra holds what most segments do not have: leader epochs other than
-// one epoch starting at the segment's start, or custom metadata. It lives
-// in a side map of the partition, so that seg fits one cache line.
+// segExtra locates what most segments do not have: leader epochs other
+// than one epoch starting at the segment's start, or custom metadata. It
+// lives in a side map of the partition, so that seg fits one cache line,
+// and points into the partition's arenas by position, so that neither the
+// map nor the arenas hold a pointer for the collector to scan, however many
+// segments carry custom metadata (as an RSM that names its objects there
+// makes every segment do).
 type segExtra struct {
-	// epochs is the full epoch list (flagEpochs).
-	epochs []rlmm.EpochStart
-	// custom is the custom metadata (flagCustom); non-nil, maybe empty.
-	custom []byte
+	// epochAt and epochLen place the full epoch list in the epoch arena
+	// (flagEpochs; epochLen is 0 without it).
+	epochAt, epochLen uint32
+	// customAt and customLen place the custom metadata in the byte arena
+	// (flagCustom: present, maybe empty).
+	customAt, customLen uint32
 }
+
+// extraArenas hold the epoch lists and custom metadata of a partition's
+// slots back to back. A replaced or freed extent stays as garbage until
+// the garbage outweighs what is live; then compact copies the live extents
+// into fresh arenas, so the arenas stay within about twice the live size.
+type extraArenas struct {
+	epochs     []rlmm.EpochStart
+	custom     []byte
+	deadEpochs int
+	deadCustom int
+}
+
+// noCustom is the empty custom metadata: present, but of no bytes.
+var noCustom = []byte{}
 
 // Bits of seg.flags.
 const (
@@ -62,7 +82,7 @@ func (s *seg) used() bool { return s.flags&flagUsed != 0 }
 // scratch has room for one entry.
 func (p *partition) epochList(i int32, s *seg, scratch *[1]rlmm.EpochStart) []rlmm.EpochStart {
 	if s.flags&flagEpochs != 0 {
-		return p.extras[i].epochs
+		return p.extraEpochs(i)
 	}
 	scratch[0] = rlmm.EpochStart{Epoch: s.e0, StartOffset: s.start}
 	return scratch[:]
@@ -77,7 +97,7 @@ func (p *partition) epochRange(i int32, s *seg, e int32) (start, end int64, ok b
 		}
 		return s.start, s.end, true
 	}
-	eps := p.extras[i].epochs
+	eps := p.extraEpochs(i)
 	k, found := slices.BinarySearchFunc(eps, e, cmpEpoch)
 	if !found {
 		return 0, 0, false
@@ -92,75 +112,111 @@ func (p *partition) customOf(i int32, s *seg) []byte {
 	if s.flags&flagCustom == 0 {
 		return nil
 	}
-	return p.extras[i].custom
+	x := p.extras[i]
+	if x.customLen == 0 {
+		return noCustom
+	}
+	return p.arenas.custom[x.customAt : x.customAt+x.customLen : x.customAt+x.customLen]
+}
+
+// extraEpochs returns the epoch list of slot i, flagged flagEpochs. The
+// slice is the arena's: read it under mu, before the next change.
+func (p *partition) extraEpochs(i int32) []rlmm.EpochStart {
+	x := p.extras[i]
+	return p.arenas.epochs[x.epochAt : x.epochAt+x.epochLen : x.epochAt+x.epochLen]
 }
 
 // setCustom stores a private copy of c as slot i's custom metadata (nil
 // stays absent, empty stays empty). Writer only, under mu.
 func (p *partition) setCustom(i int32, s *seg, c []byte) {
+	x, had := p.extras[i]
+	if s.flags&flagCustom != 0 {
+		p.arenas.deadCustom += int(x.customLen)
+		x.customAt, x.customLen = 0, 0
+	}
 	if c == nil {
 		if s.flags&flagCustom != 0 {
 			s.flags &^= flagCustom
 			if s.flags&flagEpochs == 0 {
 				delete(p.extras, i)
 			} else {
-				p.extras[i].custom = nil
+				p.extras[i] = x
 			}
+			p.compactArenas()
 		}
 		return
 	}
-	var x *segExtra
-	if s.flags&(flagCustom|flagEpochs) != 0 {
-		x = p.extras[i]
-	} else {
-		x = p.newExtra()
+	x.customAt, x.customLen = uint32(len(p.arenas.custom)), uint32(len(c))
+	p.arenas.custom = append(p.arenas.custom, c...)
+	p.extras[i] = x
+	s.flags |= flagCustom
+	if had {
+		p.compactArenas()
+	}
+}
+
+// setEpochs stores a copy of eps as slot i's epoch list (a fresh slot:
+// load). Writer only, under mu.
+func (p *partition) setEpochs(i int32, s *seg, eps []rlmm.EpochStart) {
+	x := p.extras[i]
+	x.epochAt, x.epochLen = uint32(len(p.arenas.epochs)), uint32(len(eps))
+	p.arenas.epochs = append(p.arenas.epochs, eps...)
+	p.extras[i] = x
+	s.flags |= flagEpochs
+}
+
+// dropExtras forgets slot i's extras (its slot is being freed). Writer
+// only, under mu.
+func (p *partition) dropExtras(i int32) {
+	x, ok := p.extras[i]
+	if !ok {
+		return
+	}
+	p.arenas.deadEpochs += int(x.epochLen)
+	p.arenas.deadCustom += int(x.customLen)
+	delete(p.extras, i)
+	p.compactArenas()
+}
+
+// compactArenas copies the live extents into fresh arenas once an arena
+// holds more garbage than live data (and enough of it to be worth a pass
+// over the extras). Writer only, under mu: readers slice the arenas only
+// under the read lock.
+func (p *partition) compactArenas() {
+	a := &p.arenas
+	const minDead = 4096
+	epochs := a.deadEpochs >= minDead/16 && a.deadEpochs > len(a.epochs)-a.deadEpochs
+	custom := a.deadCustom >= minDead && a.deadCustom > len(a.custom)-a.deadCustom
+	if !epochs && !custom {
+		return
+	}
+	var ne []rlmm.EpochStart
+	var nc []byte
+	if epochs {
+		ne = make([]rlmm.EpochStart, 0, len(a.epochs)-a.deadEpochs)
+	}
+	if custom {
+		nc = make([]byte, 0, len(a.custom)-a.deadCustom)
+	}
+	for i, x := range p.extras {
+		if epochs && x.epochLen > 0 {
+			at := uint32(len(ne))
+			ne = append(ne, a.epochs[x.epochAt:x.epochAt+x.epochLen]...)
+			x.epochAt = at
+		}
+		if custom && x.customLen > 0 {
+			at := uint32(len(nc))
+			nc = append(nc, a.custom[x.customAt:x.customAt+x.customLen]...)
+			x.customAt = at
+		}
 		p.extras[i] = x
 	}
-	x.custom = p.copyBytes(c)
-	s.flags |= flagCustom
-}
-
-// newExtra returns a fresh segExtra: from the bulk slab while Import
-// builds the partition, else a new allocation.
-func (p *partition) newExtra() *segExtra {
-	if b := p.bulk; b != nil && len(b.extras) > 0 {
-		x := &b.extras[0]
-		b.extras = b.extras[1:]
-		return x
+	if epochs {
+		a.epochs, a.deadEpochs = ne, 0
 	}
-	return &segExtra{}
-}
-
-// copyBytes returns a private copy of c (non-nil, maybe empty): carved from
-// the bulk slab while Import builds the partition, else a new allocation.
-func (p *partition) copyBytes(c []byte) []byte {
-	if b := p.bulk; b != nil && len(b.bytes) >= len(c) {
-		out := b.bytes[:len(c):len(c)]
-		b.bytes = b.bytes[len(c):]
-		copy(out, c)
-		return out
+	if custom {
+		a.custom, a.deadCustom = nc, 0
 	}
-	return append(make([]byte, 0, len(c)), c...)
-}
-
-// copyEpochs is copyBytes for a leader-epoch list.
-func (p *partition) copyEpochs(e []rlmm.EpochStart) []rlmm.EpochStart {
-	if b := p.bulk; b != nil && len(b.epochs) >= len(e) {
-		out := b.epochs[:len(e):len(e)]
-		b.epochs = b.epochs[len(e):]
-		copy(out, e)
-		return out
-	}
-	return slices.Clone(e)
-}
-
-// bulkSlabs hold, while Import builds a partition, the memory of every
-// segment's extras in a few allocations instead of two or three per
-// segment. A slab lives as long as any of the segments carved from it.
-type bulkSlabs struct {
-	extras []segExtra
-	bytes  []byte
-	epochs []rlmm.EpochStart
 }
 
 // load fills slot i from md (which passed Validate). Writer only, under mu.
@@ -176,10 +232,7 @@ func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	}
 	// The slot is fresh: release removed any extras it had.
 	if hasExtraEpochs(md) {
-		x := p.newExtra()
-		x.epochs = p.copyEpochs(md.LeaderEpochs)
-		p.extras[i] = x
-		s.flags |= flagEpochs
+		p.setEpochs(i, s, md.LeaderEpochs)
 	}
 	p.setCustom(i, s, md.CustomMetadata)
 }
@@ -189,13 +242,13 @@ func (p *partition) fill(i int32, dst *rlmm.SegmentMetadata) {
 	s := p.slot(i)
 	epochs := dst.LeaderEpochs[:0]
 	if s.flags&flagEpochs != 0 {
-		epochs = append(epochs, p.extras[i].epochs...)
+		epochs = append(epochs, p.extraEpochs(i)...)
 	} else {
 		epochs = append(epochs, rlmm.EpochStart{Epoch: s.e0, StartOffset: s.start})
 	}
 	custom := dst.CustomMetadata
 	if s.flags&flagCustom != 0 {
-		custom = append(custom[:0], p.extras[i].custom...)
+		custom = append(custom[:0], p.customOf(i, s)...)
 		if custom == nil {
 			custom = []byte{}
 		}
@@ -237,22 +290,18 @@ func (p *partition) alloc() int32 {
 }
 
 // reserve sizes a fresh partition for z (a bulk build): the id index, the
-// slot order, every chunk and the extras get their final capacity at once
-// instead of growing by appends, and the extras' memory comes from slabs
-// (p.bulk, which the builder clears when the build ends). Writer only,
-// before p is published.
+// slot order, every chunk, the extras and their arenas get their final
+// capacity at once instead of growing by appends. Writer only, before p is
+// published.
 func (p *partition) reserve(z BuildSizes) {
 	n := z.Segments
 	if n <= 0 {
 		return
 	}
 	if z.Extras > 0 {
-		p.bulk = &bulkSlabs{
-			extras: make([]segExtra, z.Extras),
-			bytes:  make([]byte, max(z.CustomBytes, 0)),
-			epochs: make([]rlmm.EpochStart, max(z.ExtraEpochs, 0)),
-		}
-		p.extras = make(map[int32]*segExtra, z.Extras)
+		p.extras = make(map[int32]segExtra, z.Extras)
+		p.arenas.epochs = make([]rlmm.EpochStart, 0, max(z.ExtraEpochs, 0))
+		p.arenas.custom = make([]byte, 0, max(z.CustomBytes, 0))
 	}
 	p.byID.reserve(n)
 	p.seqs = make([]uint64, 0, n)
@@ -268,6 +317,6 @@ func (p *partition) reserve(z BuildSizes) {
 func (p *partition) release(i int32) {
 	*p.slot(i) = seg{}
 	p.seqs[i] = 0
-	delete(p.extras, i)
+	p.dropExtras(i)
 	p.free = append(p.free, i)
 }
