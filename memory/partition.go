@@ -204,13 +204,19 @@ func (p *partition) finish(xi int32, again bool) {
 			continue // an empty range covers nothing (Kafka's lookup never finds it either)
 		}
 		segEnd := func(i int32) int64 { return p.epochEnd(i, ep.Epoch) }
-		if !es.overlapped && es.env.overlaps(xi, start, end, segEnd) {
-			// Until now every finished segment was exactly one piece (xi too,
-			// when finished again).
-			es.members = es.env.segments(es.members[:0])
-			es.overlapped = true
+		if es.env.pastEnd(start, segEnd) {
+			// The common case (segments finish in offset order; a restore
+			// lays them so): appended, overlapping nothing.
+			es.env.push(piece{start: start, seg: xi})
+		} else {
+			if !es.overlapped && es.env.overlaps(xi, start, end, segEnd) {
+				// Until now every finished segment was exactly one piece (xi
+				// too, when finished again).
+				es.members = es.env.segments(es.members[:0])
+				es.overlapped = true
+			}
+			es.env.paint(xi, start, end, segEnd)
 		}
-		es.env.paint(xi, start, end, segEnd)
 		if es.overlapped && !again {
 			es.members = append(es.members, xi)
 		}
