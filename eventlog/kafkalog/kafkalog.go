@@ -39,6 +39,7 @@ type Log struct {
 	producer   *kgo.Client
 	admin      *kadm.Client
 	log        *slog.Logger
+	hooks      *trafficHooks // shared by the producer and every subscription's client
 	// openBound is how long Open waited for the cluster at most:
 	// ConnectTimeout or less when the caller's deadline came first.
 	openBound time.Duration
@@ -63,7 +64,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	hooks := &trafficHooks{}
 	opts = append(opts,
+		kgo.WithHooks(hooks),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default and needs acks=all
@@ -85,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		producer: producer,
 		admin:    kadm.NewClient(producer),
 		log:      cfg.Logger.With("topic", cfg.Topic),
+		hooks:    hooks,
 		subs:     make(map[*subscription]struct{}),
 	}
 	l.openBound = cfg.ConnectTimeout
