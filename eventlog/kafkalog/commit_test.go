@@ -5,6 +5,10 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -93,5 +97,63 @@ func TestCloseAnswersQueuedPublishes(t *testing.T) {
 	}
 	if _, err := l.Publish(context.Background(), 0, []byte("y")); !errors.Is(err, rlmm.ErrClosed) {
 		t.Fatalf("Publish after Close: %v, want rlmm.ErrClosed", err)
+	}
+}
+
+// TestPublisherGivesUpMidFlush: a publisher alone whose context ends while
+// its produce request is held hands its round to the committer; the next
+// publisher's record goes out once the broker answers, and Publish returns.
+func TestPublisherGivesUpMidFlush(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l := openLog(t, testConfig(t, c.ListenAddrs(), 1))
+	hold := make(chan struct{})
+	held := make(chan struct{})
+	var once sync.Once
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		// Only the first produce request is held (kfake may run the
+		// function again after the sleep).
+		once.Do(func() {
+			close(held)
+			c.SleepControl(func() { <-hold })
+		})
+		return nil, nil, false // then kfake answers it as usual
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.Publish(ctx, 0, []byte("first"))
+		first <- err
+	}()
+	<-held
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Publish whose context ended while its request was held: %v, want context.Canceled", err)
+	}
+	second := make(chan error, 1)
+	var offset int64
+	go func() {
+		var err error
+		offset, err = l.Publish(context.Background(), 0, []byte("second"))
+		second <- err
+	}()
+	close(hold)
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatalf("Publish after the handover: %v", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Publish after the handover never returned: nobody flushed")
+	}
+	hw, err := l.HighWaterMarks(context.Background(), []int32{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hw[0] != offset+1 {
+		t.Fatalf("high-water mark %d after the second record at offset %d", hw[0], offset)
 	}
 }

@@ -48,9 +48,11 @@ type Log struct {
 	closed bool
 	subs   map[*subscription]struct{}
 	// pending are the published records the committer has not taken yet
-	// (under mu); kick (buffered 1) wakes it, stop ends it, and it closes
+	// and round says who has records in flight (roundX, under mu); kick
+	// (buffered 1) wakes the committer, stop ends it, and it closes
 	// committerDone when it returns (commit.go).
 	pending       []pendingRecord
+	round         int
 	kick          chan struct{}
 	stop          chan struct{}
 	committerDone chan struct{}
@@ -342,16 +344,15 @@ func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64
 		rec:  &kgo.Record{Topic: l.cfg.Topic, Partition: partition, Value: value},
 		done: make(chan produced, 1),
 	}
-	l.mu.Lock()
-	if l.closed {
+	if !l.publishAlone(p) {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, rlmm.ErrClosed)
+		}
+		l.pending = append(l.pending, p)
 		l.mu.Unlock()
-		return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, rlmm.ErrClosed)
-	}
-	l.pending = append(l.pending, p)
-	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default: // the committer is kicked already
+		l.kickCommitter()
 	}
 	select {
 	case res := <-p.done:
