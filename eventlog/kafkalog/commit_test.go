@@ -108,7 +108,7 @@ func TestPublisherGivesUpMidFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close) // after the log's own cleanup, which deletes its topic
 	l := openLog(t, testConfig(t, c.ListenAddrs(), 1))
 	hold := make(chan struct{})
 	held := make(chan struct{})
