@@ -90,9 +90,10 @@ func (l *Log) committer() {
 
 // publishAlone sends p's record at once when nothing is in flight or
 // queued, and reports whether it did; otherwise (or once the log is
-// closed) the caller queues it for the committer. Its round ends when the flush does; a flush that stopped
-// with p's context hands the rest of it to the committer, whose next
-// flush waits for the record (kgo sends only while someone flushes).
+// closed) the caller queues it for the committer. Its round ends when the
+// flush does; a flush that stopped with p's context hands the rest of the
+// round to the committer, whose next flush waits for the record (kgo
+// sends only while someone flushes).
 func (l *Log) publishAlone(p pendingRecord) bool {
 	l.mu.Lock()
 	if l.closed || l.round != roundIdle || len(l.pending) > 0 {
