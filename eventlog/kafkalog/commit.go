@@ -24,14 +24,22 @@ type produced struct {
 	err    error
 }
 
+// Round states (Log.round, under mu): who, if anyone, has a round of
+// records in flight.
+const (
+	roundIdle      = iota // nothing in flight: a publisher alone sends at once
+	roundPublisher        // a publisher sends its own record (the fast path)
+	roundCommitter        // the committer sends what was queued meanwhile
+)
+
 // committer is the group commit of the producer (kgo.ManualFlushing): it
 // takes every record published since the last round, hands them to kgo and
 // flushes them, which sends one produce request per broker carrying a
 // batch per partition, and waits for the answers before the next round.
 // A publisher that finds nothing in flight and nothing queued sends its
-// own record at once (publishAlone) and leaves the rest of its round, the
-// flush that ends it, to the committer; records published meanwhile queue
-// for the committer's next round.
+// own record itself (roundPublisher), so a publisher alone pays no hop to
+// the committer's goroutine; records published meanwhile queue for the
+// committer's next round.
 //
 // Why not kgo's own flushing: with idempotence kgo keeps up to five produce
 // requests in flight per broker and cuts a request as soon as one record
@@ -55,62 +63,61 @@ func (l *Log) committer() {
 			return
 		}
 		l.mu.Lock()
-		if !l.busy && len(l.pending) == 0 {
+		if l.round == roundPublisher {
+			// That publisher hands over when its round ends.
 			l.mu.Unlock()
-			continue // a kick for a round that already ended
+			continue
 		}
-		l.busy = true
-		l.mu.Unlock()
-		// The round a lone publisher started, if any: kgo sends (and
-		// retries) only while someone flushes.
-		_ = l.producer.Flush(context.Background())
+		l.round = roundCommitter
 		for {
-			l.mu.Lock()
 			n := min(len(l.pending), maxRoundRecords)
 			round = append(round[:0], l.pending[:n]...)
 			l.pending = l.pending[:copy(l.pending, l.pending[n:])]
-			if len(round) == 0 {
-				l.busy = false
-				l.mu.Unlock()
-				break
-			}
 			l.mu.Unlock()
+			// Also ends a round a publisher handed over (its flush
+			// stopped with its context): nothing is buffered otherwise.
 			l.produceRound(round)
 			clear(round) // drop the references to the records and contexts
+			l.mu.Lock()
+			if len(l.pending) == 0 {
+				l.round = roundIdle
+				break
+			}
 		}
+		l.mu.Unlock()
 	}
 }
 
 // publishAlone sends p's record at once when nothing is in flight or
 // queued, and reports whether it did; otherwise (or once the log is
-// closed) the caller queues it for the committer. It starts kgo's send
-// with a flush that does not wait (its context is done already) and
-// leaves the waiting flush to the committer, so the publisher's own wait
-// is for its record's answer only, as with kgo's own flushing.
+// closed) the caller queues it for the committer. Its round ends when the
+// flush does; a flush that stopped with p's context hands the rest of the
+// round to the committer, whose next flush waits for the record (kgo
+// sends only while someone flushes).
 func (l *Log) publishAlone(p pendingRecord) bool {
 	l.mu.Lock()
-	if l.closed || l.busy || len(l.pending) > 0 {
+	if l.closed || l.round != roundIdle || len(l.pending) > 0 {
 		l.mu.Unlock()
 		return false
 	}
-	l.busy = true
+	l.round = roundPublisher
 	l.mu.Unlock()
 	done := p.done
 	l.producer.Produce(p.ctx, p.rec, func(r *kgo.Record, err error) {
 		done <- produced{r.Offset, err}
 	})
-	_ = l.producer.Flush(doneContext)
-	l.kickCommitter()
+	err := l.producer.Flush(p.ctx)
+	l.mu.Lock()
+	if err != nil || len(l.pending) > 0 {
+		l.round = roundCommitter
+		l.mu.Unlock()
+		l.kickCommitter()
+		return true
+	}
+	l.round = roundIdle
+	l.mu.Unlock()
 	return true
 }
-
-// doneContext is a context that is done already: a flush with it starts
-// sending what is buffered and returns at once.
-var doneContext = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
 
 // kickCommitter wakes the committer (once, however many kick it).
 func (l *Log) kickCommitter() {

@@ -101,9 +101,8 @@ func TestCloseAnswersQueuedPublishes(t *testing.T) {
 }
 
 // TestPublisherGivesUpMidFlush: a publisher alone whose context ends while
-// its produce request is held leaves its round to the committer's flush;
-// the next publisher's record goes out once the broker answers the held
-// request, and its Publish returns.
+// its produce request is held hands its round to the committer; the next
+// publisher's record goes out once the broker answers, and Publish returns.
 func TestPublisherGivesUpMidFlush(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {

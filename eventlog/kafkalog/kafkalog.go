@@ -48,11 +48,11 @@ type Log struct {
 	closed bool
 	subs   map[*subscription]struct{}
 	// pending are the published records the committer has not taken yet
-	// and busy says a round is in flight (under mu); kick (buffered 1)
-	// wakes the committer, stop ends it, and it closes committerDone when
-	// it returns (commit.go).
+	// and round says who has records in flight (roundX, under mu); kick
+	// (buffered 1) wakes the committer, stop ends it, and it closes
+	// committerDone when it returns (commit.go).
 	pending       []pendingRecord
-	busy          bool
+	round         int
 	kick          chan struct{}
 	stop          chan struct{}
 	committerDone chan struct{}
