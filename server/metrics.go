@@ -20,6 +20,9 @@ type Metrics struct {
 	assigned, ready, catchUp      *prometheus.GaugeVec
 
 	mutation *prometheus.HistogramVec
+	// phases are rlmm_mutation_phase_seconds by phase, resolved once
+	// (six observations per mutation; MutationSplit).
+	phases [6]prometheus.Observer
 
 	snapWrite         prometheus.Histogram
 	snapWrites        *prometheus.CounterVec
@@ -33,7 +36,14 @@ type Metrics struct {
 	historyLost, historyGaps *prometheus.CounterVec
 }
 
-var _ topicbased.Metrics = (*Metrics)(nil)
+var (
+	_ topicbased.Metrics      = (*Metrics)(nil)
+	_ topicbased.SplitMetrics = (*Metrics)(nil)
+)
+
+// phaseNames are the label values of rlmm_mutation_phase_seconds, in the
+// order of Metrics.phases and topicbased.MutationSplit's fields.
+var phaseNames = [6]string{"ready", "encode", "publish", "fetch", "apply", "wake"}
 
 // NewMetrics creates the metric families and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -77,6 +87,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		historyLost:       counter("rlmm_history_lost_events_total", "Events of a metadata partition deleted from the log (retention, DeleteRecords) before this server applied them."),
 		historyGaps:       counter("rlmm_history_lost_gaps_total", "Gaps of deleted events found in a metadata partition (each one logged and kept among the rejected events as history_lost)."),
 	}
+	phase := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "rlmm_mutation_phase_seconds",
+		Help: "Where a mutation's time went, by phase: ready (readiness and the check against the cache), encode, publish (Log.Publish until acknowledged), " +
+			"fetch (the pump's fetch of the record back, after the acknowledgement), apply (the pump's batch), wake (the mutation running again).",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 2, 24), // 1 µs .. 8 s
+	}, []string{"phase"})
+	for i, name := range phaseNames {
+		m.phases[i] = phase.WithLabelValues(name)
+	}
+	reg.MustRegister(phase)
 	reg.MustRegister(m.applied, m.rejected, m.undecodable, m.appliedOffset, m.highWater, m.lag,
 		m.assigned, m.ready, m.catchUp, m.mutation, m.snapWrite, m.snapWrites, m.snapBytes,
 		m.snapLoad, m.snapLoadSegments, m.snapLoadFailed, m.snapBuild, m.snapBuildFailures,
@@ -133,6 +153,13 @@ func (m *Metrics) MutationDone(op topicbased.Op, latency time.Duration, err erro
 		result = kind.String()
 	}
 	m.mutation.WithLabelValues(op.String(), result).Observe(latency.Seconds())
+}
+
+// MutationSplit observes a mutation's phases.
+func (m *Metrics) MutationSplit(_ topicbased.Op, s topicbased.MutationSplit) {
+	for i, d := range [6]time.Duration{s.Ready, s.Encode, s.Publish, s.Fetch, s.Apply, s.Wake} {
+		m.phases[i].Observe(d.Seconds())
+	}
 }
 
 // SnapshotWritten observes a snapshot write.

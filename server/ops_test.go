@@ -60,6 +60,9 @@ func TestMetrics(t *testing.T) {
 		`rlmm_partition_ready{partition="`,
 		`rlmm_mutation_duration_seconds_bucket{op="AddSegment",result="ok"`,
 		`rlmm_mutation_duration_seconds_count{op="UpdateSegment",result="UNKNOWN_SEGMENT"} 1`,
+		// Three adds and three finishes published; the refused update did not.
+		`rlmm_mutation_phase_seconds_count{phase="publish"} 6`,
+		`rlmm_mutation_phase_seconds_count{phase="wake"} 6`,
 		`rlmm_snapshot_writes_total{result="ok"} 1`,
 		`rlmm_snapshot_write_duration_seconds_count 1`,
 		`rlmm_snapshot_bytes `,

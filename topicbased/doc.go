@@ -76,7 +76,9 @@
 //     offset 0.
 //
 // Metrics go through the small Metrics interface (NopMetrics to embed);
-// logs through an injected *slog.Logger. Skipped events carry a Reason.
+// one that also implements SplitMetrics gets each published mutation's
+// phases (MutationSplit: where its time went). Logs go through an injected
+// *slog.Logger. Skipped events carry a Reason.
 // The lock order and the one writer of every field are written at the top
 // of manager.go.
 //

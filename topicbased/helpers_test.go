@@ -898,3 +898,25 @@ func unhostedReads(m *Manager, tp rlmm.TopicIDPartition) []error {
 	check("ListSegmentsForEpoch", len(list) != 0, err)
 	return errs
 }
+
+// splitCollector is a Metrics that keeps every mutation's split.
+type splitCollector struct {
+	NopMetrics
+	mu     sync.Mutex
+	splits []MutationSplit
+}
+
+func (c *splitCollector) MutationSplit(_ Op, s MutationSplit) {
+	c.mu.Lock()
+	c.splits = append(c.splits, s)
+	c.mu.Unlock()
+}
+
+// take returns the splits kept so far and forgets them.
+func (c *splitCollector) take() []MutationSplit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.splits
+	c.splits = nil
+	return s
+}

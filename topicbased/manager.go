@@ -96,6 +96,10 @@ type metaPartition struct {
 	tickets  map[*ticket]struct{} // mutations in flight on this partition (callers)
 	verdicts map[int64]error      // rejections recorded while tickets exist (pump adds, callers prune)
 	syncs    []syncWaiter         // Sync calls waiting for an applied offset (callers add, pump answers)
+	// stamps are the times of the latest applied batches, kept only when
+	// Config.Metrics is a SplitMetrics (pump writes, callers read).
+	stamps    [splitStamps]batchStamp
+	stampNext int
 }
 
 // syncWaiter is a Sync call waiting until the applied offset reaches offset.
@@ -142,6 +146,7 @@ type Manager struct {
 	n      int32                 // Start
 	logger *slog.Logger          // Start
 	met    Metrics               // Start
+	splits SplitMetrics          // Start: met, when it reports splits; nil otherwise
 	sub    eventlog.Subscription // Start; Add, Remove and Poll by the pump only, Close by stop
 	// inner is the cache (Start). The pump is its only writer (events,
 	// drops, Install of the restored snapshot); readers read it without any
@@ -276,6 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		closedCh:      make(chan struct{}),
 		restoreDone:   make(chan struct{}),
 	}
+	m.splits, _ = c.Metrics.(SplitMetrics)
 	m.stats.startedAt = time.Now()
 	m.parts = make([]metaPartition, m.n)
 	for i := range m.parts {

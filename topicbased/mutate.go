@@ -38,7 +38,7 @@ func (m *Manager) addSegment(ctx context.Context, md rlmm.SegmentMetadata) error
 			rlmm.ErrInvalidArgument, md.ID, rlmm.CopySegmentStarted, md.State)
 	}
 	ev := wire.SegmentEvent(md)
-	return m.mutate(ctx, md.ID.TopicIDPartition, &ev, func() error { return m.inner.CheckAddSegment(md) })
+	return m.mutate(ctx, OpAddSegment, md.ID.TopicIDPartition, &ev, func() error { return m.inner.CheckAddSegment(md) })
 }
 
 // UpdateSegment moves a segment to a new state. Same contract as AddSegment;
@@ -55,7 +55,7 @@ func (m *Manager) updateSegment(ctx context.Context, u rlmm.SegmentUpdate) error
 		return err
 	}
 	ev := wire.UpdateEvent(u)
-	return m.mutate(ctx, u.ID.TopicIDPartition, &ev, func() error { return m.inner.CheckUpdateSegment(u) })
+	return m.mutate(ctx, OpUpdateSegment, u.ID.TopicIDPartition, &ev, func() error { return m.inner.CheckUpdateSegment(u) })
 }
 
 // PutPartitionDelete records a partition's deletion state. Same contract as
@@ -72,12 +72,12 @@ func (m *Manager) putPartitionDelete(ctx context.Context, d rlmm.PartitionDelete
 		return err
 	}
 	ev := wire.PartitionDeleteEvent(d)
-	return m.mutate(ctx, d.TopicIDPartition, &ev, func() error { return m.inner.CheckPartitionDelete(d) })
+	return m.mutate(ctx, OpPartitionDelete, d.TopicIDPartition, &ev, func() error { return m.inner.CheckPartitionDelete(d) })
 }
 
 // mutate is the common path: gate, wait for readiness, check against the
 // cache, encode, publish, wait for the pump's verdict on that offset.
-func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire.Event, check func() error) error {
+func (m *Manager) mutate(ctx context.Context, op Op, tp rlmm.TopicIDPartition, ev *wire.Event, check func() error) error {
 	if m.closed.Load() {
 		return fmt.Errorf("topicbased: mutation of %s: %w (nothing was published)", tp, rlmm.ErrClosed)
 	}
@@ -97,6 +97,11 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	if err := m.readyAndChecked(ctx, started, tp, mp, p, check); err != nil {
 		return err
 	}
+	var clock mutationClock
+	if m.splits != nil {
+		clock.start = started
+		clock.encoding = time.Now()
+	}
 	value, err := wire.AppendEvent(nil, ev)
 	if err != nil {
 		return fmt.Errorf("topicbased: encode event of %s: %w", tp, err)
@@ -109,7 +114,13 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	p.tickets[t] = struct{}{}
 	m.mu.Unlock()
 	defer m.releaseTicket(p, t)
+	if m.splits != nil {
+		clock.publishing = time.Now()
+	}
 	offset, err := m.publish(ctx, mp, value)
+	if m.splits != nil {
+		clock.published = time.Now()
+	}
 	if err != nil {
 		if m.closed.Load() {
 			return mayBeRecorded(fmt.Errorf("topicbased: publish event of %s to metadata partition %d: %w while publishing (the event may still be recorded)", tp, mp, rlmm.ErrClosed))
@@ -132,7 +143,14 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	}
 	if p.applied >= offset {
 		verdict := p.verdicts[offset]
+		var stamp batchStamp
+		if m.splits != nil {
+			stamp, _ = p.stampOf(offset)
+		}
 		m.mu.Unlock()
+		if m.splits != nil {
+			m.reportSplit(op, stamp, clock, time.Now())
+		}
 		return wrapVerdict(verdict, mp, offset)
 	}
 	w := &waiter{done: make(chan error, 1)}
@@ -140,6 +158,13 @@ func (m *Manager) mutate(ctx context.Context, tp rlmm.TopicIDPartition, ev *wire
 	m.mu.Unlock()
 	select {
 	case verdict := <-w.done:
+		if m.splits != nil {
+			woken := time.Now()
+			m.mu.Lock()
+			stamp, _ := p.stampOf(offset)
+			m.mu.Unlock()
+			m.reportSplit(op, stamp, clock, woken)
+		}
 		return wrapVerdict(verdict, mp, offset)
 	case <-m.closedCh:
 		// The pump answers its waiters when it stops; one registered after

@@ -101,7 +101,11 @@ func (m *Manager) pump(ctx context.Context) {
 		m.mu.Unlock()
 		cancel()
 		if len(records) > 0 {
-			results = m.applyBatch(records, results[:0])
+			var fetched time.Time
+			if m.splits != nil {
+				fetched = time.Now()
+			}
+			results = m.applyBatch(records, results[:0], fetched)
 			if cap(results) > maxKeptResults {
 				// A catch-up batch can hold hundreds of thousands of
 				// records: its results are not kept for the manager's life.
@@ -128,8 +132,9 @@ func (m *Manager) pump(ctx context.Context) {
 }
 
 // applyBatch applies records under applyMu, then publishes the new offsets,
-// readiness and verdicts under mu.
-func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) []batchResult {
+// readiness and verdicts under mu. fetched is when Poll returned them (kept
+// for the mutations' splits when m.splits is set).
+func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult, fetched time.Time) []batchResult {
 	perPartition := map[int32]*counts{}
 	// One keep function and one event for the whole batch, not one of each
 	// per record: keep asks the record's metadata partition, set below.
@@ -175,7 +180,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 		}
 		c := perPartition[rec.Partition]
 		if c == nil {
-			c = &counts{}
+			c = &counts{first: rec.Offset}
 			perPartition[rec.Partition] = c
 		}
 		keepIn, keepOffset = p, rec.Offset
@@ -210,6 +215,14 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult) [
 	m.version.Add(uint64(len(results)))
 	now := time.Now()
 	m.mu.Lock()
+	if m.splits != nil {
+		// Before the wake-ups: a woken mutation reads its batch's times.
+		for mp, c := range perPartition {
+			if p := &m.parts[mp]; len(p.tickets) > 0 {
+				p.stampBatch(c.first, p.next-1, fetched, now, len(records))
+			}
+		}
+	}
 	for _, r := range results {
 		p := &m.parts[r.partition]
 		if w := p.waiters[r.offset]; w != nil {
@@ -256,8 +269,12 @@ func (m *Manager) publishProgress(mp int32, now time.Time) {
 	}
 }
 
-// counts are one metadata partition's events of a batch, for the metrics.
-type counts struct{ applied, rejected, undecodable int }
+// counts are one metadata partition's events of a batch, for the metrics;
+// first is the offset of the first of them.
+type counts struct {
+	applied, rejected, undecodable int
+	first                          int64
+}
 
 // errNotHosted is the verdict of an event of a user partition that is no
 // longer hosted when the pump reads it (a mutation waiting for it learns
@@ -280,7 +297,7 @@ func (m *Manager) applyPassRecord(rec *eventlog.Record, p *metaPartition, perPar
 	case 0:
 		c := perPartition[rec.Partition]
 		if c == nil {
-			c = &counts{}
+			c = &counts{first: rec.Offset}
 			perPartition[rec.Partition] = c
 		}
 		c.applied++

@@ -43,8 +43,12 @@
 //     meaning: every in-sync replica has the record (and
 //     min.insync.replicas bounds how few they may be); brokers leave fsync to
 //     the operating system unless the topic says otherwise. Concurrent publishers
-//     share produce requests (the producer batches whatever is buffered
-//     while a request is in flight): that is the group commit.
+//     share produce requests: a committer goroutine takes every record
+//     published since its last round, hands them to a manually flushed kgo
+//     producer and flushes them (one produce request per broker, a batch
+//     per partition), one round in flight at a time (commit.go says why),
+//     and a publisher that finds nothing in flight sends its own record at
+//     once: that is the group commit. Stats counts what it achieved.
 //   - A subscription is a kgo client of its own that consumes partitions
 //     directly (no consumer group, nothing committed). kgo may hold fetched
 //     records of a partition that was just removed or restarted; Poll

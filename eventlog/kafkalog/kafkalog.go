@@ -39,6 +39,7 @@ type Log struct {
 	producer   *kgo.Client
 	admin      *kadm.Client
 	log        *slog.Logger
+	hooks      *trafficHooks // shared by the producer and every subscription's client
 	// openBound is how long Open waited for the cluster at most:
 	// ConnectTimeout or less when the caller's deadline came first.
 	openBound time.Duration
@@ -46,6 +47,15 @@ type Log struct {
 	mu     sync.Mutex
 	closed bool
 	subs   map[*subscription]struct{}
+	// pending are the published records the committer has not taken yet
+	// and round says who has records in flight (roundX, under mu); kick
+	// (buffered 1) wakes the committer, stop ends it, and it closes
+	// committerDone when it returns (commit.go).
+	pending       []pendingRecord
+	round         int
+	kick          chan struct{}
+	stop          chan struct{}
+	committerDone chan struct{}
 }
 
 var _ eventlog.Log = (*Log)(nil)
@@ -63,11 +73,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	hooks := &trafficHooks{}
 	opts = append(opts,
+		kgo.WithHooks(hooks),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default and needs acks=all
-		kgo.ProducerLinger(0),              // batching comes from records queued behind an in-flight request
+		// The committer flushes each round of published records itself,
+		// one round in flight at a time (commit.go says why).
+		kgo.ManualFlushing(),
 		// Kafka's delivery.timeout.ms: a record the cluster cannot take
 		// fails after 2 minutes even when the caller's ctx has no deadline.
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
@@ -85,7 +99,12 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		producer: producer,
 		admin:    kadm.NewClient(producer),
 		log:      cfg.Logger.With("topic", cfg.Topic),
+		hooks:    hooks,
 		subs:     make(map[*subscription]struct{}),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+
+		committerDone: make(chan struct{}),
 	}
 	l.openBound = cfg.ConnectTimeout
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < l.openBound {
@@ -99,6 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		producer.Close()
 		return nil, err
 	}
+	go l.committer()
 	l.log.Info("kafkalog opened", "bootstrap", strings.Join(cfg.BootstrapServers, ","), "partitions", l.partitions, "topic_id", l.topicID)
 	return l, nil
 }
@@ -319,23 +339,29 @@ func (l *Log) Publish(ctx context.Context, partition int32, value []byte) (int64
 	if value == nil {
 		value = []byte{} // a null value would be a tombstone; the log stores bytes
 	}
-	type result struct {
-		offset int64
-		err    error
+	p := pendingRecord{
+		ctx:  ctx,
+		rec:  &kgo.Record{Topic: l.cfg.Topic, Partition: partition, Value: value},
+		done: make(chan produced, 1),
 	}
-	done := make(chan result, 1)
-	rec := &kgo.Record{Topic: l.cfg.Topic, Partition: partition, Value: value}
-	l.producer.Produce(ctx, rec, func(r *kgo.Record, err error) {
-		done <- result{r.Offset, err}
-	})
+	if !l.publishAlone(p) {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, rlmm.ErrClosed)
+		}
+		l.pending = append(l.pending, p)
+		l.mu.Unlock()
+		l.kickCommitter()
+	}
 	select {
-	case res := <-done:
+	case res := <-p.done:
 		if res.err != nil {
 			return 0, l.produceError(partition, res.err)
 		}
 		return res.offset, nil
 	case <-ctx.Done():
-		// The record may still be written; the promise sends into the
+		// The record may still be written; the committer sends into the
 		// buffered channel and nobody waits for it.
 		return 0, fmt.Errorf("kafkalog: publish to %s-%d: %w", l.cfg.Topic, partition, ctx.Err())
 	}
@@ -491,6 +517,9 @@ func (l *Log) Close() error {
 	for _, s := range subs {
 		s.closeClient()
 	}
+	close(l.stop)
+	// Fails what the committer's flush waits for, which ends its round.
 	l.producer.Close()
+	<-l.committerDone
 	return nil
 }

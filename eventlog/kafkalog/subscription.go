@@ -58,6 +58,7 @@ func newSubscription(l *Log) (*subscription, error) {
 		return nil, err
 	}
 	opts = append(opts,
+		kgo.WithHooks(l.hooks),
 		// An empty direct assignment: partitions come and go with Add and
 		// Remove; no group, nothing committed.
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),

@@ -11,7 +11,9 @@
 // mutations: a fresh topic id with C user partitions, all led by one
 // manager; each of C goroutines copies N/C segments of its partition (add in
 // COPY_SEGMENT_STARTED, then update to COPY_SEGMENT_FINISHED), each call
-// timed as one mutation, after W untimed warm-up segments.
+// timed as one mutation, after W untimed warm-up segments. Its "split"
+// says where the timed mutations' time went (topicbased.MutationSplit's
+// p50s) and how many records each produce request and fetch carried.
 //
 // coldstart: the time from opening the log to every one of the P user
 // partitions being ready, over events written before (KafkaRlmmDriver fill).
@@ -191,7 +193,8 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 		return nil, err
 	}
 	defer func() { _ = l.Close() }()
-	m, err := topicbased.Start(ctx, topicbased.Config{Log: l})
+	split := &splits{}
+	m, err := topicbased.Start(ctx, topicbased.Config{Log: l, Metrics: split})
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +216,8 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	split.reset()
+	traffic := l.Stats()
 	perCaller := o.count / o.callers
 	adds := make([][]time.Duration, o.callers)
 	updates := make([][]time.Duration, o.callers)
@@ -245,6 +250,7 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 		"command": "mutations", "callers": o.callers, "segments": perCaller * o.callers, "mutations": len(all),
 		"elapsedMs": float64(elapsed.Nanoseconds()) / 1e6, "mutationsPerSec": float64(len(all)) / elapsed.Seconds(),
 		"latencyUs": latency(all), "addLatencyUs": latency(allAdds), "updateLatencyUs": latency(allUpdates),
+		"split": split.summary(traffic, l.Stats()),
 	}, nil
 }
 
