@@ -12,7 +12,6 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
-	"github.com/rlmm-go/rlmm/topicbased"
 )
 
 // SegmentForOffsetStream is SegmentForOffset on one long-lived stream, the
@@ -51,6 +50,13 @@ type lookupStream struct {
 
 	sendMu  sync.Mutex
 	stopped bool // set by stop: the handler returned, nothing more is sent
+
+	// Only serve's goroutine touches these, one request at a time: the
+	// segment is filled in place (SegmentForOffsetInto) and the reply is
+	// refilled for every answer (lookupAnswer), so a hit allocates nothing
+	// of its own.
+	md  rlmm.SegmentMetadata
+	ans lookupAnswer
 }
 
 // serve answers requests until the client closes its side (nil), the
@@ -72,13 +78,16 @@ func (ls *lookupStream) serve() error {
 		if err := proto.Unmarshal(raw, req); err != nil {
 			reply = undecodable(raw, err)
 		} else {
-			reply = ls.v.lookupReply(req)
+			reply = ls.answer(req)
 		}
 		ls.sendMu.Lock()
 		if ls.stopped {
 			ls.sendMu.Unlock()
 			return nil
 		}
+		// Send encodes reply before it returns (grpc-go's codec, into
+		// buffers of its own pool), so the next answer may refill it; the
+		// server has no stats handler that would read it later.
 		err = ls.stream.Send(reply)
 		ls.sendMu.Unlock()
 		if err != nil {
@@ -123,16 +132,33 @@ func (ls *lookupStream) stop() {
 	ls.sendMu.Unlock()
 }
 
-// lookupReply answers one request of the stream exactly as SegmentForOffset
+// answer answers one request of the stream exactly as SegmentForOffset
 // answers it (a request without its SegmentForOffsetRequest is one without
-// a partition: INVALID_ARGUMENT).
-func (v *service) lookupReply(req *rlmmpb.SegmentForOffsetStreamRequest) *rlmmpb.SegmentForOffsetStreamReply {
+// a partition: INVALID_ARGUMENT), in ls.ans, which it returns: valid until
+// the next answer.
+func (ls *lookupStream) answer(req *rlmmpb.SegmentForOffsetStreamRequest) *rlmmpb.SegmentForOffsetStreamReply {
 	q := req.GetRequest()
-	r, err := v.findSegment(q.GetTopicIdPartition(), q.GetLeaderEpoch(), q.GetOffset(), (*topicbased.Manager).SegmentForOffset)
+	found, err := ls.find(q)
 	if err != nil {
-		return &rlmmpb.SegmentForOffsetStreamReply{Id: req.GetId(), Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(err)}}
+		return ls.ans.failed(req.GetId(), err)
 	}
-	return &rlmmpb.SegmentForOffsetStreamReply{Id: req.GetId(), Result: &rlmmpb.SegmentForOffsetStreamReply_Reply{Reply: r}}
+	if !found {
+		return ls.ans.miss(req.GetId())
+	}
+	return ls.ans.hit(req.GetId(), &ls.md)
+}
+
+// find is findSegment's lookup into ls.md, with the error unconverted.
+func (ls *lookupStream) find(q *rlmmpb.SegmentForOffsetRequest) (bool, error) {
+	tp, err := tpFromProto(q.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return false, err
+	}
+	m, err := ls.v.reader()
+	if err != nil {
+		return false, err
+	}
+	return m.SegmentForOffsetInto(tp, q.GetLeaderEpoch(), q.GetOffset(), &ls.md)
 }
 
 // callStatus is a call's status error (toStatus) as a message: the fields

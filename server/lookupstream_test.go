@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
@@ -84,7 +86,27 @@ func TestLookupStreamAnswersAsUnary(t *testing.T) {
 	for i := range 5 {
 		f.addAndFinish(t, segment(tp, int64(i)*100))
 	}
+	// A second partition whose segments differ in what the stream's reused
+	// reply must not carry over from one answer to the next: custom
+	// metadata (which the finishing update sets), none, empty; one epoch.
+	other := newTP()
+	f.assign(t, other)
+	for i, custom := range [][]byte{{9, 8, 7, 6}, nil, {}} {
+		md := segment(other, int64(i)*100)
+		if custom == nil {
+			md.LeaderEpochs = md.LeaderEpochs[:1]
+		}
+		if _, err := f.client.AddSegment(testCtx(t), &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}); err != nil {
+			t.Fatal(err)
+		}
+		u := finish(md)
+		u.Update.CustomMetadata = custom
+		if _, err := f.client.UpdateSegment(testCtx(t), u); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ptp := tpToProto(tp)
+	potp := tpToProto(other)
 	elsewhere := tpToProto(f.tpElsewhere(tp))
 	badUUID := proto.Clone(ptp).(*rlmmpb.TopicIdPartition)
 	badUUID.TopicId = nil
@@ -98,6 +120,11 @@ func TestLookupStreamAnswersAsUnary(t *testing.T) {
 		{"hit epoch 0", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 0, Offset: 20}, -1, true},
 		{"hit epoch 1", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 360}, -1, true},
 		{"last offset", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 499}, -1, true},
+		{"custom metadata", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: potp, LeaderEpoch: 1, Offset: 60}, -1, true},
+		{"one epoch, no custom metadata", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: potp, LeaderEpoch: 0, Offset: 110}, -1, true},
+		{"empty custom metadata", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: potp, LeaderEpoch: 1, Offset: 260}, -1, true},
+		{"custom metadata again", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: potp, LeaderEpoch: 0, Offset: 10}, -1, true},
+		{"two epochs again", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 160}, -1, true},
 		{"past the end", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 1, Offset: 500}, -1, false},
 		{"unknown epoch", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 9, Offset: 20}, -1, false},
 		{"negative offset", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, LeaderEpoch: 0, Offset: -1}, -1, false},
@@ -105,6 +132,7 @@ func TestLookupStreamAnswersAsUnary(t *testing.T) {
 		{"no partition", f, &rlmmpb.SegmentForOffsetRequest{Offset: 20}, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
 		{"no topic id", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: badUUID}, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
 		{"no request at all", f, nil, rlmmpb.ErrorKind_INVALID_ARGUMENT, false},
+		{"hit after errors", f, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: potp, LeaderEpoch: 0, Offset: 150}, -1, true},
 		{"server starting", starting, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: ptp, Offset: 20}, rlmmpb.ErrorKind_NOT_READY, false},
 	}
 	streams := map[*fixture]rlmmpb.RemoteLogMetadata_SegmentForOffsetStreamClient{}
@@ -352,5 +380,71 @@ func TestLookupStreamAnswersAnUndecodableRequestAlone(t *testing.T) {
 	var r rlmmpb.SegmentForOffsetStreamReply
 	if err := s.RecvMsg(&r); !errors.Is(err, io.EOF) {
 		t.Fatalf("after CloseSend: %v, want io.EOF", err)
+	}
+}
+
+// TestLookupAnswerFailedIsToStatus: the stream's error answer carries, for
+// every class of error, the status a unary read fails with (toStatus, not a
+// mutation), field for field and detail byte for byte, also when one
+// answer's message is refilled for the next.
+func TestLookupAnswerFailedIsToStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"canceled", fmt.Errorf("waiting: %w", context.Canceled)},
+		{"deadline", fmt.Errorf("waiting: %w", context.DeadlineExceeded)},
+		{"timeout", fmt.Errorf("lookup: %w", rlmm.ErrTimeout)},
+		{"closed", fmt.Errorf("lookup: %w", rlmm.ErrClosed)},
+		{"not ready", errStarting()},
+		{"not assigned", fmt.Errorf("partition p-0: %w", rlmm.ErrNotAssigned)},
+		{"invalid transition", fmt.Errorf("x: %w", rlmm.ErrInvalidTransition)},
+		{"unknown segment", fmt.Errorf("x: %w", rlmm.ErrUnknownSegment)},
+		{"invalid argument", badRequest("topic_id_partition is missing")},
+		{"corrupt", fmt.Errorf("x: %w", rlmm.ErrCorrupt)},
+		{"internal", errors.New("something else")},
+		{"not published", notPublished{fmt.Errorf("x: %w", rlmm.ErrNotReady)}},
+	}
+	var a lookupAnswer
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := a.failed(uint64(i), tc.err)
+			want := &rlmmpb.SegmentForOffsetStreamReply{Id: uint64(i),
+				Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(toStatus(tc.err, false))}}
+			if !proto.Equal(got, want) {
+				t.Fatalf("answer %v\nwant %v", got, want)
+			}
+			gb, err := proto.MarshalOptions{Deterministic: true}.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wb, err := proto.MarshalOptions{Deterministic: true}.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gb, wb) {
+				t.Fatalf("answer encodes as %x, toStatus's as %x", gb, wb)
+			}
+		})
+	}
+}
+
+// TestLookupAnswerHitDoesNotAllocate: once a stream's reply has grown to a
+// segment's epochs, answering a hit (the lookup filled in place, the reply
+// refilled) allocates nothing.
+func TestLookupAnswerHitDoesNotAllocate(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	f.addFinishedRun(t, tp, 3)
+	ls := &lookupStream{v: f.srv.svc}
+	req := &rlmmpb.SegmentForOffsetStreamRequest{Id: 1, Request: &rlmmpb.SegmentForOffsetRequest{
+		TopicIdPartition: tpToProto(tp), LeaderEpoch: 1, Offset: 170}}
+	if r := ls.answer(req); !r.GetReply().GetFound() {
+		t.Fatalf("no hit: %v", r)
+	}
+	allocs := testing.AllocsPerRun(100, func() { ls.answer(req) })
+	if allocs != 0 {
+		t.Fatalf("a hit allocates %.1f times, want 0", allocs)
 	}
 }

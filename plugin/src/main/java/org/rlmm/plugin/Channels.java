@@ -15,27 +15,38 @@ import io.grpc.netty.shaded.io.netty.buffer.UnpooledByteBufAllocator;
 import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
 import java.io.IOException;
 import java.net.UnixDomainSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.config.ConfigException;
+import org.slf4j.LoggerFactory;
 
 /**
- * Builds the gRPC channel to {@code rlmm serve}: a Unix domain socket through Netty's NIO
- * transport (the JDK's own {@code UnixDomainSocketAddress}, JDK 16+, no native library), or TCP
- * with optional TLS and bearer token. Not epoll: its JNI library binds to one class loader, so
- * every plugin instance a broker JVM loads in a loader of its own loaded one more copy
- * (docs/COMPATIBILITY.md, F4).
+ * Builds the gRPC channel to {@code rlmm serve}: a Unix domain socket through Netty's epoll
+ * transport ({@code rlmm.serve.transport}, the default; the jar carries its JNI library, renamed
+ * for the relocated package) or NIO (the JDK's own {@code UnixDomainSocketAddress}, no native
+ * code), or TCP with optional TLS and bearer token. Epoll because the lookup is a ping-pong whose
+ * time is mostly the I/O thread's system calls and wake-ups: epoll's event loop makes fewer than
+ * the JDK's selector (docs/BENCHMARKS.md, "Broker plugin"). Its library binds to one class loader,
+ * so a broker JVM that loads the plugin in a loader per instance loads one copy (about 110 KB) per
+ * instance (docs/COMPATIBILITY.md, F4); nio avoids that.
  */
 final class Channels {
     private Channels() {}
+
+    private static final AtomicBoolean EPOLL_WARNED = new AtomicBoolean();
 
     /** A channel and the event loop it runs on; both go at {@link #close}. */
     static final class Conn implements AutoCloseable {
@@ -72,6 +83,9 @@ final class Channels {
     }
 
     private static Conn unix(PluginConfig cfg) {
+        if (cfg.transport == PluginConfig.Transport.EPOLL && epollAvailable()) {
+            return unixEpoll(cfg);
+        }
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), NioIoHandler.newFactory());
         ManagedChannel ch;
         try {
@@ -81,6 +95,39 @@ final class Channels {
                     .overrideAuthority("localhost")
                     // gRPC asks every transport for TCP keep-alive; a Unix socket has none, and Netty
                     // would log a warning at every connect. null takes the option away.
+                    .withOption(ChannelOption.SO_KEEPALIVE, null)
+                    .withOption(ChannelOption.ALLOCATOR, allocator())
+                    .usePlaintext()
+                    .directExecutor()
+                    .maxInboundMessageSize(64 << 20)
+                    .build();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+            throw new IllegalStateException("rlmm plugin: cannot open a channel to the Unix socket " + cfg.socket + ": " + e, e);
+        }
+        return new Conn(ch, group);
+    }
+
+    /** Whether epoll's JNI library loads here; logs why not, once per class loader. */
+    private static boolean epollAvailable() {
+        if (Epoll.isAvailable()) {
+            return true;
+        }
+        if (EPOLL_WARNED.compareAndSet(false, true)) {
+            LoggerFactory.getLogger(Channels.class).warn("rlmm plugin: Netty's epoll transport does not load here ({});"
+                    + " the Unix socket goes through nio", String.valueOf(Epoll.unavailabilityCause()));
+        }
+        return false;
+    }
+
+    private static Conn unixEpoll(PluginConfig cfg) {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), EpollIoHandler.newFactory());
+        ManagedChannel ch;
+        try {
+            ch = NettyChannelBuilder.forAddress(new DomainSocketAddress(cfg.socket.toString()))
+                    .eventLoopGroup(group)
+                    .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
+                    .overrideAuthority("localhost")
                     .withOption(ChannelOption.SO_KEEPALIVE, null)
                     .withOption(ChannelOption.ALLOCATOR, allocator())
                     .usePlaintext()

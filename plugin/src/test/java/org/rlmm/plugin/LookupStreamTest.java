@@ -36,6 +36,8 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.rlmm.plugin.proto.RemoteLogMetadataGrpc;
 import org.rlmm.plugin.proto.SegmentForOffsetRequest;
 import org.rlmm.plugin.proto.SegmentForOffsetStreamReply;
@@ -70,9 +72,18 @@ class LookupStreamTest extends ManagerFixture {
         }
     }
 
-    @Test
-    void lookupsFromManyThreadsOnOneStreamAgreeWithTheUnaryCall() throws Exception {
-        RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
+    /** Over each transport of the Unix socket ({@code rlmm.serve.transport}). */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"epoll", "nio"})
+    void lookupsFromManyThreadsOnOneStreamAgreeWithTheUnaryCall(String transport) throws Exception {
+        if (transport.equals("epoll")) {
+            // Else the plugin would fall back to nio, and this run would test that twice.
+            assertTrue(io.grpc.netty.shaded.io.netty.channel.epoll.Epoll.isAvailable(),
+                    "epoll does not load on this host: " + io.grpc.netty.shaded.io.netty.channel.epoll.Epoll.unavailabilityCause());
+        }
+        Map<String, Object> c = new java.util.HashMap<>(embeddedConfig(dir));
+        c.put(PluginConfig.TRANSPORT, transport);
+        RlmmRemoteLogMetadataManager m = started(c);
         TopicIdPartition tp = newPartition("stream-threads");
         assignAndAwaitReady(m, tp, READY);
         // Partitions this broker does not hold (misses).
