@@ -4,7 +4,7 @@
 // rlmm's plugin, each broker started by scripts/kafka.sh in a fresh temporary
 // directory. It prints one JSON object on stdout.
 //
-//	brokerbench restart --mode kafka|rlmm --events N [--plugin-jar J --rlmm-binary B]
+//	brokerbench restart --mode kafka|rlmm|none --events N [--plugin-jar J --rlmm-binary B]
 //	brokerbench copy    --mode kafka|rlmm [--mib M] [--partitions P] [--plugin-jar J --rlmm-binary B]
 //	brokerbench report  --dir RESULTS [--events "N ..."] [--benchmarks docs/BENCHMARKS.md]
 //	brokerbench memory  --mode kafka|rlmm [--brokers N] [--rf R] [--partitions P] [--segments S] [--plugin-jar J --rlmm-binary B]
@@ -19,6 +19,11 @@
 // started again. Measured: from launching the broker to its listener
 // answering, and from launching to the first record of offset 0 (only in
 // remote storage) fetched by a consumer that retries until it is served.
+// Mode none is the floor no RLMM can go under: the same restart of a broker
+// with tiered storage off (KAFKA_TIERED=0), the topic not tiered and its
+// records all in the local log, the same N events written into a plain topic
+// of as many partitions as the metadata topic (so the broker loads the same
+// logs at its start); both fetches are then of the local log.
 //
 // copy: P tiered partitions (1 MiB segments) and M MiB produced as fast as
 // one client can; measured from the metadata topic's events: per copied
@@ -116,11 +121,11 @@ func run(args []string) (map[string]any, error) {
 		return memory(args[1:])
 	}
 	if len(args) == 0 || (args[0] != "restart" && args[0] != "copy") {
-		return nil, fmt.Errorf("%w: brokerbench restart|copy|memory --mode kafka|rlmm [flags]", errUsage)
+		return nil, fmt.Errorf("%w: brokerbench restart|copy|memory --mode kafka|rlmm[|none] [flags]", errUsage)
 	}
 	var o options
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.StringVar(&o.mode, "mode", "", "the RLMM: kafka or rlmm")
+	fs.StringVar(&o.mode, "mode", "", "the RLMM: kafka or rlmm; restart also none (tiered storage off, the floor)")
 	fs.IntVar(&o.events, "events", 100000, "restart: metadata events written before the restart")
 	fs.IntVar(&o.mib, "mib", 100, "copy: MiB produced")
 	fs.IntVar(&o.partitions, "partitions", 4, "copy: user partitions")
@@ -130,8 +135,8 @@ func run(args []string) (map[string]any, error) {
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if o.mode != "kafka" && o.mode != "rlmm" {
-		return nil, fmt.Errorf("%w: --mode must be kafka or rlmm, got %q", errUsage, o.mode)
+	if o.mode != "kafka" && o.mode != "rlmm" && (o.mode != modeNone || args[0] != "restart") {
+		return nil, fmt.Errorf("%w: --mode must be kafka or rlmm (restart: also none), got %q", errUsage, o.mode)
 	}
 	if o.mode == "rlmm" && (o.pluginJar == "" || o.binary == "") {
 		return nil, fmt.Errorf("%w: --mode rlmm needs --plugin-jar and --rlmm-binary", errUsage)
@@ -151,6 +156,9 @@ func run(args []string) (map[string]any, error) {
 	}
 	return copyLoad(ctx, o, b)
 }
+
+// modeNone is the restart's floor: a broker without tiered storage.
+const modeNone = "none"
 
 // broker is a tiered cluster run by scripts/kafka.sh: one node, or
 // o.brokers nodes for the memory workload.
@@ -199,8 +207,12 @@ func startNodes(ctx context.Context, o options, nodes int, extra string) (*broke
 
 func (b *broker) script(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(b.o.root, "scripts", "kafka.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
-		"KAFKA_RLMM="+b.o.mode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g",
+	tiered, rlmmMode := "1", b.o.mode
+	if b.o.mode == modeNone {
+		tiered, rlmmMode = "0", "kafka"
+	}
+	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED="+tiered, fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
+		"KAFKA_RLMM="+rlmmMode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g",
 		"KAFKA_EXTRA_CONFIG="+b.extra, "KAFKA_CONTROLLERS=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -229,9 +241,14 @@ func (b *broker) client(opts ...kgo.Opt) (*kgo.Client, error) {
 
 // createTopic creates a tiered topic and returns its id.
 func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int) (rlmm.Uuid, error) {
+	return createTopicWith(ctx, cl, topic, partitions, map[string]string{"remote.storage.enable": "true", "segment.bytes": "1048576",
+		"local.retention.bytes": "1", "local.retention.ms": "1000", "file.delete.delay.ms": "100"})
+}
+
+// createTopicWith creates a topic of these settings and returns its id.
+func createTopicWith(ctx context.Context, cl *kgo.Client, topic string, partitions int, settings map[string]string) (rlmm.Uuid, error) {
 	cfg := map[string]*string{}
-	for k, v := range map[string]string{"remote.storage.enable": "true", "segment.bytes": "1048576",
-		"local.retention.bytes": "1", "local.retention.ms": "1000", "file.delete.delay.ms": "100"} {
+	for k, v := range settings {
 		cfg[k] = &v
 	}
 	adm := kadm.NewClient(cl)
@@ -341,8 +358,19 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	}
 	defer cl.Close()
 	const topic = "bench"
-	id, err := createTopic(ctx, cl, topic, 1)
-	if err != nil {
+	var id rlmm.Uuid
+	metadataTopic := "__remote_log_metadata"
+	if o.mode == modeNone {
+		// The floor: no tiered storage, the same records in the local log
+		// only, the events in a plain topic shaped as the metadata topic.
+		metadataTopic = "bench-metadata"
+		if id, err = createTopicWith(ctx, cl, topic, 1, map[string]string{"segment.bytes": "1048576"}); err != nil {
+			return nil, err
+		}
+		if _, err := createTopicWith(ctx, cl, metadataTopic, metadataPartitions, map[string]string{"retention.ms": "-1"}); err != nil {
+			return nil, err
+		}
+	} else if id, err = createTopic(ctx, cl, topic, 1); err != nil {
 		return nil, err
 	}
 	if err := produce(ctx, cl, topic, 1, restartRecords); err != nil {
@@ -350,16 +378,18 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if err := poll(wctx, 200*time.Millisecond, "the first segments in remote storage", func() (bool, error) {
-		off, err := listOffset(wctx, cl, topic, -4)
-		return off >= 2000, err
-	}); err != nil {
-		return nil, err
+	if o.mode != modeNone {
+		if err := poll(wctx, 200*time.Millisecond, "the first segments in remote storage", func() (bool, error) {
+			off, err := listOffset(wctx, cl, topic, -4)
+			return off >= 2000, err
+		}); err != nil {
+			return nil, err
+		}
 	}
 	tp := rlmm.TopicIDPartition{TopicID: id, Topic: topic, Partition: 0}
 	mp := wire.MetadataPartition(tp, metadataPartitions)
 	fillStart := time.Now()
-	if err := fill(ctx, cl, mp, o.events); err != nil {
+	if err := fill(ctx, cl, metadataTopic, mp, o.events); err != nil {
 		return nil, err
 	}
 	fillTook := time.Since(fillStart)
@@ -409,9 +439,19 @@ const restartRecords = 3000
 // firstFetch consumes the record at offset with a client that retries until
 // the broker serves it (offset 0 is in remote storage only; the last
 // record is in the local log).
+//
+// With BROKERBENCH_TRACE set the client logs at debug level to stderr,
+// each line stamped with the wall clock, to line up what the broker
+// answered before it served the fetch with the broker's and the RLMM's logs.
 func firstFetch(ctx context.Context, b *broker, topic string, offset int64) error {
-	cl, err := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
-		kgo.FetchMaxWait(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
+		kgo.FetchMaxWait(50 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}
+	if os.Getenv("BROKERBENCH_TRACE") != "" {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, func() string {
+			return fmt.Sprintf("%s fetch@%d ", time.Now().UTC().Format("15:04:05.000"), offset)
+		})))
+	}
+	cl, err := b.client(opts...)
 	if err != nil {
 		return err
 	}
@@ -438,11 +478,11 @@ func firstFetch(ctx context.Context, b *broker, topic string, offset int64) erro
 	}
 }
 
-// fill writes n events into metadata partition mp: segments of 100 user
+// fill writes n events into partition mp of the metadata topic: segments of 100 user
 // partitions that the partitioner places there, each added and finished,
 // every tenth deleted again (started, finished), with offsets and sizes of
 // 1 MiB segments.
-func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
+func fill(ctx context.Context, cl *kgo.Client, metadataTopic string, mp int32, n int) error {
 	var tps []rlmm.TopicIDPartition
 	r := rand.New(rand.NewPCG(7, 7))
 	for len(tps) < 100 {
@@ -460,7 +500,7 @@ func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
 		if err != nil {
 			return err
 		}
-		ap.produce(&kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v})
+		ap.produce(&kgo.Record{Topic: metadataTopic, Partition: mp, Value: v})
 		return nil
 	}
 	written := 0
