@@ -47,6 +47,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -110,6 +111,7 @@ type options struct {
 	pluginJar  string
 	binary     string
 	root       string
+	again      string // restart only: a kept broker directory to restart
 	// memory only
 	brokers  int
 	rf       int
@@ -132,13 +134,14 @@ func run(args []string) (map[string]any, error) {
 	fs.StringVar(&o.pluginJar, "plugin-jar", "", "rlmm's plugin jar (mode rlmm)")
 	fs.StringVar(&o.binary, "rlmm-binary", "", "the rlmm binary (mode rlmm)")
 	fs.StringVar(&o.root, "root", ".", "the repository (scripts/kafka.sh)")
+	fs.StringVar(&o.again, "again", "", "restart: time one more restart of this broker directory, kept by an earlier run (BROKERBENCH_KEEP=1), instead of a fresh one")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if o.mode != "kafka" && o.mode != "rlmm" && (o.mode != modeNone || args[0] != "restart") {
 		return nil, fmt.Errorf("%w: --mode must be kafka or rlmm (restart: also none), got %q", errUsage, o.mode)
 	}
-	if o.mode == "rlmm" && (o.pluginJar == "" || o.binary == "") {
+	if o.mode == "rlmm" && o.again == "" && (o.pluginJar == "" || o.binary == "") {
 		return nil, fmt.Errorf("%w: --mode rlmm needs --plugin-jar and --rlmm-binary", errUsage)
 	}
 	if o.events < 2 || o.mib < 2 || o.partitions < 1 {
@@ -146,6 +149,19 @@ func run(args []string) (map[string]any, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	if o.again != "" {
+		if args[0] != "restart" {
+			return nil, fmt.Errorf("%w: --again is a flag of restart", errUsage)
+		}
+		// Its server.properties already names the RLMM (and any setting
+		// edited in for a look at the logs); it is kept as it was found.
+		b := &broker{o: o, dir: o.again, nodes: 1}
+		if _, err := b.script(ctx, "stop", b.dir); err != nil {
+			return nil, err
+		}
+		defer func() { _, _ = b.script(context.Background(), "stop", b.dir) }() // the directory stays
+		return timeRestart(ctx, b, map[string]any{"workload": "restart", "mode": o.mode, "again": o.again})
+	}
 	b, err := startBroker(ctx, o)
 	if err != nil {
 		return nil, err
@@ -379,12 +395,22 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	if o.mode != modeNone {
-		if err := poll(wctx, 200*time.Millisecond, "the first segments in remote storage", func() (bool, error) {
+		// Every record in remote storage only (local.retention.ms rolls
+		// the last segment too), then local retention back to the topic's
+		// own, so that the records produced next stay in the local log.
+		if err := poll(wctx, 200*time.Millisecond, "every record in remote storage", func() (bool, error) {
 			off, err := listOffset(wctx, cl, topic, -4)
-			return off >= 2000, err
+			return off >= restartRecords, err
 		}); err != nil {
 			return nil, err
 		}
+		if err := keepLocal(wctx, cl, topic); err != nil {
+			return nil, err
+		}
+	}
+	// The control's records: in the local log only.
+	if err := produce(ctx, cl, topic, 1, localRecords); err != nil {
+		return nil, err
 	}
 	tp := rlmm.TopicIDPartition{TopicID: id, Topic: topic, Partition: 0}
 	mp := wire.MetadataPartition(tp, metadataPartitions)
@@ -401,21 +427,41 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	if _, err := b.script(ctx, "stop", b.dir); err != nil {
 		return nil, err
 	}
+	return timeRestart(ctx, b, map[string]any{
+		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp, "fillMs": fillTook.Milliseconds(),
+	})
+}
 
+// timeRestart starts the stopped broker b and adds to out the spans from
+// the launch to its listener answering and to the first fetches served.
+func timeRestart(ctx context.Context, b *broker, out map[string]any) (map[string]any, error) {
+	const topic = "bench"
 	launched := time.Now()
-	if _, err := b.script(ctx, "start", b.dir); err != nil {
+	started, err := b.script(ctx, "start", b.dir)
+	if err != nil {
 		return nil, err
 	}
+	if b.addr == "" {
+		// --again: the kept broker's address, as its start printed it.
+		for line := range strings.Lines(started) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RLMM_KAFKA_BOOTSTRAP="); ok {
+				b.addr = strings.Split(v, ",")[0]
+			}
+		}
+		if b.addr == "" {
+			return nil, fmt.Errorf("scripts/kafka.sh start %s printed no bootstrap address: %q", b.dir, started)
+		}
+	}
 	answered := time.Since(launched)
-	// The control: the same restart's first fetch of the last record, in
-	// the local log, which needs no RLMM. What the broker and the client
+	// The control: the same restart's first fetch of a record in the local
+	// log (the first produced after the tiering), which needs no RLMM. What the broker and the client
 	// take after a restart (the partition's leader, metadata, reconnects)
 	// is in both spans; the remote fetch's excess over the local one is
 	// what the RLMM adds.
 	local := make(chan error, 1)
 	var localAt time.Duration
 	go func() {
-		err := firstFetch(ctx, b, topic, restartRecords-1)
+		err := firstFetch(ctx, b, topic, restartRecords)
 		localAt = time.Since(launched)
 		local <- err
 	}()
@@ -425,20 +471,43 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	if err := errors.Join(remoteErr, localErr); err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp,
-		"fillMs": fillTook.Milliseconds(), "launchToAnswerMs": answered.Milliseconds(),
+	maps.Copy(out, map[string]any{
+		"launchToAnswerMs":      answered.Milliseconds(),
 		"launchToRemoteFetchMs": fetchedAt.Milliseconds(), "answerToRemoteFetchMs": (fetchedAt - answered).Milliseconds(),
 		"launchToLocalFetchMs": localAt.Milliseconds(), "answerToLocalFetchMs": (localAt - answered).Milliseconds(),
-	}, nil
+		"answeredAt": launched.Add(answered).UTC().Format("15:04:05.000"),
+	})
+	return out, nil
 }
 
-// restartRecords is how many records the restart workload's topic holds.
-const restartRecords = 3000
+// The restart workload's topic: restartRecords records tiered (in remote
+// storage only), then localRecords in the local log only.
+const (
+	restartRecords = 3000
+	localRecords   = 100
+)
+
+// keepLocal sets topic's local retention back to its whole retention (-2),
+// so no record produced from now on leaves the local log during the run.
+func keepLocal(ctx context.Context, cl *kgo.Client, topic string) error {
+	v := "-2"
+	res, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "local.retention.ms", Value: &v},
+		{Op: kadm.SetConfig, Name: "local.retention.bytes", Value: &v}}, topic)
+	if err == nil {
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("setting the local retention of %s back: %w", topic, err)
+	}
+	return nil
+}
 
 // firstFetch consumes the record at offset with a client that retries until
-// the broker serves it (offset 0 is in remote storage only; the last
-// record is in the local log).
+// the broker serves it (offset 0 is in remote storage only, offset
+// restartRecords in the local log only).
 //
 // With BROKERBENCH_TRACE set the client logs at debug level to stderr,
 // each line stamped with the wall clock, to line up what the broker
