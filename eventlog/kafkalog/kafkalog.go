@@ -153,8 +153,10 @@ func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
 // a broker that is starting refuses connections for a while, as does one
 // that is restarting.
 func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
-	backoff := 50 * time.Millisecond
-	for {
+	// retryBackoff's steps (50 ms doubling to 250 ms), not up to a second:
+	// a sidecar started before its broker's listener opens is waiting
+	// here, and the broker's partitions wait for it once the listener is up.
+	for tries := 1; ; tries++ {
 		brokers, err := l.admin.ListBrokers(ctx)
 		if err == nil && len(brokers) > 0 {
 			return brokers, nil
@@ -169,9 +171,8 @@ func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
 		select {
 		case <-ctx.Done():
 			return nil, err
-		case <-time.After(backoff):
+		case <-time.After(retryBackoff(tries)):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -443,7 +444,10 @@ func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32,
 			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
+		// At most 250 ms apart, as the clients' retries: after a broker's
+		// restart its partitions' leaders come up within a second or so,
+		// and a partition's readiness waits for this answer.
+		backoff = min(2*backoff, 250*time.Millisecond)
 	}
 }
 
