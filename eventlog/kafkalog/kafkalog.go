@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
@@ -153,9 +154,9 @@ func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
 // a broker that is starting refuses connections for a while, as does one
 // that is restarting.
 func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
-	// retryBackoff's steps (50 ms doubling to 250 ms), not up to a second:
-	// a sidecar started before its broker's listener opens is waiting
-	// here, and the broker's partitions wait for it once the listener is up.
+	// Not up to a second between tries (openRetryWait): a sidecar started
+	// before its broker's listener opens is waiting here, and the broker's
+	// partitions wait for it once the listener is up.
 	for tries := 1; ; tries++ {
 		brokers, err := l.admin.ListBrokers(ctx)
 		if err == nil && len(brokers) > 0 {
@@ -171,9 +172,21 @@ func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
 		select {
 		case <-ctx.Done():
 			return nil, err
-		case <-time.After(retryBackoff(tries)):
+		case <-time.After(openRetryWait(tries, err)):
 		}
 	}
+}
+
+// openRetryWait is the pause before Open lists the brokers again after err:
+// 50 ms while the address refuses connections (nobody listens there yet,
+// typically the starting broker whose plugin started this sidecar, which
+// opens its listener any moment; a refused dial costs nothing), else
+// retryBackoff's steps.
+func openRetryWait(tries int, err error) time.Duration {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return 50 * time.Millisecond
+	}
+	return retryBackoff(tries)
 }
 
 // isPermanent reports whether err is one that retrying cannot fix: a

@@ -5,6 +5,7 @@
 // directory. It prints one JSON object on stdout.
 //
 //	brokerbench restart --mode kafka|rlmm|none --events N [--plugin-jar J --rlmm-binary B]
+//	brokerbench restart --mode kafka|rlmm|none --again DIR
 //	brokerbench copy    --mode kafka|rlmm [--mib M] [--partitions P] [--plugin-jar J --rlmm-binary B]
 //	brokerbench report  --dir RESULTS [--events "N ..."] [--benchmarks docs/BENCHMARKS.md]
 //	brokerbench memory  --mode kafka|rlmm [--brokers N] [--rf R] [--partitions P] [--segments S] [--plugin-jar J --rlmm-binary B]
@@ -18,12 +19,22 @@
 // partition; the broker is stopped (rlmm's sidecar writes its snapshot) and
 // started again. Measured: from launching the broker to its listener
 // answering, and from launching to the first record of offset 0 (only in
-// remote storage) fetched by a consumer that retries until it is served.
+// remote storage) fetched by a consumer that retries until it is served;
+// the control, a second consumer from the same moment, fetches offset 3000,
+// the first of 100 records produced once every earlier one was tiered and
+// the topic's local retention set back to its whole retention (so it is in
+// the local log only, and its fetch reads no remote metadata).
 // Mode none is the floor no RLMM can go under: the same restart of a broker
 // with tiered storage off (KAFKA_TIERED=0), the topic not tiered and its
 // records all in the local log, the same N events written into a plain topic
 // of as many partitions as the metadata topic (so the broker loads the same
 // logs at its start); both fetches are then of the local log.
+//
+// With BROKERBENCH_KEEP=1 the broker's directory is kept; restart --again
+// DIR times one more restart of it (no new topic, no new events), e.g. after
+// raising its log levels in DIR/log4j2.properties, or with
+// BROKERBENCH_TRACE=1, which logs the fetching clients at debug level with
+// wall-clock stamps to line up with the broker's and the sidecar's logs.
 //
 // copy: P tiered partitions (1 MiB segments) and M MiB produced as fast as
 // one client can; measured from the metadata topic's events: per copied
