@@ -397,6 +397,20 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 		if _, err := createTopicWith(ctx, cl, metadataTopic, metadataPartitions, map[string]string{"retention.ms": "-1"}); err != nil {
 			return nil, err
 		}
+		// Every partition led before the events are written (the real
+		// metadata topic is created at the broker's start, long before).
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		adm := kadm.NewClient(cl)
+		if err := poll(lctx, 200*time.Millisecond, "every partition of "+metadataTopic+" led", func() (bool, error) {
+			offs, err := adm.ListEndOffsets(lctx, metadataTopic)
+			if err == nil {
+				err = offs.Error()
+			}
+			return err == nil && len(offs[metadataTopic]) == metadataPartitions, err
+		}); err != nil {
+			return nil, err
+		}
 	} else if id, err = createTopic(ctx, cl, topic, 1); err != nil {
 		return nil, err
 	}
