@@ -5,6 +5,7 @@
 # run (brokertest/cmd/brokerbench):
 #   1. restart to the first remote fetch served, after N metadata events in the
 #      metadata partition of the tiered partition (wire-encoded, written first);
+#      and its floor, `none`: the same restart with tiered storage off;
 #   2. per copied segment the COPY_SEGMENT_STARTED-to-FINISHED span, and
 #      segments copied per second, under a produce load.
 # Writes the tables into docs/BENCHMARKS.md between
@@ -82,7 +83,7 @@ if [[ "${1:-}" == memory ]]; then
 	exit 0
 fi
 for n in $EVENTS; do
-	for mode in kafka rlmm; do
+	for mode in kafka rlmm none; do
 		bench "$OUT/restart-$mode-$n.json" restart --mode "$mode" --events "$n"
 	done
 done

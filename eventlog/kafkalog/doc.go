@@ -36,7 +36,12 @@
 //     (cleanup.policy=delete, retention.ms, the partition count and
 //     replication factor, min.insync.replicas), or uses the existing topic and
 //     reports its real partition count. A partition count configured
-//     explicitly that differs from the existing topic's is an error.
+//     explicitly that differs from the existing topic's is an error. Until
+//     the cluster answers (within ConnectTimeout) it asks again every 50 ms
+//     while the address refuses connections (a broker starting: the sidecar
+//     of a broker's plugin starts before its broker's listener opens, and
+//     the broker's partitions wait for it after that), else in steps of 50
+//     ms doubling to 250 ms.
 //   - Publish produces to an explicit partition with a null key and the
 //     value as given, through an idempotent producer with acks=all; it
 //     returns the offset from the produce response. "Durable" is Kafka's

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
@@ -173,8 +174,10 @@ func (l *Log) prepareTopic(parent, ctx context.Context) (int32, error) {
 // a broker that is starting refuses connections for a while, as does one
 // that is restarting.
 func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
-	backoff := 50 * time.Millisecond
-	for {
+	// Not up to a second between tries (openRetryWait): a sidecar started
+	// before its broker's listener opens is waiting here, and the broker's
+	// partitions wait for it once the listener is up.
+	for tries := 1; ; tries++ {
 		brokers, err := l.admin.ListBrokers(ctx)
 		if err == nil && len(brokers) > 0 {
 			return brokers, nil
@@ -189,10 +192,21 @@ func (l *Log) listBrokers(ctx context.Context) (kadm.BrokerDetails, error) {
 		select {
 		case <-ctx.Done():
 			return nil, err
-		case <-time.After(backoff):
+		case <-time.After(openRetryWait(tries, err)):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// openRetryWait is the pause before Open lists the brokers again after err:
+// 50 ms while the address refuses connections (nobody listens there yet,
+// typically the starting broker whose plugin started this sidecar, which
+// opens its listener any moment; a refused dial costs nothing), else
+// retryBackoff's steps.
+func openRetryWait(tries int, err error) time.Duration {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return 50 * time.Millisecond
+	}
+	return retryBackoff(tries)
 }
 
 // isPermanent reports whether err is one that retrying cannot fix: a
@@ -469,7 +483,10 @@ func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32,
 			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
+		// At most 250 ms apart, as the clients' retries: after a broker's
+		// restart its partitions' leaders come up within a second or so,
+		// and a partition's readiness waits for this answer.
+		backoff = min(2*backoff, 250*time.Millisecond)
 	}
 }
 

@@ -4,7 +4,8 @@
 // rlmm's plugin, each broker started by scripts/kafka.sh in a fresh temporary
 // directory. It prints one JSON object on stdout.
 //
-//	brokerbench restart --mode kafka|rlmm --events N [--plugin-jar J --rlmm-binary B]
+//	brokerbench restart --mode kafka|rlmm|none --events N [--plugin-jar J --rlmm-binary B]
+//	brokerbench restart --mode kafka|rlmm|none --again DIR
 //	brokerbench copy    --mode kafka|rlmm [--mib M] [--partitions P] [--plugin-jar J --rlmm-binary B]
 //	brokerbench report  --dir RESULTS [--events "N ..."] [--benchmarks docs/BENCHMARKS.md]
 //	brokerbench memory  --mode kafka|rlmm [--brokers N] [--rf R] [--partitions P] [--segments S] [--plugin-jar J --rlmm-binary B]
@@ -18,7 +19,22 @@
 // partition; the broker is stopped (rlmm's sidecar writes its snapshot) and
 // started again. Measured: from launching the broker to its listener
 // answering, and from launching to the first record of offset 0 (only in
-// remote storage) fetched by a consumer that retries until it is served.
+// remote storage) fetched by a consumer that retries until it is served;
+// the control, a second consumer from the same moment, fetches offset 3000,
+// the first of 100 records produced once every earlier one was tiered and
+// the topic's local retention set back to its whole retention (so it is in
+// the local log only, and its fetch reads no remote metadata).
+// Mode none is the floor no RLMM can go under: the same restart of a broker
+// with tiered storage off (KAFKA_TIERED=0), the topic not tiered and its
+// records all in the local log, the same N events written into a plain topic
+// of as many partitions as the metadata topic (so the broker loads the same
+// logs at its start); both fetches are then of the local log.
+//
+// With BROKERBENCH_KEEP=1 the broker's directory is kept; restart --again
+// DIR times one more restart of it (no new topic, no new events), e.g. after
+// raising its log levels in DIR/log4j2.properties, or with
+// BROKERBENCH_TRACE=1, which logs the fetching clients at debug level with
+// wall-clock stamps to line up with the broker's and the sidecar's logs.
 //
 // copy: P tiered partitions (1 MiB segments) and M MiB produced as fast as
 // one client can; measured from the metadata topic's events: per copied
@@ -42,6 +58,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -105,6 +122,7 @@ type options struct {
 	pluginJar  string
 	binary     string
 	root       string
+	again      string // restart only: a kept broker directory to restart
 	// memory only
 	brokers  int
 	rf       int
@@ -116,24 +134,25 @@ func run(args []string) (map[string]any, error) {
 		return memory(args[1:])
 	}
 	if len(args) == 0 || (args[0] != "restart" && args[0] != "copy") {
-		return nil, fmt.Errorf("%w: brokerbench restart|copy|memory --mode kafka|rlmm [flags]", errUsage)
+		return nil, fmt.Errorf("%w: brokerbench restart|copy|memory --mode kafka|rlmm[|none] [flags]", errUsage)
 	}
 	var o options
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.StringVar(&o.mode, "mode", "", "the RLMM: kafka or rlmm")
+	fs.StringVar(&o.mode, "mode", "", "the RLMM: kafka or rlmm; restart also none (tiered storage off, the floor)")
 	fs.IntVar(&o.events, "events", 100000, "restart: metadata events written before the restart")
 	fs.IntVar(&o.mib, "mib", 100, "copy: MiB produced")
 	fs.IntVar(&o.partitions, "partitions", 4, "copy: user partitions")
 	fs.StringVar(&o.pluginJar, "plugin-jar", "", "rlmm's plugin jar (mode rlmm)")
 	fs.StringVar(&o.binary, "rlmm-binary", "", "the rlmm binary (mode rlmm)")
 	fs.StringVar(&o.root, "root", ".", "the repository (scripts/kafka.sh)")
+	fs.StringVar(&o.again, "again", "", "restart: time one more restart of this broker directory, kept by an earlier run (BROKERBENCH_KEEP=1), instead of a fresh one")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if o.mode != "kafka" && o.mode != "rlmm" {
-		return nil, fmt.Errorf("%w: --mode must be kafka or rlmm, got %q", errUsage, o.mode)
+	if o.mode != "kafka" && o.mode != "rlmm" && (o.mode != modeNone || args[0] != "restart") {
+		return nil, fmt.Errorf("%w: --mode must be kafka or rlmm (restart: also none), got %q", errUsage, o.mode)
 	}
-	if o.mode == "rlmm" && (o.pluginJar == "" || o.binary == "") {
+	if o.mode == "rlmm" && o.again == "" && (o.pluginJar == "" || o.binary == "") {
 		return nil, fmt.Errorf("%w: --mode rlmm needs --plugin-jar and --rlmm-binary", errUsage)
 	}
 	if o.events < 2 || o.mib < 2 || o.partitions < 1 {
@@ -141,6 +160,19 @@ func run(args []string) (map[string]any, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	if o.again != "" {
+		if args[0] != "restart" {
+			return nil, fmt.Errorf("%w: --again is a flag of restart", errUsage)
+		}
+		// Its server.properties already names the RLMM (and any setting
+		// edited in for a look at the logs); it is kept as it was found.
+		b := &broker{o: o, dir: o.again, nodes: 1}
+		if _, err := b.script(ctx, "stop", b.dir); err != nil {
+			return nil, err
+		}
+		defer func() { _, _ = b.script(context.Background(), "stop", b.dir) }() // the directory stays
+		return timeRestart(ctx, b, map[string]any{"workload": "restart", "mode": o.mode, "again": o.again})
+	}
 	b, err := startBroker(ctx, o)
 	if err != nil {
 		return nil, err
@@ -151,6 +183,9 @@ func run(args []string) (map[string]any, error) {
 	}
 	return copyLoad(ctx, o, b)
 }
+
+// modeNone is the restart's floor: a broker without tiered storage.
+const modeNone = "none"
 
 // broker is a tiered cluster run by scripts/kafka.sh: one node, or
 // o.brokers nodes for the memory workload.
@@ -199,8 +234,12 @@ func startNodes(ctx context.Context, o options, nodes int, extra string) (*broke
 
 func (b *broker) script(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(b.o.root, "scripts", "kafka.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED=1", fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
-		"KAFKA_RLMM="+b.o.mode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g",
+	tiered, rlmmMode := "1", b.o.mode
+	if b.o.mode == modeNone {
+		tiered, rlmmMode = "0", "kafka"
+	}
+	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED="+tiered, fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
+		"KAFKA_RLMM="+rlmmMode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g",
 		"KAFKA_EXTRA_CONFIG="+b.extra, "KAFKA_CONTROLLERS=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -229,9 +268,14 @@ func (b *broker) client(opts ...kgo.Opt) (*kgo.Client, error) {
 
 // createTopic creates a tiered topic and returns its id.
 func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int) (rlmm.Uuid, error) {
+	return createTopicWith(ctx, cl, topic, partitions, map[string]string{"remote.storage.enable": "true", "segment.bytes": "1048576",
+		"local.retention.bytes": "1", "local.retention.ms": "1000", "file.delete.delay.ms": "100"})
+}
+
+// createTopicWith creates a topic of these settings and returns its id.
+func createTopicWith(ctx context.Context, cl *kgo.Client, topic string, partitions int, settings map[string]string) (rlmm.Uuid, error) {
 	cfg := map[string]*string{}
-	for k, v := range map[string]string{"remote.storage.enable": "true", "segment.bytes": "1048576",
-		"local.retention.bytes": "1", "local.retention.ms": "1000", "file.delete.delay.ms": "100"} {
+	for k, v := range settings {
 		cfg[k] = &v
 	}
 	adm := kadm.NewClient(cl)
@@ -341,8 +385,33 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	}
 	defer cl.Close()
 	const topic = "bench"
-	id, err := createTopic(ctx, cl, topic, 1)
-	if err != nil {
+	var id rlmm.Uuid
+	metadataTopic := "__remote_log_metadata"
+	if o.mode == modeNone {
+		// The floor: no tiered storage, the same records in the local log
+		// only, the events in a plain topic shaped as the metadata topic.
+		metadataTopic = "bench-metadata"
+		if id, err = createTopicWith(ctx, cl, topic, 1, map[string]string{"segment.bytes": "1048576"}); err != nil {
+			return nil, err
+		}
+		if _, err := createTopicWith(ctx, cl, metadataTopic, metadataPartitions, map[string]string{"retention.ms": "-1"}); err != nil {
+			return nil, err
+		}
+		// Every partition led before the events are written (the real
+		// metadata topic is created at the broker's start, long before).
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		adm := kadm.NewClient(cl)
+		if err := poll(lctx, 200*time.Millisecond, "every partition of "+metadataTopic+" led", func() (bool, error) {
+			offs, err := adm.ListEndOffsets(lctx, metadataTopic)
+			if err == nil {
+				err = offs.Error()
+			}
+			return err == nil && len(offs[metadataTopic]) == metadataPartitions, err
+		}); err != nil {
+			return nil, err
+		}
+	} else if id, err = createTopic(ctx, cl, topic, 1); err != nil {
 		return nil, err
 	}
 	if err := produce(ctx, cl, topic, 1, restartRecords); err != nil {
@@ -350,16 +419,28 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if err := poll(wctx, 200*time.Millisecond, "the first segments in remote storage", func() (bool, error) {
-		off, err := listOffset(wctx, cl, topic, -4)
-		return off >= 2000, err
-	}); err != nil {
+	if o.mode != modeNone {
+		// Every record in remote storage only (local.retention.ms rolls
+		// the last segment too), then local retention back to the topic's
+		// own, so that the records produced next stay in the local log.
+		if err := poll(wctx, 200*time.Millisecond, "every record in remote storage", func() (bool, error) {
+			off, err := listOffset(wctx, cl, topic, -4)
+			return off >= restartRecords, err
+		}); err != nil {
+			return nil, err
+		}
+		if err := keepLocal(wctx, cl, topic); err != nil {
+			return nil, err
+		}
+	}
+	// The control's records: in the local log only.
+	if err := produce(ctx, cl, topic, 1, localRecords); err != nil {
 		return nil, err
 	}
 	tp := rlmm.TopicIDPartition{TopicID: id, Topic: topic, Partition: 0}
 	mp := wire.MetadataPartition(tp, metadataPartitions)
 	fillStart := time.Now()
-	if err := fill(ctx, cl, mp, o.events); err != nil {
+	if err := fill(ctx, cl, metadataTopic, mp, o.events); err != nil {
 		return nil, err
 	}
 	fillTook := time.Since(fillStart)
@@ -371,21 +452,41 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	if _, err := b.script(ctx, "stop", b.dir); err != nil {
 		return nil, err
 	}
+	return timeRestart(ctx, b, map[string]any{
+		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp, "fillMs": fillTook.Milliseconds(),
+	})
+}
 
+// timeRestart starts the stopped broker b and adds to out the spans from
+// the launch to its listener answering and to the first fetches served.
+func timeRestart(ctx context.Context, b *broker, out map[string]any) (map[string]any, error) {
+	const topic = "bench"
 	launched := time.Now()
-	if _, err := b.script(ctx, "start", b.dir); err != nil {
+	started, err := b.script(ctx, "start", b.dir)
+	if err != nil {
 		return nil, err
 	}
+	if b.addr == "" {
+		// --again: the kept broker's address, as its start printed it.
+		for line := range strings.Lines(started) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RLMM_KAFKA_BOOTSTRAP="); ok {
+				b.addr = strings.Split(v, ",")[0]
+			}
+		}
+		if b.addr == "" {
+			return nil, fmt.Errorf("scripts/kafka.sh start %s printed no bootstrap address: %q", b.dir, started)
+		}
+	}
 	answered := time.Since(launched)
-	// The control: the same restart's first fetch of the last record, in
-	// the local log, which needs no RLMM. What the broker and the client
+	// The control: the same restart's first fetch of a record in the local
+	// log (the first produced after the tiering), which needs no RLMM. What the broker and the client
 	// take after a restart (the partition's leader, metadata, reconnects)
 	// is in both spans; the remote fetch's excess over the local one is
 	// what the RLMM adds.
 	local := make(chan error, 1)
 	var localAt time.Duration
 	go func() {
-		err := firstFetch(ctx, b, topic, restartRecords-1)
+		err := firstFetch(ctx, b, topic, restartRecords)
 		localAt = time.Since(launched)
 		local <- err
 	}()
@@ -395,23 +496,56 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	if err := errors.Join(remoteErr, localErr); err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp,
-		"fillMs": fillTook.Milliseconds(), "launchToAnswerMs": answered.Milliseconds(),
+	maps.Copy(out, map[string]any{
+		"launchToAnswerMs":      answered.Milliseconds(),
 		"launchToRemoteFetchMs": fetchedAt.Milliseconds(), "answerToRemoteFetchMs": (fetchedAt - answered).Milliseconds(),
 		"launchToLocalFetchMs": localAt.Milliseconds(), "answerToLocalFetchMs": (localAt - answered).Milliseconds(),
-	}, nil
+		"answeredAt": launched.Add(answered).UTC().Format("15:04:05.000"),
+	})
+	return out, nil
 }
 
-// restartRecords is how many records the restart workload's topic holds.
-const restartRecords = 3000
+// The restart workload's topic: restartRecords records tiered (in remote
+// storage only), then localRecords in the local log only.
+const (
+	restartRecords = 3000
+	localRecords   = 100
+)
+
+// keepLocal sets topic's local retention back to its whole retention (-2),
+// so no record produced from now on leaves the local log during the run.
+func keepLocal(ctx context.Context, cl *kgo.Client, topic string) error {
+	v := "-2"
+	res, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "local.retention.ms", Value: &v},
+		{Op: kadm.SetConfig, Name: "local.retention.bytes", Value: &v}}, topic)
+	if err == nil {
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("setting the local retention of %s back: %w", topic, err)
+	}
+	return nil
+}
 
 // firstFetch consumes the record at offset with a client that retries until
-// the broker serves it (offset 0 is in remote storage only; the last
-// record is in the local log).
+// the broker serves it (offset 0 is in remote storage only, offset
+// restartRecords in the local log only).
+//
+// With BROKERBENCH_TRACE set the client logs at debug level to stderr,
+// each line stamped with the wall clock, to line up what the broker
+// answered before it served the fetch with the broker's and the RLMM's logs.
 func firstFetch(ctx context.Context, b *broker, topic string, offset int64) error {
-	cl, err := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
-		kgo.FetchMaxWait(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}),
+		kgo.FetchMaxWait(50 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })}
+	if os.Getenv("BROKERBENCH_TRACE") != "" {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, func() string {
+			return fmt.Sprintf("%s fetch@%d ", time.Now().UTC().Format("15:04:05.000"), offset)
+		})))
+	}
+	cl, err := b.client(opts...)
 	if err != nil {
 		return err
 	}
@@ -438,11 +572,11 @@ func firstFetch(ctx context.Context, b *broker, topic string, offset int64) erro
 	}
 }
 
-// fill writes n events into metadata partition mp: segments of 100 user
+// fill writes n events into partition mp of the metadata topic: segments of 100 user
 // partitions that the partitioner places there, each added and finished,
 // every tenth deleted again (started, finished), with offsets and sizes of
 // 1 MiB segments.
-func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
+func fill(ctx context.Context, cl *kgo.Client, metadataTopic string, mp int32, n int) error {
 	var tps []rlmm.TopicIDPartition
 	r := rand.New(rand.NewPCG(7, 7))
 	for len(tps) < 100 {
@@ -460,7 +594,7 @@ func fill(ctx context.Context, cl *kgo.Client, mp int32, n int) error {
 		if err != nil {
 			return err
 		}
-		ap.produce(&kgo.Record{Topic: "__remote_log_metadata", Partition: mp, Value: v})
+		ap.produce(&kgo.Record{Topic: metadataTopic, Partition: mp, Value: v})
 		return nil
 	}
 	written := 0

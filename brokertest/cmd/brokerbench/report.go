@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,7 +19,7 @@ const (
 )
 
 // report reads the JSON results in --dir (restart-MODE-N.json,
-// copy-MODE.json) and prints the markdown section; with --benchmarks it
+// copy-MODE.json; restart-none-N.json, the floor, when present) and prints the markdown section; with --benchmarks it
 // replaces the part of that file between the markers (appending them if
 // absent).
 func report(args []string) error {
@@ -59,8 +60,10 @@ func report(args []string) error {
 	p("\n\n")
 	p("### Broker restart to the first remote fetch served, N metadata events in the topic partition's metadata partition\n\n")
 	p("N events written with package wire into the metadata partition of the tiered partition (segments of 100 other user partitions added and finished, a tenth deleted again), the broker stopped and started; ")
-	p("a consumer asks for offset 0 (in remote storage only) from the launch on. `launch to answer` is the JVM start to the listener answering (scripts/kafka.sh start returning), the same work for both; `answer to fetch` is the span from there to the first remote fetch served. The control, `local`, is the same restart's first fetch of the last record, in the local log, asked from the same moment by a second consumer: `remote − local` is the remote fetch's excess over the local one. A local fetch reads no remote metadata, but the broker serves none of the tiered partition's offsets until its RLMM took the partition's leadership change, so a local fetch served no earlier than the remote one means the whole span waits for the broker's own start and the RLMM's, not the remote read. Target: at 1,000,000 events the restart to remote-fetch-ready at least 20 times faster with rlmm.\n\n")
-	p("| events | kafka: launch to answer | kafka: launch to fetch | rlmm: launch to answer | rlmm: launch to fetch | launch to fetch kafka/rlmm | answer to fetch: kafka | rlmm | kafka/rlmm | answer to local fetch: kafka | rlmm | remote − local: kafka | rlmm | target met? |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("a consumer asks for offset 0 (in remote storage only) from the launch on. `launch to answer` is the JVM start to the listener answering (scripts/kafka.sh start returning), the same work for both; `answer to fetch` is the span from there to the first remote fetch served. The control, `local`, is the same restart's first fetch of a record in the local log only (the first of 100 produced after every earlier record was tiered, the topic's local retention set back to its whole retention first), asked from the same moment by a second consumer: a local fetch reads no remote metadata, so `remote − local` is what the RLMM and the remote read add to what the broker takes anyway. ")
+	p("The floor, `none`, is the same restart of a broker with tiered storage off (remote.log.storage.system.enable=false), the topic not tiered and all its records in the local log, the same N events in a plain topic of 50 partitions (so the broker loads the same logs): its `answer to fetch` is what the broker takes without any RLMM, `rlmm − none` is rlmm's share of the span, and `kafka/none` the highest ratio any RLMM could reach on this broker. ")
+	p("Target: at 1,000,000 events the restart to remote-fetch-ready at least 20 times faster with rlmm.\n\n")
+	p("| events | kafka: launch to answer | kafka: launch to fetch | rlmm: launch to answer | rlmm: launch to fetch | launch to fetch kafka/rlmm | answer to fetch: kafka | rlmm | kafka/rlmm | answer to local fetch: kafka | rlmm | remote − local: kafka | rlmm | answer to fetch: none | rlmm − none | kafka/none | target met? |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range strings.Fields(*events) {
 		k, err := read("restart-kafka-" + n + ".json")
 		if err != nil {
@@ -80,9 +83,16 @@ func report(args []string) error {
 			}
 		}
 		kl, rl := num(k, "answerToLocalFetchMs"), num(r, "answerToLocalFetchMs")
-		p("| %s | %.2f s | %.2f s | %.2f s | %.2f s | %.1fx | %.2f s | %.2f s | %.1fx | %.2f s | %.2f s | %.2f s | %.2f s | %s |\n", n,
+		floor := [3]string{"—", "—", "—"}
+		if f, err := read("restart-none-" + n + ".json"); err == nil {
+			na := num(f, "answerToRemoteFetchMs")
+			floor = [3]string{fmt.Sprintf("%.2f s", na/1000), fmt.Sprintf("%.2f s", (ra-na)/1000), fmt.Sprintf("%.1fx", ka/max(na, 1))}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		p("| %s | %.2f s | %.2f s | %.2f s | %.2f s | %.1fx | %.2f s | %.2f s | %.1fx | %.2f s | %.2f s | %.2f s | %.2f s | %s | %s | %s | %s |\n", n,
 			num(k, "launchToAnswerMs")/1000, kf/1000, num(r, "launchToAnswerMs")/1000, rf/1000, kf/rf, ka/1000, ra/1000, ka/max(ra, 1),
-			kl/1000, rl/1000, max(ka-kl, 0)/1000, max(ra-rl, 0)/1000, met)
+			kl/1000, rl/1000, max(ka-kl, 0)/1000, max(ra-rl, 0)/1000, floor[0], floor[1], floor[2], met)
 	}
 	k, err := read("copy-kafka.json")
 	if err != nil {

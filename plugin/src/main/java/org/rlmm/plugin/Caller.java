@@ -64,8 +64,27 @@ final class Caller {
      * a refusal becomes depends on whether the broker assigned tp here ({@link Errors.Call}).
      */
     <T> T call(String rpc, TopicIdPartition tp, Supplier<String> what, Attempt<T> attempt) throws RemoteStorageException {
+        return call(rpc, tp, what, attempt, 0);
+    }
+
+    /**
+     * A lookup of tp, the fetch path's read: as {@link #call}, but a refusal NOT_READY or
+     * NOT_ASSIGNED waits, once and within the call's deadline, up to
+     * {@link PluginConfig#LOOKUP_READY_WAIT} for the readiness stream to say tp is ready, and then
+     * asks again. After a broker restart the broker serves fetches of a partition before its
+     * leadership change has reached the server and the server has caught up; a remote read that
+     * fails there costs the consumer a whole round of the broker's remote fetch wait, one that
+     * waits a little is answered in the same round. A partition still not ready fails as before.
+     */
+    <T> T lookup(String rpc, TopicIdPartition tp, Supplier<String> what, Attempt<T> attempt) throws RemoteStorageException {
+        return call(rpc, tp, what, attempt, cfg.lookupReadyWait.toNanos());
+    }
+
+    private <T> T call(String rpc, TopicIdPartition tp, Supplier<String> what, Attempt<T> attempt, long readyWaitNanos)
+            throws RemoteStorageException {
         long began = System.nanoTime();
         boolean ok = false;
+        boolean waited = false;
         try {
             Deadline deadline = Deadline.after(callNanos, TimeUnit.NANOSECONDS);
             while (true) {
@@ -77,6 +96,12 @@ final class Caller {
                 } catch (StatusRuntimeException e) {
                     if (!deadline.isExpired() && s.ended(e)) {
                         continue; // its generation ended under it: the next session answers
+                    }
+                    if (readyWaitNanos > 0 && !waited && tp != null && !deadline.isExpired() && notYetReady(e)) {
+                        waited = true;
+                        if (awaitReady(s, tp, Math.min(readyWaitNanos, deadline.timeRemaining(TimeUnit.NANOSECONDS)), what)) {
+                            continue; // ready now: asked again, in the same fetch round
+                        }
                     }
                     Errors.Call kind = tp == null ? Errors.Call.OTHER
                             : supervisor.assignedHere(tp) ? Errors.Call.READ_ASSIGNED : Errors.Call.READ_NOT_ASSIGNED;
@@ -91,6 +116,26 @@ final class Caller {
             }
         } finally {
             timed(rpc, began, !ok);
+        }
+    }
+
+    /** Whether e is a refusal that the partition's readiness ends: NOT_READY, or NOT_ASSIGNED. */
+    private static boolean notYetReady(StatusRuntimeException e) {
+        org.rlmm.plugin.proto.ErrorKind k = Errors.kind(e);
+        return k == org.rlmm.plugin.proto.ErrorKind.NOT_READY || k == org.rlmm.plugin.proto.ErrorKind.NOT_ASSIGNED;
+    }
+
+    /** Waits up to nanos for s's readiness stream to say tp is ready (an older server has none: false). */
+    private static boolean awaitReady(Session s, TopicIdPartition tp, long nanos, Supplier<String> what)
+            throws RemoteStorageException {
+        if (s.readiness.unimplemented() || nanos <= 0) {
+            return false;
+        }
+        try {
+            return s.readiness.awaitReady(tp, nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw Errors.interrupted(what.get(), e);
         }
     }
 

@@ -61,6 +61,8 @@ final class PluginConfig {
     static final String CALL_TIMEOUT = "rlmm.serve.call.timeout.ms";
     /** Deadline of a mutation (add, update, partition delete). */
     static final String MUTATION_TIMEOUT = "rlmm.serve.mutation.timeout.ms";
+    /** How long a lookup refused NOT_READY or NOT_ASSIGNED waits for the partition to be ready before it fails. */
+    static final String LOOKUP_READY_WAIT = "rlmm.serve.lookup.ready.wait.ms";
     /** How long the child may take to answer after it is started (or restarted). */
     static final String START_TIMEOUT = "rlmm.serve.start.timeout.ms";
     /** How long the plugin waits, from configure, for its first server before it stops the broker. */
@@ -144,6 +146,13 @@ final class PluginConfig {
             .define(CALL_TIMEOUT, Type.LONG, 10_000L, atLeast(1), Importance.MEDIUM,
                     "Bound of a read (lookup, list, size, isReady) and of each try of an assignment change, the wait"
                             + " for a restarting child included.")
+            .define(LOOKUP_READY_WAIT, Type.LONG, 400L, atLeast(0), Importance.LOW,
+                    "How long a lookup (remoteLogSegmentMetadata, the fetch path's) that rlmm serve refuses as not"
+                            + " ready or not assigned waits, within the call timeout, for the readiness stream to say the"
+                            + " partition is ready, and then asks once more; it fails as before when the partition is not"
+                            + " ready by then. After a restart the broker serves fetches before the assignment has reached"
+                            + " rlmm serve, and a failed remote read costs the consumer a whole round of the broker's"
+                            + " remote.fetch.max.wait.ms (500 ms by default): keep this below it. 0: fail at once.")
             .define(MUTATION_TIMEOUT, Type.LONG, null, atLeast(1), Importance.MEDIUM,
                     "Bound of a mutation (add, update, partition delete). Default: " + CONSUME_WAIT
                             + " (2 minutes unless set) plus the call timeout.")
@@ -237,6 +246,8 @@ final class PluginConfig {
     final List<String> extraArgs;
     final Duration callTimeout;
     final Duration mutationTimeout;
+    /** {@link #LOOKUP_READY_WAIT}. */
+    final Duration lookupReadyWait;
     final Duration startTimeout;
     /** {@link #INIT_TIMEOUT}. */
     final Duration initTimeout;
@@ -316,6 +327,7 @@ final class PluginConfig {
         String work = string(values, WORK_DIR);
         transport = Transport.valueOf(string(values, TRANSPORT).toUpperCase(java.util.Locale.ROOT));
         callTimeout = millis(values, CALL_TIMEOUT);
+        lookupReadyWait = millis(values, LOOKUP_READY_WAIT);
         startTimeout = millis(values, START_TIMEOUT);
         if (values.get(INIT_TIMEOUT) != null) {
             initTimeout = millis(values, INIT_TIMEOUT);

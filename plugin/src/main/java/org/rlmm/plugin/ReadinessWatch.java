@@ -83,6 +83,26 @@ final class ReadinessWatch implements AutoCloseable {
         return ready.getOrDefault(Key.of(tp), false);
     }
 
+    /**
+     * Waits until an update says tp is hosted and ready, at most nanos (the lookup in the window
+     * after a restart, {@link PluginConfig#LOOKUP_READY_WAIT}); true when it is, false when the
+     * time ran out or the watch closed.
+     */
+    boolean awaitReady(TopicIdPartition tp, long nanos) throws InterruptedException {
+        Key k = Key.of(tp);
+        long end = System.nanoTime() + nanos;
+        synchronized (this) {
+            while (!ready.getOrDefault(k, false)) {
+                long left = end - System.nanoTime();
+                if (closed || left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+            return true;
+        }
+    }
+
     /** How many hosted partitions the last update said are ready ([0]) and not ready ([1]). */
     long[] counts() {
         long yes = 0;
@@ -180,6 +200,7 @@ final class ReadinessWatch implements AutoCloseable {
                 ready = m;
                 backoff.reset();
                 lastEnd = "";
+                ReadinessWatch.this.notifyAll(); // lookups waiting in awaitReady
             }
             updates.incrementAndGet();
         }
@@ -204,6 +225,7 @@ final class ReadinessWatch implements AutoCloseable {
             call = null;
             current = null;
             ready = Map.of();
+            notifyAll(); // no lookup waits on a closed watch
         }
         if (c != null) {
             c.cancel("rlmm plugin closing", null);

@@ -148,7 +148,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         SegmentForOffsetRequest req = SegmentForOffsetRequest.newBuilder()
                 .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(epochForOffset).setOffset(offset).build();
-        SegmentReply r = caller().call("lookup", tp, () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp,
+        SegmentReply r = caller().lookup("lookup", tp, () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp,
                 (s, d) -> s.lookup(req, d, unary));
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }

@@ -335,6 +335,38 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSegmentMetadata(newPartition("never"), 0, 5));
     }
 
+    @Test
+    void aLookupInTheAssignmentWindowWaitsForReadinessWithinItsBound() throws Exception {
+        // A restart as above: the new child gets the broker's partitions 300 ms after it answers
+        // (the test hook). A lookup asked at once waits for the readiness stream and answers the
+        // segment; with the wait off it fails at once, retriable, as before.
+        Map<String, Object> c = embeddedConfig(dir);
+        RlmmRemoteLogMetadataManager first = started(c);
+        TopicIdPartition tp = newPartition("ready-wait");
+        assignAndAwaitReady(first, tp, READY);
+        RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+        first.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+        RemoteLogSegmentMetadataUpdate fa = update(a, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
+        first.updateRemoteLogSegmentMetadata(fa).get(10, TimeUnit.SECONDS);
+        first.close();
+        RemoteLogSegmentMetadata want = a.createWithUpdates(fa);
+
+        c.put(RlmmRemoteLogMetadataManager.TEST_ASSIGN_DELAY, "300");
+        c.put(PluginConfig.LOOKUP_READY_WAIT, "5000");
+        RlmmRemoteLogMetadataManager waits = startedAndUp(c);
+        waits.onPartitionLeadershipChanges(Set.of(tp), Set.of());
+        assertFalse(waits.isReady(tp), "ready before the held-back change reached the server");
+        assertEquals(Optional.of(want), waits.remoteLogSegmentMetadata(tp, 0, 5));
+        waits.close();
+
+        c.put(PluginConfig.LOOKUP_READY_WAIT, "0");
+        RlmmRemoteLogMetadataManager fails = startedAndUp(c);
+        fails.onPartitionLeadershipChanges(Set.of(tp), Set.of());
+        // Asked inside the same 300 ms window: a lookup that waited would answer the segment.
+        assertThrows(ReplicaNotAvailableException.class, () -> fails.remoteLogSegmentMetadata(tp, 0, 5));
+        fails.close();
+    }
+
     /** One lookup of offset 5: true for want, false for a retriable failure; an empty answer fails the test. */
     private static boolean answersSegment(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, RemoteLogSegmentMetadata want,
             int[] retriable) {
