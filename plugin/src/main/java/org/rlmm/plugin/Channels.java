@@ -14,6 +14,7 @@ import io.grpc.netty.shaded.io.netty.buffer.ByteBufAllocator;
 import io.grpc.netty.shaded.io.netty.buffer.UnpooledByteBufAllocator;
 import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.IoHandlerFactory;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
@@ -24,6 +25,7 @@ import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
 import java.io.IOException;
+import java.net.SocketAddress;
 import java.net.UnixDomainSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -84,14 +86,21 @@ final class Channels {
 
     private static Conn unix(PluginConfig cfg) {
         if (cfg.transport == PluginConfig.Transport.EPOLL && epollAvailable()) {
-            return unixEpoll(cfg);
+            return unix(cfg, EpollIoHandler.newFactory(), EpollDomainSocketChannel.class,
+                    new DomainSocketAddress(cfg.socket.toString()));
         }
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), NioIoHandler.newFactory());
+        return unix(cfg, NioIoHandler.newFactory(), NioDomainSocketChannel.class, UnixDomainSocketAddress.of(cfg.socket));
+    }
+
+    /** The channel over the Unix socket through one transport: its event loop, channel and address types. */
+    private static Conn unix(PluginConfig cfg, IoHandlerFactory io,
+            Class<? extends io.grpc.netty.shaded.io.netty.channel.Channel> type, SocketAddress address) {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), io);
         ManagedChannel ch;
         try {
-            ch = NettyChannelBuilder.forAddress(UnixDomainSocketAddress.of(cfg.socket))
+            ch = NettyChannelBuilder.forAddress(address)
                     .eventLoopGroup(group)
-                    .channelType(NioDomainSocketChannel.class, UnixDomainSocketAddress.class)
+                    .channelType(type, address.getClass())
                     .overrideAuthority("localhost")
                     // gRPC asks every transport for TCP keep-alive; a Unix socket has none, and Netty
                     // would log a warning at every connect. null takes the option away.
@@ -118,27 +127,6 @@ final class Channels {
                     + " the Unix socket goes through nio", String.valueOf(Epoll.unavailabilityCause()));
         }
         return false;
-    }
-
-    private static Conn unixEpoll(PluginConfig cfg) {
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, daemon("rlmm-plugin-io"), EpollIoHandler.newFactory());
-        ManagedChannel ch;
-        try {
-            ch = NettyChannelBuilder.forAddress(new DomainSocketAddress(cfg.socket.toString()))
-                    .eventLoopGroup(group)
-                    .channelType(EpollDomainSocketChannel.class, DomainSocketAddress.class)
-                    .overrideAuthority("localhost")
-                    .withOption(ChannelOption.SO_KEEPALIVE, null)
-                    .withOption(ChannelOption.ALLOCATOR, allocator())
-                    .usePlaintext()
-                    .directExecutor()
-                    .maxInboundMessageSize(64 << 20)
-                    .build();
-        } catch (RuntimeException e) {
-            group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
-            throw new IllegalStateException("rlmm plugin: cannot open a channel to the Unix socket " + cfg.socket + ": " + e, e);
-        }
-        return new Conn(ch, group);
     }
 
     private static Conn tcp(PluginConfig cfg) {

@@ -303,25 +303,34 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         assignAndAwaitReady(m, tp, READY);
     }
 
-    @Test
-    void aReadNeverAnswersEmptyForAPartitionNotHeldYet() throws Exception {
-        // A broker restart: the first instance copies a segment, the second one's child gets the
-        // broker's partitions two seconds after it answers (the test hook), and the broker reads
-        // at once. Every answer is the segment or a retriable exception, never "no segment".
-        Map<String, Object> c = embeddedConfig(dir);
+    /**
+     * A first instance over c copies one finished segment of a new partition named name and closes:
+     * what the instance of a restarted broker must find. Returns the segment as it should be read.
+     */
+    private RemoteLogSegmentMetadata copiedByAnEarlierInstance(Map<String, Object> c, String name) throws Exception {
         RlmmRemoteLogMetadataManager first = started(c);
-        TopicIdPartition tp = newPartition("window");
+        TopicIdPartition tp = newPartition(name);
         assignAndAwaitReady(first, tp, READY);
         RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
         first.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
         RemoteLogSegmentMetadataUpdate fa = update(a, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
         first.updateRemoteLogSegmentMetadata(fa).get(10, TimeUnit.SECONDS);
         first.close();
+        return a.createWithUpdates(fa);
+    }
+
+    @Test
+    void aReadNeverAnswersEmptyForAPartitionNotHeldYet() throws Exception {
+        // A broker restart: the first instance copies a segment, the second one's child gets the
+        // broker's partitions two seconds after it answers (the test hook), and the broker reads
+        // at once. Every answer is the segment or a retriable exception, never "no segment".
+        Map<String, Object> c = embeddedConfig(dir);
+        RemoteLogSegmentMetadata want = copiedByAnEarlierInstance(c, "window");
+        TopicIdPartition tp = want.topicIdPartition();
 
         c.put(RlmmRemoteLogMetadataManager.TEST_ASSIGN_DELAY, "2000");
         RlmmRemoteLogMetadataManager m = started(c);
         m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
-        RemoteLogSegmentMetadata want = a.createWithUpdates(fa);
         int[] retriable = {0};
         TestSupport.await("the segment from the new child", READY, () -> answersSegment(m, tp, want, retriable));
         // The same across a restart of the child (kill -9), with the hook's delay again.
@@ -341,15 +350,8 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         // (the test hook). A lookup asked at once waits for the readiness stream and answers the
         // segment; with the wait off it fails at once, retriable, as before.
         Map<String, Object> c = embeddedConfig(dir);
-        RlmmRemoteLogMetadataManager first = started(c);
-        TopicIdPartition tp = newPartition("ready-wait");
-        assignAndAwaitReady(first, tp, READY);
-        RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
-        first.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
-        RemoteLogSegmentMetadataUpdate fa = update(a, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
-        first.updateRemoteLogSegmentMetadata(fa).get(10, TimeUnit.SECONDS);
-        first.close();
-        RemoteLogSegmentMetadata want = a.createWithUpdates(fa);
+        RemoteLogSegmentMetadata want = copiedByAnEarlierInstance(c, "ready-wait");
+        TopicIdPartition tp = want.topicIdPartition();
 
         c.put(RlmmRemoteLogMetadataManager.TEST_ASSIGN_DELAY, "300");
         c.put(PluginConfig.LOOKUP_READY_WAIT, "5000");
