@@ -30,11 +30,14 @@ const (
 // makes every segment do).
 type segExtra struct {
 	// epochAt and epochLen place the full epoch list in the epoch arena
-	// (flagEpochs; epochLen is 0 without it).
+	// (flagEpochs; epochLen is 0 without it). 32 bits: 2^32 entries of 12
+	// bytes in one partition would be 48 GiB of epochs.
 	epochAt, epochLen uint32
 	// customAt and customLen place the custom metadata in the byte arena
-	// (flagCustom: present, maybe empty).
-	customAt, customLen uint32
+	// (flagCustom: present, maybe empty). The arena of one partition may pass
+	// 4 GiB, one value not (Kafka's bytes are at most 2^31-1 long).
+	customAt  uint64
+	customLen uint32
 }
 
 // extraArenas hold the epoch lists and custom metadata of a partition's
@@ -116,7 +119,8 @@ func (p *partition) customOf(i int32, s *seg) []byte {
 	if x.customLen == 0 {
 		return noCustom
 	}
-	return p.arenas.custom[x.customAt : x.customAt+x.customLen : x.customAt+x.customLen]
+	end := x.customAt + uint64(x.customLen)
+	return p.arenas.custom[x.customAt:end:end]
 }
 
 // extraEpochs returns the epoch list of slot i, flagged flagEpochs. The
@@ -146,7 +150,7 @@ func (p *partition) setCustom(i int32, s *seg, c []byte) {
 		}
 		return
 	}
-	x.customAt, x.customLen = uint32(len(p.arenas.custom)), uint32(len(c))
+	x.customAt, x.customLen = uint64(len(p.arenas.custom)), uint32(len(c))
 	p.arenas.custom = append(p.arenas.custom, c...)
 	p.extras[i] = x
 	s.flags |= flagCustom
@@ -205,8 +209,8 @@ func (p *partition) compactArenas() {
 			x.epochAt = at
 		}
 		if custom && x.customLen > 0 {
-			at := uint32(len(nc))
-			nc = append(nc, a.custom[x.customAt:x.customAt+x.customLen]...)
+			at := uint64(len(nc))
+			nc = append(nc, a.custom[x.customAt:x.customAt+uint64(x.customLen)]...)
 			x.customAt = at
 		}
 		p.extras[i] = x
