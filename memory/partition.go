@@ -50,7 +50,7 @@ type partition struct {
 	byID   idIndex
 	// extras holds the segExtra of the slots flagged for it, placing their
 	// data in arenas.
-	extras map[int32]segExtra
+	extras extraTable
 	arenas extraArenas
 	// seqs orders, per slot, the segment's last applied change within the
 	// partition: the newest FINISHED segment wins a lookup, and Export lists
@@ -63,6 +63,10 @@ type partition struct {
 	// other epoch that had a finished segment.
 	epochs  []epochState
 	emptied emptiedEpochs
+	// epochHint is the index in epochs that epochFor found last: segments
+	// come mostly in runs of one epoch, so it usually spares the search. It
+	// may be stale (an insert or delete shifts epochs); epochFor checks it.
+	epochHint int
 
 	del    rlmm.PartitionDelete
 	hasDel bool
@@ -74,7 +78,7 @@ type partition struct {
 }
 
 func newPartition(tp rlmm.TopicIDPartition) *partition {
-	return &partition{tp: tp, extras: make(map[int32]segExtra)}
+	return &partition{tp: tp}
 }
 
 // reserveEnvelopes gives each epoch's envelope room for one piece per live
@@ -116,13 +120,18 @@ func (p *partition) epochIndex(e int32) int {
 // epochFor returns the state of epoch e, creating it (with its highest
 // finished offset when e was emptied). Writer only, under mu.
 func (p *partition) epochFor(e int32) *epochState {
+	if h := p.epochHint; h < len(p.epochs) && p.epochs[h].epoch == e {
+		return &p.epochs[h]
+	}
 	if i := p.epochIndex(e); i >= 0 {
+		p.epochHint = i
 		return &p.epochs[i]
 	}
 	i, _ := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int { return cmp.Compare(s.epoch, t) })
 	es := epochState{epoch: e}
 	es.highest, es.hasHighest = p.emptied.take(e)
 	p.epochs = slices.Insert(p.epochs, i, es)
+	p.epochHint = i
 	return &p.epochs[i]
 }
 
@@ -420,7 +429,7 @@ func (p *partition) copies(idx []int32) []rlmm.SegmentMetadata {
 	nEpochs, nCustom := 0, 0
 	for _, i := range idx {
 		nEpochs++
-		if x, ok := p.extras[i]; ok {
+		if x, ok := p.extras.get(i); ok {
 			if x.epochLen > 0 {
 				nEpochs += int(x.epochLen) - 1
 			}
