@@ -169,6 +169,9 @@ func (p *partition) highestOffsets(dst []EpochOffset) []EpochOffset {
 // epochEnd returns the end of slot i's range for epoch ep (what the
 // envelope of ep needs to know of a segment).
 func (p *partition) epochEnd(i int32, ep int32) int64 {
+	if s := p.slot(i); s.flags&flagEpochs == 0 && s.e0 == ep {
+		return s.end // the common single epoch, without epochRange's call
+	}
 	_, end, _ := p.epochRange(i, p.slot(i), ep)
 	return end
 }
@@ -201,6 +204,9 @@ func (p *partition) find(ep int32, offset int64) (int32, bool) {
 // under mu.
 func (p *partition) finish(xi int32, again bool) {
 	s := p.slot(xi)
+	if s.flags&flagEpochs == 0 && p.appendFinished(xi, s) {
+		return
+	}
 	var scratch [1]rlmm.EpochStart
 	eps := p.epochList(xi, s, &scratch)
 	for k, ep := range eps {
@@ -230,6 +236,34 @@ func (p *partition) finish(xi int32, again bool) {
 			es.members = append(es.members, xi)
 		}
 	}
+}
+
+// appendFinished is finish's common case, taken without its closures and
+// searches: slot xi (s) of one epoch starting at its start, whose range
+// lies wholly past every piece of the epoch's envelope (segments finish in
+// offset order, and a restore lays them so) in an epoch without overlaps.
+// It reports false, changing nothing, when that is not the case. Writer
+// only, under mu.
+func (p *partition) appendFinished(xi int32, s *seg) bool {
+	if s.start > s.end {
+		return false
+	}
+	es := p.epochFor(s.e0)
+	if es.overlapped {
+		return false
+	}
+	v := &es.env
+	if n := len(v.pieces); n > 0 {
+		// pastEnd: the last piece ends at its segment's end for the epoch.
+		if last := v.pieces[n-1]; last.start >= s.start || p.epochEnd(last.seg, s.e0) >= s.start {
+			return false
+		}
+	}
+	if !es.hasHighest || s.end > es.highest {
+		es.highest, es.hasHighest = s.end, true
+	}
+	v.push(piece{start: s.start, seg: xi})
+	return true
 }
 
 // unfinish removes slot xi (leaving COPY_SEGMENT_FINISHED) from the envelope

@@ -162,15 +162,6 @@ func (p *partition) setCustom(i int32, s *seg, c []byte) {
 	}
 }
 
-// setEpochs stores a copy of eps as slot i's epoch list (a fresh slot:
-// load). Writer only, under mu.
-func (p *partition) setEpochs(i int32, s *seg, eps []rlmm.EpochStart) {
-	x := p.extras.put(i)
-	x.epochAt, x.epochLen = uint32(len(p.arenas.epochs)), uint32(len(eps))
-	p.arenas.epochs = append(p.arenas.epochs, eps...)
-	s.flags |= flagEpochs
-}
-
 // dropExtras forgets slot i's extras (its slot is being freed). Writer
 // only, under mu.
 func (p *partition) dropExtras(i int32) {
@@ -225,7 +216,9 @@ func (p *partition) compactArenas() {
 	}
 }
 
-// load fills slot i from md (which passed Validate). Writer only, under mu.
+// load fills slot i from md (which passed Validate). The slot is fresh
+// (release removed any extras it had), so its extras, if it has any, are
+// appended to the arenas in one entry of the table. Writer only, under mu.
 func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	s := p.slot(i)
 	*s = seg{
@@ -236,11 +229,21 @@ func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	if md.TxnIndexEmpty {
 		s.flags |= flagTxnEmpty
 	}
-	// The slot is fresh: release removed any extras it had.
-	if hasExtraEpochs(md) {
-		p.setEpochs(i, s, md.LeaderEpochs)
+	multi := hasExtraEpochs(md)
+	if !multi && md.CustomMetadata == nil {
+		return
 	}
-	p.setCustom(i, s, md.CustomMetadata)
+	x := p.extras.put(i)
+	if multi {
+		x.epochAt, x.epochLen = uint32(len(p.arenas.epochs)), uint32(len(md.LeaderEpochs))
+		p.arenas.epochs = append(p.arenas.epochs, md.LeaderEpochs...)
+		s.flags |= flagEpochs
+	}
+	if c := md.CustomMetadata; c != nil {
+		x.customAt, x.customLen = uint64(len(p.arenas.custom)), uint32(len(c))
+		p.arenas.custom = append(p.arenas.custom, c...)
+		s.flags |= flagCustom
+	}
 }
 
 // fill writes slot i into dst, reusing dst's slices: a copy the caller owns.
