@@ -55,7 +55,11 @@ type partition struct {
 	// seqs orders, per slot, the segment's last applied change within the
 	// partition: the newest FINISHED segment wins a lookup, and Export lists
 	// segments by it so that Import reproduces the same order. Only the
-	// writer reads it, so it grows without holding readers up.
+	// writer reads it (seqOf), so it grows without holding readers up. nil
+	// while every change so far was an add of the next slot (a build, or a
+	// fresh partition's first adds): slot i's seq is then i+1, and a
+	// restore's partitions do without the 8 bytes per segment until their
+	// first other change (ownSeqs).
 	seqs []uint64
 
 	// epochs holds the state of exactly the epochs that live segments
@@ -323,7 +327,7 @@ func (p *partition) uncover(es *epochState, xi int32, s, e int64) {
 		if ce < s || cs > e {
 			continue
 		}
-		cands = append(cands, cand{idx, p.seqs[idx], cs, ce})
+		cands = append(cands, cand{idx, p.seqOf(idx), cs, ce})
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.seq, b.seq) })
 	region := make([]piece, 0, j-i+2)
@@ -365,7 +369,9 @@ func (p *partition) add(md *rlmm.SegmentMetadata) (int32, bool) {
 		return i, false
 	}
 	p.seq++
-	p.seqs[i] = p.seq
+	if p.seqs != nil {
+		p.seqs[i] = p.seq
+	} // else i is the next slot (alloc has no free slot while seqs is nil): its seq is i+1, p.seq
 	for _, ep := range md.LeaderEpochs {
 		p.epochFor(ep.Epoch).refs++
 	}
@@ -373,6 +379,26 @@ func (p *partition) add(md *rlmm.SegmentMetadata) (int32, bool) {
 	p.bytes += int64(s.size)
 	p.live++
 	return i, true
+}
+
+// seqOf returns slot i's seq. Writer only, under mu.
+func (p *partition) seqOf(i int32) uint64 {
+	if p.seqs == nil {
+		return uint64(i) + 1
+	}
+	return p.seqs[i]
+}
+
+// ownSeqs writes out the seqs while they are implicit (seqs nil), before a
+// change that is not an add of the next slot. Writer only, under mu.
+func (p *partition) ownSeqs() {
+	if p.seqs != nil {
+		return
+	}
+	p.seqs = make([]uint64, p.slots, p.slots+p.slots/4+4)
+	for i := range p.seqs {
+		p.seqs[i] = uint64(i) + 1
+	}
 }
 
 // update applies a validated, allowed update to slot i. Writer only, under mu.
@@ -383,6 +409,7 @@ func (p *partition) update(i int32, u *rlmm.SegmentUpdate) {
 	s.eventTs = u.EventTimestampMs
 	p.setCustom(i, s, u.CustomMetadata)
 	s.state = u.State
+	p.ownSeqs()
 	p.seq++
 	p.seqs[i] = p.seq
 	p.counts[from]--

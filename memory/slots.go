@@ -294,14 +294,16 @@ func (p *partition) alloc() int32 {
 		p.chunks = append(p.chunks, make([]seg, 0, capacity))
 	}
 	p.chunks[c] = append(p.chunks[c], seg{})
-	p.seqs = append(p.seqs, 0)
+	if p.seqs != nil {
+		p.seqs = append(p.seqs, 0)
+	}
 	return i
 }
 
-// reserve sizes a fresh partition for z (a bulk build): the id index, the
-// slot order, every chunk, the extras and their arenas get their final
-// capacity at once instead of growing by appends. Writer only, before p is
-// published.
+// reserve sizes a fresh partition for z (a bulk build): the id index, every
+// chunk, the extras and their arenas get their final capacity at once
+// instead of growing by appends (the seqs stay implicit: see partition.seqs).
+// Writer only, before p is published.
 func (p *partition) reserve(z BuildSizes) {
 	n := z.Segments
 	if n <= 0 {
@@ -313,7 +315,6 @@ func (p *partition) reserve(z BuildSizes) {
 		p.arenas.custom = make([]byte, 0, max(z.CustomBytes, 0))
 	}
 	p.byID.reserve(n)
-	p.seqs = make([]uint64, 0, n)
 	p.chunks = make([][]seg, 0, (n+chunkSize-1)/chunkSize)
 	for left := n; left > 0; left -= chunkSize {
 		p.chunks = append(p.chunks, make([]seg, 0, min(left, chunkSize)))
@@ -325,6 +326,7 @@ func (p *partition) reserve(z BuildSizes) {
 // release frees slot i. Only the writer calls it, under mu.
 func (p *partition) release(i int32) {
 	*p.slot(i) = seg{}
+	p.ownSeqs()
 	p.seqs[i] = 0
 	p.dropExtras(i)
 	p.free = append(p.free, i)
