@@ -59,7 +59,6 @@ func hasExtraEpochs(md *rlmm.SegmentMetadata) bool {
 // refuses the builder.
 type PartitionBuilder struct {
 	p        *partition
-	finished []int32
 	err      error
 	lastHigh int32
 	hasHigh  bool
@@ -72,7 +71,7 @@ type PartitionBuilder struct {
 func NewPartitionBuilder(tp rlmm.TopicIDPartition, z BuildSizes) *PartitionBuilder {
 	p := newPartition(tp)
 	p.reserve(z)
-	return &PartitionBuilder{p: p, finished: make([]int32, 0, max(z.Segments, 0))}
+	return &PartitionBuilder{p: p}
 }
 
 // TopicIDPartition returns the partition being built.
@@ -111,12 +110,8 @@ func (b *PartitionBuilder) AddSegment(md *rlmm.SegmentMetadata) error {
 	}
 	// One index probe per segment, not a look-up then an insert: add
 	// refuses a repeated id (the builder is thrown away on error).
-	i, ok := p.add(md)
-	if !ok {
+	if _, ok := p.add(md); !ok {
 		return b.fail(fmt.Errorf("%w: import: partition %s: segment %s given twice", rlmm.ErrInvalidArgument, tp, md.ID.ID))
-	}
-	if md.State == rlmm.CopySegmentFinished {
-		b.finished = append(b.finished, i)
 	}
 	return nil
 }
@@ -183,9 +178,14 @@ func (b *PartitionBuilder) Finish() error {
 	// right after its add, with each envelope sized at once. Highest
 	// offsets merge by maximum, so their order against this is free.
 	p.reserveEnvelopes()
-	for _, i := range b.finished {
-		p.finish(i, false)
+	// A builder never frees a slot, so the slots are in the order the
+	// segments were added: each finished one is laid in that order.
+	for c, chunk := range p.chunks {
+		for o := range chunk {
+			if chunk[o].state == rlmm.CopySegmentFinished {
+				p.finish(int32(c<<chunkBits|o), false)
+			}
+		}
 	}
-	b.finished = nil
 	return nil
 }

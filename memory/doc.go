@@ -90,9 +90,9 @@
 // A partition interns its TopicIDPartition once and stores each segment as
 // a 64-byte record (one cache line): the common single leader epoch that
 // starts at the segment's start is inline; other epoch lists and custom
-// metadata live in a side table that places them in two arenas of the
-// partition, by position, so that none of it holds a pointer for the
-// collector to scan. Records sit in chunks of 256, so growing a
+// metadata live in a side table indexed by slot that places them in two
+// arenas of the partition, by position, so that none of it holds a pointer
+// for the collector to scan. Records sit in chunks of 256, so growing a
 // partition never copies more than a chunk while readers wait; an id map
 // serves updates. Each leader epoch keeps an "envelope": the runs of
 // offsets, sorted by start, each naming the newest finished segment that

@@ -63,7 +63,7 @@ func (m *Manager) Export(keep func(rlmm.TopicIDPartition) bool) []PartitionState
 func (p *partition) export() PartitionState {
 	st := PartitionState{TopicIDPartition: p.tp}
 	idx := p.liveSlots(make([]int32, 0, p.live), 0, true)
-	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(p.seqs[a], p.seqs[b]) })
+	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(p.seqOf(a), p.seqOf(b)) })
 	st.Segments = p.copies(idx)
 	st.HighestOffsets = p.highestOffsets(nil)
 	if p.hasDel {

@@ -50,12 +50,16 @@ type partition struct {
 	byID   idIndex
 	// extras holds the segExtra of the slots flagged for it, placing their
 	// data in arenas.
-	extras map[int32]segExtra
+	extras extraTable
 	arenas extraArenas
 	// seqs orders, per slot, the segment's last applied change within the
 	// partition: the newest FINISHED segment wins a lookup, and Export lists
 	// segments by it so that Import reproduces the same order. Only the
-	// writer reads it, so it grows without holding readers up.
+	// writer reads it (seqOf), so it grows without holding readers up. nil
+	// while every change so far was an add of the next slot (a build, or a
+	// fresh partition's first adds): slot i's seq is then i+1, and a
+	// restore's partitions do without the 8 bytes per segment until their
+	// first other change (ownSeqs).
 	seqs []uint64
 
 	// epochs holds the state of exactly the epochs that live segments
@@ -63,6 +67,10 @@ type partition struct {
 	// other epoch that had a finished segment.
 	epochs  []epochState
 	emptied emptiedEpochs
+	// epochHint is the index in epochs that epochFor found last: segments
+	// come mostly in runs of one epoch, so it usually spares the search. It
+	// may be stale (an insert or delete shifts epochs); epochFor checks it.
+	epochHint int
 
 	del    rlmm.PartitionDelete
 	hasDel bool
@@ -74,7 +82,7 @@ type partition struct {
 }
 
 func newPartition(tp rlmm.TopicIDPartition) *partition {
-	return &partition{tp: tp, extras: make(map[int32]segExtra)}
+	return &partition{tp: tp}
 }
 
 // reserveEnvelopes gives each epoch's envelope room for one piece per live
@@ -116,13 +124,18 @@ func (p *partition) epochIndex(e int32) int {
 // epochFor returns the state of epoch e, creating it (with its highest
 // finished offset when e was emptied). Writer only, under mu.
 func (p *partition) epochFor(e int32) *epochState {
+	if h := p.epochHint; h < len(p.epochs) && p.epochs[h].epoch == e {
+		return &p.epochs[h]
+	}
 	if i := p.epochIndex(e); i >= 0 {
+		p.epochHint = i
 		return &p.epochs[i]
 	}
 	i, _ := slices.BinarySearchFunc(p.epochs, e, func(s epochState, t int32) int { return cmp.Compare(s.epoch, t) })
 	es := epochState{epoch: e}
 	es.highest, es.hasHighest = p.emptied.take(e)
 	p.epochs = slices.Insert(p.epochs, i, es)
+	p.epochHint = i
 	return &p.epochs[i]
 }
 
@@ -160,6 +173,9 @@ func (p *partition) highestOffsets(dst []EpochOffset) []EpochOffset {
 // epochEnd returns the end of slot i's range for epoch ep (what the
 // envelope of ep needs to know of a segment).
 func (p *partition) epochEnd(i int32, ep int32) int64 {
+	if s := p.slot(i); s.flags&flagEpochs == 0 && s.e0 == ep {
+		return s.end // the common single epoch, without epochRange's call
+	}
 	_, end, _ := p.epochRange(i, p.slot(i), ep)
 	return end
 }
@@ -192,6 +208,9 @@ func (p *partition) find(ep int32, offset int64) (int32, bool) {
 // under mu.
 func (p *partition) finish(xi int32, again bool) {
 	s := p.slot(xi)
+	if s.flags&flagEpochs == 0 && p.appendFinished(xi, s) {
+		return
+	}
 	var scratch [1]rlmm.EpochStart
 	eps := p.epochList(xi, s, &scratch)
 	for k, ep := range eps {
@@ -221,6 +240,34 @@ func (p *partition) finish(xi int32, again bool) {
 			es.members = append(es.members, xi)
 		}
 	}
+}
+
+// appendFinished is finish's common case, taken without its closures and
+// searches: slot xi (s) of one epoch starting at its start, whose range
+// lies wholly past every piece of the epoch's envelope (segments finish in
+// offset order, and a restore lays them so) in an epoch without overlaps.
+// It reports false, changing nothing, when that is not the case. Writer
+// only, under mu.
+func (p *partition) appendFinished(xi int32, s *seg) bool {
+	if s.start > s.end {
+		return false
+	}
+	es := p.epochFor(s.e0)
+	if es.overlapped {
+		return false
+	}
+	v := &es.env
+	if n := len(v.pieces); n > 0 {
+		// pastEnd: the last piece ends at its segment's end for the epoch.
+		if last := v.pieces[n-1]; last.start >= s.start || p.epochEnd(last.seg, s.e0) >= s.start {
+			return false
+		}
+	}
+	if !es.hasHighest || s.end > es.highest {
+		es.highest, es.hasHighest = s.end, true
+	}
+	v.push(piece{start: s.start, seg: xi})
+	return true
 }
 
 // unfinish removes slot xi (leaving COPY_SEGMENT_FINISHED) from the envelope
@@ -280,7 +327,7 @@ func (p *partition) uncover(es *epochState, xi int32, s, e int64) {
 		if ce < s || cs > e {
 			continue
 		}
-		cands = append(cands, cand{idx, p.seqs[idx], cs, ce})
+		cands = append(cands, cand{idx, p.seqOf(idx), cs, ce})
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.seq, b.seq) })
 	region := make([]piece, 0, j-i+2)
@@ -322,7 +369,9 @@ func (p *partition) add(md *rlmm.SegmentMetadata) (int32, bool) {
 		return i, false
 	}
 	p.seq++
-	p.seqs[i] = p.seq
+	if p.seqs != nil {
+		p.seqs[i] = p.seq
+	} // else i is the next slot (alloc has no free slot while seqs is nil): its seq is i+1, p.seq
 	for _, ep := range md.LeaderEpochs {
 		p.epochFor(ep.Epoch).refs++
 	}
@@ -330,6 +379,26 @@ func (p *partition) add(md *rlmm.SegmentMetadata) (int32, bool) {
 	p.bytes += int64(s.size)
 	p.live++
 	return i, true
+}
+
+// seqOf returns slot i's seq. Writer only, under mu.
+func (p *partition) seqOf(i int32) uint64 {
+	if p.seqs == nil {
+		return uint64(i) + 1
+	}
+	return p.seqs[i]
+}
+
+// ownSeqs writes out the seqs while they are implicit (seqs nil), before a
+// change that is not an add of the next slot. Writer only, under mu.
+func (p *partition) ownSeqs() {
+	if p.seqs != nil {
+		return
+	}
+	p.seqs = make([]uint64, p.slots, p.slots+p.slots/4+4)
+	for i := range p.seqs {
+		p.seqs[i] = uint64(i) + 1
+	}
 }
 
 // update applies a validated, allowed update to slot i. Writer only, under mu.
@@ -340,6 +409,7 @@ func (p *partition) update(i int32, u *rlmm.SegmentUpdate) {
 	s.eventTs = u.EventTimestampMs
 	p.setCustom(i, s, u.CustomMetadata)
 	s.state = u.State
+	p.ownSeqs()
 	p.seq++
 	p.seqs[i] = p.seq
 	p.counts[from]--
@@ -420,7 +490,7 @@ func (p *partition) copies(idx []int32) []rlmm.SegmentMetadata {
 	nEpochs, nCustom := 0, 0
 	for _, i := range idx {
 		nEpochs++
-		if x, ok := p.extras[i]; ok {
+		if x, ok := p.extras.get(i); ok {
 			if x.epochLen > 0 {
 				nEpochs += int(x.epochLen) - 1
 			}

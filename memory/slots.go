@@ -23,11 +23,11 @@ const (
 
 // segExtra locates what most segments do not have: leader epochs other
 // than one epoch starting at the segment's start, or custom metadata. It
-// lives in a side map of the partition, so that seg fits one cache line,
-// and points into the partition's arenas by position, so that neither the
-// map nor the arenas hold a pointer for the collector to scan, however many
-// segments carry custom metadata (as an RSM that names its objects there
-// makes every segment do).
+// lives in a side table of the partition (extras.go), so that seg fits one
+// cache line, and points into the partition's arenas by position, so that
+// neither the table nor the arenas hold a pointer for the collector to
+// scan, however many segments carry custom metadata (as an RSM that names
+// its objects there makes every segment do).
 type segExtra struct {
 	// epochAt and epochLen place the full epoch list in the epoch arena
 	// (flagEpochs; epochLen is 0 without it). 32 bits: 2^32 entries of 12
@@ -38,6 +38,8 @@ type segExtra struct {
 	// 4 GiB, one value not (Kafka's bytes are at most 2^31-1 long).
 	customAt  uint64
 	customLen uint32
+	// slot is the slot the extra is of (extraTable moves entries).
+	slot int32
 }
 
 // extraArenas hold the epoch lists and custom metadata of a partition's
@@ -115,7 +117,7 @@ func (p *partition) customOf(i int32, s *seg) []byte {
 	if s.flags&flagCustom == 0 {
 		return nil
 	}
-	x := p.extras[i]
+	x := p.extras.at(i)
 	if x.customLen == 0 {
 		return noCustom
 	}
@@ -126,14 +128,15 @@ func (p *partition) customOf(i int32, s *seg) []byte {
 // extraEpochs returns the epoch list of slot i, flagged flagEpochs. The
 // slice is the arena's: read it under mu, before the next change.
 func (p *partition) extraEpochs(i int32) []rlmm.EpochStart {
-	x := p.extras[i]
+	x := p.extras.at(i)
 	return p.arenas.epochs[x.epochAt : x.epochAt+x.epochLen : x.epochAt+x.epochLen]
 }
 
 // setCustom stores a private copy of c as slot i's custom metadata (nil
 // stays absent, empty stays empty). Writer only, under mu.
 func (p *partition) setCustom(i int32, s *seg, c []byte) {
-	x, had := p.extras[i]
+	x := p.extras.at(i)
+	had := x != nil
 	if s.flags&flagCustom != 0 {
 		p.arenas.deadCustom += int(x.customLen)
 		x.customAt, x.customLen = 0, 0
@@ -142,43 +145,33 @@ func (p *partition) setCustom(i int32, s *seg, c []byte) {
 		if s.flags&flagCustom != 0 {
 			s.flags &^= flagCustom
 			if s.flags&flagEpochs == 0 {
-				delete(p.extras, i)
-			} else {
-				p.extras[i] = x
+				p.extras.del(i)
 			}
 			p.compactArenas()
 		}
 		return
 	}
+	if x == nil {
+		x = p.extras.put(i)
+	}
 	x.customAt, x.customLen = uint64(len(p.arenas.custom)), uint32(len(c))
 	p.arenas.custom = append(p.arenas.custom, c...)
-	p.extras[i] = x
 	s.flags |= flagCustom
 	if had {
 		p.compactArenas()
 	}
 }
 
-// setEpochs stores a copy of eps as slot i's epoch list (a fresh slot:
-// load). Writer only, under mu.
-func (p *partition) setEpochs(i int32, s *seg, eps []rlmm.EpochStart) {
-	x := p.extras[i]
-	x.epochAt, x.epochLen = uint32(len(p.arenas.epochs)), uint32(len(eps))
-	p.arenas.epochs = append(p.arenas.epochs, eps...)
-	p.extras[i] = x
-	s.flags |= flagEpochs
-}
-
 // dropExtras forgets slot i's extras (its slot is being freed). Writer
 // only, under mu.
 func (p *partition) dropExtras(i int32) {
-	x, ok := p.extras[i]
-	if !ok {
+	x := p.extras.at(i)
+	if x == nil {
 		return
 	}
 	p.arenas.deadEpochs += int(x.epochLen)
 	p.arenas.deadCustom += int(x.customLen)
-	delete(p.extras, i)
+	p.extras.del(i)
 	p.compactArenas()
 }
 
@@ -202,7 +195,8 @@ func (p *partition) compactArenas() {
 	if custom {
 		nc = make([]byte, 0, len(a.custom)-a.deadCustom)
 	}
-	for i, x := range p.extras {
+	for k := range p.extras.list {
+		x := &p.extras.list[k]
 		if epochs && x.epochLen > 0 {
 			at := uint32(len(ne))
 			ne = append(ne, a.epochs[x.epochAt:x.epochAt+x.epochLen]...)
@@ -213,7 +207,6 @@ func (p *partition) compactArenas() {
 			nc = append(nc, a.custom[x.customAt:x.customAt+uint64(x.customLen)]...)
 			x.customAt = at
 		}
-		p.extras[i] = x
 	}
 	if epochs {
 		a.epochs, a.deadEpochs = ne, 0
@@ -223,7 +216,9 @@ func (p *partition) compactArenas() {
 	}
 }
 
-// load fills slot i from md (which passed Validate). Writer only, under mu.
+// load fills slot i from md (which passed Validate). The slot is fresh
+// (release removed any extras it had), so its extras, if it has any, are
+// appended to the arenas in one entry of the table. Writer only, under mu.
 func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	s := p.slot(i)
 	*s = seg{
@@ -234,11 +229,21 @@ func (p *partition) load(i int32, md *rlmm.SegmentMetadata) {
 	if md.TxnIndexEmpty {
 		s.flags |= flagTxnEmpty
 	}
-	// The slot is fresh: release removed any extras it had.
-	if hasExtraEpochs(md) {
-		p.setEpochs(i, s, md.LeaderEpochs)
+	multi := hasExtraEpochs(md)
+	if !multi && md.CustomMetadata == nil {
+		return
 	}
-	p.setCustom(i, s, md.CustomMetadata)
+	x := p.extras.put(i)
+	if multi {
+		x.epochAt, x.epochLen = uint32(len(p.arenas.epochs)), uint32(len(md.LeaderEpochs))
+		p.arenas.epochs = append(p.arenas.epochs, md.LeaderEpochs...)
+		s.flags |= flagEpochs
+	}
+	if c := md.CustomMetadata; c != nil {
+		x.customAt, x.customLen = uint64(len(p.arenas.custom)), uint32(len(c))
+		p.arenas.custom = append(p.arenas.custom, c...)
+		s.flags |= flagCustom
+	}
 }
 
 // fill writes slot i into dst, reusing dst's slices: a copy the caller owns.
@@ -289,26 +294,27 @@ func (p *partition) alloc() int32 {
 		p.chunks = append(p.chunks, make([]seg, 0, capacity))
 	}
 	p.chunks[c] = append(p.chunks[c], seg{})
-	p.seqs = append(p.seqs, 0)
+	if p.seqs != nil {
+		p.seqs = append(p.seqs, 0)
+	}
 	return i
 }
 
-// reserve sizes a fresh partition for z (a bulk build): the id index, the
-// slot order, every chunk, the extras and their arenas get their final
-// capacity at once instead of growing by appends. Writer only, before p is
-// published.
+// reserve sizes a fresh partition for z (a bulk build): the id index, every
+// chunk, the extras and their arenas get their final capacity at once
+// instead of growing by appends (the seqs stay implicit: see partition.seqs).
+// Writer only, before p is published.
 func (p *partition) reserve(z BuildSizes) {
 	n := z.Segments
 	if n <= 0 {
 		return
 	}
 	if z.Extras > 0 {
-		p.extras = make(map[int32]segExtra, z.Extras)
+		p.extras.reserve(z.Extras, n)
 		p.arenas.epochs = make([]rlmm.EpochStart, 0, max(z.ExtraEpochs, 0))
 		p.arenas.custom = make([]byte, 0, max(z.CustomBytes, 0))
 	}
 	p.byID.reserve(n)
-	p.seqs = make([]uint64, 0, n)
 	p.chunks = make([][]seg, 0, (n+chunkSize-1)/chunkSize)
 	for left := n; left > 0; left -= chunkSize {
 		p.chunks = append(p.chunks, make([]seg, 0, min(left, chunkSize)))
@@ -320,6 +326,7 @@ func (p *partition) reserve(z BuildSizes) {
 // release frees slot i. Only the writer calls it, under mu.
 func (p *partition) release(i int32) {
 	*p.slot(i) = seg{}
+	p.ownSeqs()
 	p.seqs[i] = 0
 	p.dropExtras(i)
 	p.free = append(p.free, i)

@@ -69,17 +69,20 @@ func decodeBlock(r *fieldReader, blk BlockInfo, start func(tp rlmm.TopicIDPartit
 	var epochs []rlmm.EpochStart
 	var got memory.BuildSizes
 	for range z.Segments {
-		if !r.segment(&md, single[:], &epochs) {
+		flags, ok := r.segment(&md, single[:], &epochs)
+		if !ok {
 			return r.err
 		}
 		got.Segments++
-		if !singleEpoch(&md) || md.CustomMetadata != nil {
+		// segment refused an epoch list of the single-epoch form, so the
+		// flags say what the segment holds beyond its fixed part.
+		if flags&(segEpochList|segCustom) != 0 {
 			got.Extras++
+			if flags&segEpochList != 0 {
+				got.ExtraEpochs += len(md.LeaderEpochs)
+			}
+			got.CustomBytes += len(md.CustomMetadata)
 		}
-		if !singleEpoch(&md) {
-			got.ExtraEpochs += len(md.LeaderEpochs)
-		}
-		got.CustomBytes += len(md.CustomMetadata)
 		if err := sink.AddSegment(&md); err != nil {
 			r.fail("%v", err)
 			return r.err
@@ -126,11 +129,12 @@ func decodeBlock(r *fieldReader, blk BlockInfo, start func(tp rlmm.TopicIDPartit
 }
 
 // segment decodes one segment into md (single backs a single-epoch list,
-// *epochs is reused for longer ones); false with r.err set on bad bytes.
-func (r *fieldReader) segment(md *rlmm.SegmentMetadata, single []rlmm.EpochStart, epochs *[]rlmm.EpochStart) bool {
+// *epochs is reused for longer ones) and returns its flags; false with
+// r.err set on bad bytes.
+func (r *fieldReader) segment(md *rlmm.SegmentMetadata, single []rlmm.EpochStart, epochs *[]rlmm.EpochStart) (byte, bool) {
 	f := r.take("segment", segmentFixedBytes)
 	if f == nil {
-		return false
+		return 0, false
 	}
 	_ = f[segmentFixedBytes-1]
 	copy(md.ID.ID[:], f[0:16])
@@ -145,7 +149,7 @@ func (r *fieldReader) segment(md *rlmm.SegmentMetadata, single []rlmm.EpochStart
 	flags := f[61]
 	if flags&^(segTxnIndexEmpty|segCustom|segEpochList) != 0 {
 		r.fail("segment %s: flags %#x has unknown bits", md.ID.ID, flags)
-		return false
+		return 0, false
 	}
 	md.TxnIndexEmpty = flags&segTxnIndexEmpty != 0
 	if flags&segEpochList == 0 {
@@ -166,7 +170,7 @@ func (r *fieldReader) segment(md *rlmm.SegmentMetadata, single []rlmm.EpochStart
 	if flags&segCustom != 0 {
 		md.CustomMetadata = r.take("custom metadata", int(r.u32("custom metadata length")))
 	}
-	return r.err == nil
+	return flags, r.err == nil
 }
 
 // DecodeState decodes a block into a memory.PartitionState that owns its

@@ -19,10 +19,14 @@ type fieldReader struct {
 	err  error
 	// verify: the CRC-32C of b[:checked] is crc, advanced by take ahead of
 	// pos in pieces of crcChunk, so that the checksum is computed as the
-	// bytes are decoded, while they are in the CPU's cache.
+	// bytes are decoded, while they are in the CPU's cache. Without verify,
+	// checked jumps to the end at the first take.
 	verify  bool
 	checked int
 	crc     uint32
+	// avail is where take's fast path stops: checked, or -1 once err is
+	// set.
+	avail int
 }
 
 // crcChunk is how far ahead of the decoder the checksum is computed.
@@ -36,14 +40,27 @@ func (r *fieldReader) finishCRC() uint32 {
 }
 
 func (r *fieldReader) fail(format string, args ...any) {
+	r.avail = -1
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: snapshot file byte %d: %s", rlmm.ErrCorrupt, r.base+int64(r.pos), fmt.Sprintf(format, args...))
 	}
 }
 
 // take returns the next n bytes, or nil (with the error set) when fewer
-// remain.
+// remain. Its common case (bytes there, their checksum already computed)
+// is small enough to be inlined into the decoder's loop.
 func (r *fieldReader) take(what string, n int) []byte {
+	if end := r.pos + n; n >= 0 && end <= r.avail {
+		v := r.b[r.pos:end:end]
+		r.pos = end
+		return v
+	}
+	return r.takeSlow(what, n)
+}
+
+// takeSlow is take past the checksummed bytes (advancing the checksum
+// first), or failing.
+func (r *fieldReader) takeSlow(what string, n int) []byte {
 	if r.err != nil {
 		return nil
 	}
@@ -51,10 +68,13 @@ func (r *fieldReader) take(what string, n int) []byte {
 		r.fail("%s of %d bytes is truncated (%d left)", what, n, len(r.b)-r.pos)
 		return nil
 	}
-	if r.verify && r.pos+n > r.checked {
-		end := max(r.pos+n, min(r.checked+crcChunk, len(r.b)))
-		r.crc = crc32.Update(r.crc, crcTable, r.b[r.checked:end])
-		r.checked = end
+	if r.pos+n > r.checked {
+		end := len(r.b)
+		if r.verify {
+			end = max(r.pos+n, min(r.checked+crcChunk, len(r.b)))
+			r.crc = crc32.Update(r.crc, crcTable, r.b[r.checked:end])
+		}
+		r.checked, r.avail = end, end
 	}
 	v := r.b[r.pos : r.pos+n : r.pos+n]
 	r.pos += n

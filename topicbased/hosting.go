@@ -261,7 +261,15 @@ func (m *Manager) flushHosting() {
 // callers waiting for a change of any metadata partition (changes of the
 // view are rare: assignments and the end of passes). Pump, under applyMu.
 func (m *Manager) publishView() {
-	v := &keepView{parts: map[wire.PartitionKey]keepEntry{}}
+	// Sized first: a restore publishes once per metadata partition
+	// installed, and growing the map each time cost more than counting.
+	n := 0
+	for i := range m.parts {
+		if p := &m.parts[i]; p.assigned {
+			n += len(p.want)
+		}
+	}
+	v := &keepView{parts: make(map[wire.PartitionKey]keepEntry, n)}
 	for i := range m.parts {
 		p := &m.parts[i]
 		if !p.assigned {
