@@ -192,6 +192,20 @@ var (
 	restartTempDirs []string
 )
 
+// restartShape is where the restart fixture's deleted segments lie
+// (RLMM_BENCH_RESTART_SHAPE): "reupload", the default, uploads each live
+// segment's offsets again history times, each copy then deleted, so every
+// delete uncovers the live segment beneath it (the costliest delete there
+// is); "retention" uploads history older segments below the live ones,
+// each deleted as retention deletes them, the shape of a topic whose
+// remote data ages out.
+func restartShape() string {
+	if v := os.Getenv("RLMM_BENCH_RESTART_SHAPE"); v == "retention" {
+		return v
+	}
+	return "reupload"
+}
+
 // restartHistory is how many deleted segments (add, finish, delete
 // started, delete finished) the history holds per live segment:
 // RLMM_BENCH_RESTART_HISTORY, default 0 (the least history possible).
@@ -224,22 +238,39 @@ func restartPartitions(segments int) []rlmm.TopicIDPartition {
 }
 
 // buildRestartFixture writes, per live segment, its add and its finish (the
-// least history a live segment can have, which favours the full replay) to
-// l (50 partitions), 1,000 segments per user partition, from publishWorkers
+// least history a live segment can have, which favours the full replay) and
+// history deleted segments laid out as shape says (restartShape) to l (50
+// partitions), 1,000 live segments per user partition, from publishWorkers
 // concurrent publishers; then a manager replays it all and writes its snapshot.
-func buildRestartFixture(l eventlog.Log, snapDir string, segments, history int) (*restartFixture, error) {
+func buildRestartFixture(l eventlog.Log, snapDir string, segments, history int, shape string) (*restartFixture, error) {
 	const perPartition = restartPerPartition
 	f := &restartFixture{log: l, dir: snapDir, segments: segments, events: (2 + 4*history) * segments, tps: restartPartitions(segments)}
 	ctx := context.Background()
 	err := publishFromWorkers(ctx, l, f.tps, func(t int, tp rlmm.TopicIDPartition) []wire.Event {
 		var evs []wire.Event
-		for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
-			md := segment(tp, uint64(t*perPartition)+uint64(k), k*100, k*100+99, k/100, k*100)
-			evs = append(evs, wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished)))
+		deleted := func(id uint64, start int64) {
+			old := segment(tp, id, start, start+99, start/10_000, start)
+			evs = append(evs, wire.SegmentEvent(old), wire.UpdateEvent(update(old, rlmm.CopySegmentFinished)),
+				wire.UpdateEvent(update(old, rlmm.DeleteSegmentStarted)), wire.UpdateEvent(update(old, rlmm.DeleteSegmentFinished)))
+		}
+		live := int64(0) // the first live segment's offset
+		if shape == "retention" {
+			// Every older segment first, in offset order, each deleted.
+			live = int64(history) * perPartition * 100
 			for j := range history {
-				old := segment(tp, uint64(t*perPartition)+uint64(k)+uint64(j+1)<<32, k*100, k*100+99, k/100, k*100)
-				evs = append(evs, wire.SegmentEvent(old), wire.UpdateEvent(update(old, rlmm.CopySegmentFinished)),
-					wire.UpdateEvent(update(old, rlmm.DeleteSegmentStarted)), wire.UpdateEvent(update(old, rlmm.DeleteSegmentFinished)))
+				for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
+					deleted(uint64(t*perPartition)+uint64(k)+uint64(j+1)<<32, (int64(j)*perPartition+k)*100)
+				}
+			}
+		}
+		for k := int64(0); k < perPartition && t*perPartition+int(k) < segments; k++ {
+			start := live + k*100
+			md := segment(tp, uint64(t*perPartition)+uint64(k), start, start+99, start/10_000, start)
+			evs = append(evs, wire.SegmentEvent(md), wire.UpdateEvent(update(md, rlmm.CopySegmentFinished)))
+			if shape == "reupload" {
+				for j := range history {
+					deleted(uint64(t*perPartition)+uint64(k)+uint64(j+1)<<32, start)
+				}
 			}
 		}
 		return evs
@@ -337,7 +368,7 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 		return f
 	}
 	segments, history := restartSegments(), restartHistory()
-	dir, keep := restartFixtureDir(backend, segments, history)
+	dir, keep := restartFixtureDir(backend, segments, history, restartShape())
 	if keep != "" {
 		if f, err := reopenRestartFixture(dir, keep, segments, history); err == nil {
 			b.Logf("%s fixture: %d segments, %d events, reused from %s", backend, f.segments, f.events, dir)
@@ -369,7 +400,7 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), segments, history)
+	f, err := buildRestartFixture(l, filepath.Join(dir, "snap"), segments, history, restartShape())
 	if err != nil {
 		_ = l.Close()
 		b.Fatal(err)
@@ -388,12 +419,15 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 // outlives the run (RLMM_BENCH_RESTART_DIR names a directory, filelog only:
 // the 100,000,000-event fixture takes minutes to write), the line that
 // names its shape in the directory's "fixture" file.
-func restartFixtureDir(backend string, segments, history int) (dir, keep string) {
+func restartFixtureDir(backend string, segments, history int, shape string) (dir, keep string) {
 	root := os.Getenv("RLMM_BENCH_RESTART_DIR")
 	if root == "" || backend != "filelog" {
 		return "", ""
 	}
 	name := fmt.Sprintf("segments=%d,history=%d", segments, history)
+	if shape != "reupload" {
+		name += ",shape=" + shape
+	}
 	return filepath.Join(root, backend+"-"+name), name
 }
 

@@ -199,6 +199,7 @@ func (m *Manager) startPass(mp int32) error {
 		m.finishPass(mp)
 		return nil
 	}
+	m.quiet(mp)
 	if err := m.sub.Remove(mp); err != nil {
 		return fmt.Errorf("topicbased: rebuild of %d user partitions of metadata partition %d: stop consuming it: %w", len(pass.building), mp, err)
 	}

@@ -155,6 +155,12 @@ type Manager struct {
 
 	parts []metaPartition // Start (the slice); its fields: see metaPartition
 
+	// ahead is the pump's reader (the pump); held is a batch it read that
+	// the pump applies before its next Poll (quiet sets it, the pump takes
+	// it).
+	ahead *readAhead
+	held  *fetchedBatch
+
 	// applyMu: see the lock order above.
 	applyMu sync.Mutex
 

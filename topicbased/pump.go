@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
@@ -67,74 +68,99 @@ type batchResult struct {
 }
 
 // pump is the only writer of the cache and of the partitions' offsets. It
-// alternates between executing assignment requests and applying the records
-// of one Poll, in log order per partition.
+// alternates between executing assignment requests and applying the
+// records of one Poll, in log order per partition; the Poll itself runs on
+// the read-ahead (readahead.go), which reads and decodes the next batch
+// while this one is applied.
 func (m *Manager) pump(ctx context.Context) {
 	defer m.wg.Done()
 	defer m.failAllWaiters()
+	m.ahead = newReadAhead(m.sub, m.hostedGuess)
+	defer m.ahead.stop()
 	var results []batchResult
 	for {
 		m.mu.Lock()
 		queue := m.controlQueue
 		m.controlQueue = nil
 		m.mu.Unlock()
-		for _, r := range queue {
-			r.done <- m.executeControl(r)
+		if len(queue) > 0 {
+			// What was read under the old assignment is applied under it.
+			m.quiet(-1)
+			if b := m.held; b != nil {
+				m.held = nil
+				results = m.applyFetched(b, results)
+				if m.afterPoll(ctx, b) {
+					return
+				}
+			}
+			for _, r := range queue {
+				r.done <- m.executeControl(r)
+			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		pollCtx, cancel := context.WithCancel(ctx)
-		m.mu.Lock()
-		pending := len(m.controlQueue) > 0
-		m.pollCancel = cancel
-		m.mu.Unlock()
-		if pending {
-			cancel()
+		b := m.held
+		m.held = nil
+		if b == nil {
+			m.startPoll(ctx)
+			b = m.waitPoll()
 		}
-		records, err := m.sub.Poll(pollCtx)
-		// Read before cancel, which would make every failure look like an
-		// interruption for a control request.
-		interrupted := pollCtx.Err() != nil
-		m.mu.Lock()
-		m.pollCancel = nil
-		m.mu.Unlock()
-		cancel()
-		if len(records) > 0 {
-			var fetched time.Time
-			if m.splits != nil {
-				fetched = time.Now()
-			}
-			results = m.applyBatch(records, results[:0], fetched)
-			if cap(results) > maxKeptResults {
-				// A catch-up batch can hold hundreds of thousands of
-				// records: its results are not kept for the manager's life.
-				results = nil
-			}
+		if len(b.records) > 0 && b.err == nil {
+			// Read the next batch while this one is applied (startPoll
+			// interrupts it at once if a control request is queued).
+			m.startPoll(ctx)
 		}
-		switch {
-		case err == nil:
-			m.pollErr.Store(nil)
-		case ctx.Err() != nil || errors.Is(err, rlmm.ErrClosed):
+		results = m.applyFetched(b, results)
+		if m.afterPoll(ctx, b) {
 			return
-		case interrupted:
-			// Interrupted for a control request.
-		default:
-			m.pollErr.Store(&err)
-			m.logger.Warn("topicbased: poll of the event log failed; retrying", "error", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(pollRetryDelay):
-			}
 		}
 	}
 }
 
-// applyBatch applies records under applyMu, then publishes the new offsets,
-// readiness and verdicts under mu. fetched is when Poll returned them (kept
-// for the mutations' splits when m.splits is set).
-func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult, fetched time.Time) []batchResult {
+// applyFetched applies b's records, recycles b and returns the results
+// slice for the next batch.
+func (m *Manager) applyFetched(b *fetchedBatch, results []batchResult) []batchResult {
+	if len(b.records) > 0 {
+		results = m.applyBatch(b, results[:0])
+		if cap(results) > maxKeptResults {
+			// A catch-up batch can hold hundreds of thousands of
+			// records: its results are not kept for the manager's life.
+			results = nil
+		}
+	}
+	return results
+}
+
+// afterPoll handles the error of the Poll that read b (after its records
+// were applied) and recycles b; true when the pump must stop.
+func (m *Manager) afterPoll(ctx context.Context, b *fetchedBatch) bool {
+	err, interrupted := b.err, b.interrupted
+	m.recycle(b)
+	switch {
+	case err == nil:
+		m.pollErr.Store(nil)
+	case ctx.Err() != nil || errors.Is(err, rlmm.ErrClosed):
+		return true
+	case interrupted:
+		// Interrupted for a control request, or by quiet.
+	default:
+		m.pollErr.Store(&err)
+		m.logger.Warn("topicbased: poll of the event log failed; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(pollRetryDelay):
+		}
+	}
+	return false
+}
+
+// applyBatch applies b's records under applyMu, then publishes the new
+// offsets, readiness and verdicts under mu. b.at is when Poll returned
+// them (kept for the mutations' splits when m.splits is set).
+func (m *Manager) applyBatch(b *fetchedBatch, results []batchResult) []batchResult {
+	records := b.records
 	perPartition := map[int32]*counts{}
 	// One keep function and one event for the whole batch, not one of each
 	// per record: keep asks the record's metadata partition, set below.
@@ -150,6 +176,9 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult, f
 		if rec.Partition < 0 || rec.Partition >= m.n {
 			m.logger.Error("topicbased: event log returned a record of an unknown partition", "partition", rec.Partition)
 			continue
+		}
+		if len(b.drop) > 0 && slices.Contains(b.drop, rec.Partition) {
+			continue // delivered again from an earlier offset (quiet)
 		}
 		p := &m.parts[rec.Partition]
 		if !p.assigned || p.loading {
@@ -184,7 +213,12 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult, f
 			perPartition[rec.Partition] = c
 		}
 		keepIn, keepOffset = p, rec.Offset
-		res := apply.LogRecord(m.inner, m.n, rec, keep, &ev)
+		var res apply.Result
+		if i < len(b.prepared) {
+			res = apply.ApplyPrepared(m.inner, m.n, rec, keep, &b.prepared[i])
+		} else {
+			res = apply.LogRecord(m.inner, m.n, rec, keep, &ev)
+		}
 		verdict := res.Err
 		switch res.Reason {
 		case 0:
@@ -219,7 +253,7 @@ func (m *Manager) applyBatch(records []eventlog.Record, results []batchResult, f
 		// Before the wake-ups: a woken mutation reads its batch's times.
 		for mp, c := range perPartition {
 			if p := &m.parts[mp]; len(p.tickets) > 0 {
-				p.stampBatch(c.first, p.next-1, fetched, now, len(records))
+				p.stampBatch(c.first, p.next-1, b.at, now, len(records))
 			}
 		}
 	}

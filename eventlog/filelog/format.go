@@ -99,19 +99,55 @@ func readFrame(data []byte, pos int64, salt uint64) (payload []byte, next int64,
 	if rest < frameHeaderSize {
 		return nil, pos, &frameError{Pos: pos, Truncated: true, Reason: fmt.Sprintf("%d bytes left, a record header needs %d", rest, frameHeaderSize)}
 	}
-	n := int64(binary.LittleEndian.Uint32(data[pos:]))
+	next, err = frameEnd(data, pos)
+	if err != nil {
+		return nil, pos, err
+	}
 	want := binary.LittleEndian.Uint32(data[pos+4:])
-	if n > MaxRecordBytes+journalRecordPrefix+int64(8*maxPartitions) {
-		return nil, pos, &frameError{Pos: pos, Reason: fmt.Sprintf("record length %d exceeds the limit", n)}
-	}
-	if n > rest-frameHeaderSize {
-		return nil, pos, &frameError{Pos: pos, Truncated: true, Reason: fmt.Sprintf("record length %d but only %d bytes left", n, rest-frameHeaderSize)}
-	}
-	payload = data[pos+frameHeaderSize : pos+frameHeaderSize+n]
+	payload = data[pos+frameHeaderSize : next]
 	if got := frameCRC(salt, payload); got != want {
 		return nil, pos, &frameError{Pos: pos, Reason: fmt.Sprintf("checksum %08x, stored %08x", got, want)}
 	}
-	return payload, pos + frameHeaderSize + n, nil
+	return payload, next, nil
+}
+
+// frameEnd checks the frame at data[pos:] as readFrame does except for its
+// checksum (the header, the length against the limit and against what is
+// left) and returns the position after it.
+func frameEnd(data []byte, pos int64) (next int64, err error) {
+	rest := int64(len(data)) - pos
+	if rest < frameHeaderSize {
+		return pos, &frameError{Pos: pos, Truncated: true, Reason: fmt.Sprintf("%d bytes left, a record header needs %d", rest, frameHeaderSize)}
+	}
+	n := int64(binary.LittleEndian.Uint32(data[pos:]))
+	if n > MaxRecordBytes+journalRecordPrefix+int64(8*maxPartitions) {
+		return pos, &frameError{Pos: pos, Reason: fmt.Sprintf("record length %d exceeds the limit", n)}
+	}
+	if n > rest-frameHeaderSize {
+		return pos, &frameError{Pos: pos, Truncated: true, Reason: fmt.Sprintf("record length %d but only %d bytes left", n, rest-frameHeaderSize)}
+	}
+	return pos + frameHeaderSize + n, nil
+}
+
+// indexFrames is scanSegment without the checksums, for the index of a
+// segment that is read after Open (Log.read checks the checksum of every
+// record it returns, so checking it while indexing too checked every
+// record of a replay twice): it follows the frames' lengths, appends each
+// record's byte position to pos, and stops at the first frame whose
+// header or length is bad, returning the records indexed, the position
+// after the last of them and the *frameError.
+func indexFrames(data []byte, pos []uint32) ([]uint32, int64, int64, error) {
+	var at, count int64
+	for at < int64(len(data)) {
+		next, err := frameEnd(data, at)
+		if err != nil {
+			return pos, count, at, err
+		}
+		pos = append(pos, uint32(at))
+		count++
+		at = next
+	}
+	return pos, count, at, nil
 }
 
 // scanSegment walks the records of a segment whose first offset is base. It

@@ -153,16 +153,16 @@ func shiftFrameError(err error, by int64) error {
 	return err
 }
 
-// buildIndex reads a whole segment that recovery did not scan, checks every
-// record, and records their positions. want is the record count the next
+// buildIndex reads a whole segment that recovery did not scan, checks its
+// frames' lengths (each record's checksum is checked when it is read), and
+// records their positions. want is the record count the next
 // segment's name implies. The caller holds seg.mu.
 func (seg *segment) buildIndex(partition int32, want int64) error {
 	data, err := readAll(seg.f)
 	if err != nil {
 		return fmt.Errorf("filelog: reading %s: %w", seg.path, err)
 	}
-	pos := make([]uint32, 0, want)
-	count, end, err := scanSegment(data, seg.base, func(_, p int64, _ []byte) { pos = append(pos, uint32(p)) })
+	pos, count, end, err := indexFrames(data, make([]uint32, 0, want))
 	if err != nil {
 		return fmt.Errorf("filelog: %s: partition %d offset %d: %w", seg.path, partition, seg.base+count, err)
 	}
@@ -175,15 +175,15 @@ func (seg *segment) buildIndex(partition int32, want int64) error {
 }
 
 // buildPrefix indexes the checkpointed records of a segment that Open
-// scanned only from its checkpoint on. The caller holds seg.mu.
+// scanned only from its checkpoint on (their lengths; each checksum is
+// checked when the record is read). The caller holds seg.mu.
 func (seg *segment) buildPrefix(partition int32) error {
 	data := make([]byte, seg.prefixBytes)
 	if n, err := seg.f.ReadAt(data, 0); err != nil && !(err == io.EOF && int64(n) == seg.prefixBytes) {
 		return fmt.Errorf("filelog: reading the first %d bytes of %s: %w", seg.prefixBytes, seg.path, err)
 	}
 	want := seg.idxBase - seg.base
-	pos := make([]uint32, 0, want+int64(len(seg.pos)))
-	count, end, err := scanSegment(data, seg.base, func(_, p int64, _ []byte) { pos = append(pos, uint32(p)) })
+	pos, count, end, err := indexFrames(data, make([]uint32, 0, want+int64(len(seg.pos))))
 	if err != nil {
 		return fmt.Errorf("filelog: %s: partition %d offset %d: %w", seg.path, partition, seg.base+count, err)
 	}

@@ -10,6 +10,12 @@
 // read it), and an event of a user partition the caller does not keep is
 // skipped before it is decoded.
 //
+// The pump reads ahead: Prepare peeks a record, and decodes it when the
+// caller guesses it will be kept, on the pump's reading goroutine;
+// ApplyPrepared then makes Record's decision, in Record's order, reusing
+// that decode (and decoding what the guess left out). Record itself is the
+// same decision with nothing read ahead.
+//
 // A tombstone (a record with a null value, which a compacted metadata
 // topic under KIP-1266 would hold) is named as one (LogRecord) and skipped.
 //

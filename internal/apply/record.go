@@ -30,8 +30,7 @@ type Result struct {
 // record goes through Record.
 func LogRecord(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(wire.PartitionKey) bool, ev *wire.Event) Result {
 	if rec.Tombstone {
-		return Result{Reason: ReasonTombstone, Err: fmt.Errorf("metadata partition %d offset %d: a tombstone (a record with a null value, as a compacted topic holds): not an event",
-			rec.Partition, rec.Offset)}
+		return tombstone(rec)
 	}
 	return Record(cache, n, rec.Partition, rec.Offset, rec.Value, keep, ev)
 }
@@ -46,17 +45,91 @@ func LogRecord(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(w
 // the event's slices a fresh one. A skipped record is not decoded, so
 // skipping costs only the routing.
 func Record(cache *memory.Manager, n, partition int32, offset int64, value []byte, keep func(wire.PartitionKey) bool, ev *wire.Event) Result {
-	key, k, named, err := wire.PeekPartition(value)
-	if err != nil {
-		return Result{Reason: ReasonUndecodable, Err: fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, err)}
+	var pr Prepared
+	pr.peek(value)
+	if ev == nil {
+		ev = &pr.Event
 	}
-	if !named {
+	return pr.apply(cache, n, partition, offset, value, keep, ev)
+}
+
+// Prepared is a record read ahead of its apply, by a goroutine other than
+// the applier's (the pump's read-ahead): its routing (the peek) and, when
+// Prepare was asked to, its event decoded into Event. Applying it
+// (ApplyPrepared) decides exactly as Record does, in the same order; a
+// record Prepare did not decode is decoded then, if it is kept. A Prepared
+// is reused record after record, as DecodeEventInto reuses an Event.
+type Prepared struct {
+	api   wire.APIKey
+	key   wire.PartitionKey
+	named bool
+	// peekErr is the peek's failure: the record is ReasonUndecodable.
+	peekErr error
+	// decoded: Event holds the record's event, or decodeErr says why the
+	// full decode failed.
+	decoded   bool
+	decodeErr error
+	// Event is the decoded event once the record is decoded (by Prepare
+	// or ApplyPrepared); valid until the Prepared is prepared again.
+	Event wire.Event
+}
+
+// Prepare reads rec for a later ApplyPrepared: its user partition always,
+// its whole event when decode (nil: never) says the applier will probably
+// keep that user partition. The guess only moves work between goroutines:
+// ApplyPrepared asks its own keep and decodes what Prepare did not.
+// Prepare touches nothing but p and rec's bytes, so it may run beside the
+// applier.
+func Prepare(p *Prepared, rec *eventlog.Record, decode func(wire.PartitionKey) bool) {
+	p.decoded, p.decodeErr = false, nil
+	if rec.Tombstone {
+		p.peekErr = nil
+		return
+	}
+	p.peek(rec.Value)
+	if p.peekErr == nil && p.named && decode != nil && decode(p.key) {
+		p.decodeErr = wire.DecodeEventInto(rec.Value, &p.Event)
+		p.decoded = true
+	}
+}
+
+// ApplyPrepared is LogRecord for a record Prepare read: the same decision,
+// in the same order, with the decode Prepare did reused. The event applied
+// (when Result.Decoded) is p.Event.
+func ApplyPrepared(cache *memory.Manager, n int32, rec *eventlog.Record, keep func(wire.PartitionKey) bool, p *Prepared) Result {
+	if rec.Tombstone {
+		return tombstone(rec)
+	}
+	return p.apply(cache, n, rec.Partition, rec.Offset, rec.Value, keep, &p.Event)
+}
+
+// peek reads value's routing into p, forgetting any decode.
+func (p *Prepared) peek(value []byte) {
+	p.api, p.key, p.named, p.peekErr = wire.PeekPartition(value)
+}
+
+// decode decodes value into ev unless Prepare did (into ev, which is then
+// p.Event), and returns the decode's error.
+func (p *Prepared) decode(value []byte, ev *wire.Event) error {
+	if !p.decoded || ev != &p.Event {
+		p.decodeErr = wire.DecodeEventInto(value, ev)
+		p.decoded = true
+	}
+	return p.decodeErr
+}
+
+// apply is the one decision of Record and ApplyPrepared for a peeked
+// record: route, check the metadata partition, ask keep, decode (into ev),
+// apply.
+func (p *Prepared) apply(cache *memory.Manager, n, partition int32, offset int64, value []byte, keep func(wire.PartitionKey) bool, ev *wire.Event) Result {
+	if p.peekErr != nil {
+		return Result{Reason: ReasonUndecodable, Err: fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, p.peekErr)}
+	}
+	k := p.key
+	if !p.named {
 		res := Result{Reason: ReasonUnexpected, Err: fmt.Errorf("%w: metadata partition %d offset %d: record of api key %d does not belong in the metadata topic",
-			rlmm.ErrCorrupt, partition, offset, key)}
-		if ev == nil {
-			ev = new(wire.Event)
-		}
-		if derr := wire.DecodeEventInto(value, ev); derr != nil {
+			rlmm.ErrCorrupt, partition, offset, p.api)}
+		if derr := p.decode(value, ev); derr != nil {
 			res.Reason, res.Err = ReasonUndecodable, fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, derr)
 		} else {
 			res.Decoded = true
@@ -70,12 +143,10 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 	if keep != nil && !keep(k) {
 		return Result{Reason: ReasonNotKept, Key: k}
 	}
-	if ev == nil {
-		ev = new(wire.Event) // after the skip: a skipped record never pays for it
-	}
-	if err := wire.DecodeEventInto(value, ev); err != nil {
+	if err := p.decode(value, ev); err != nil {
 		return Result{Reason: ReasonUndecodable, Key: k, Err: fmt.Errorf("metadata partition %d offset %d: %w", partition, offset, err)}
 	}
+	var err error
 	ctx := context.Background()
 	switch ev.Key {
 	case wire.KeySegment:
@@ -89,6 +160,12 @@ func Record(cache *memory.Manager, n, partition int32, offset int64, value []byt
 		return Result{Reason: ReasonRejected, Key: k, Decoded: true, Err: err}
 	}
 	return Result{Key: k, Decoded: true}
+}
+
+// tombstone is a tombstone's Result.
+func tombstone(rec *eventlog.Record) Result {
+	return Result{Reason: ReasonTombstone, Err: fmt.Errorf("metadata partition %d offset %d: a tombstone (a record with a null value, as a compacted topic holds): not an event",
+		rec.Partition, rec.Offset)}
 }
 
 // topicOf returns the topic name of a record that peeked cleanly, for a
