@@ -46,6 +46,8 @@ final class Caller {
     /** Reads of partitions assigned here that the server refused NOT_ASSIGNED (logged by the test hook). */
     private final java.util.concurrent.atomic.AtomicLong refusedAssigned = new java.util.concurrent.atomic.AtomicLong();
     private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
+    /** System.nanoTime() when gRPC last answered a mutation (the benchmark's split of a call). */
+    private volatile long lastSettled;
 
     Caller(PluginConfig cfg, Supervisor supervisor, Logger log, ExecutorService callbacks) {
         this.cfg = cfg;
@@ -177,6 +179,7 @@ final class Caller {
 
             @Override
             public void onCompleted() {
+                lastSettled = System.nanoTime();
                 settle(result, () -> result.complete(null));
             }
         });
@@ -226,6 +229,11 @@ final class Caller {
             }
             return false;
         }
+    }
+
+    /** System.nanoTime() when gRPC's callback last answered a mutation with success (0: none yet). */
+    long lastSettled() {
+        return lastSettled;
     }
 
     /** How many reads of partitions assigned here the server refused NOT_ASSIGNED so far. */
