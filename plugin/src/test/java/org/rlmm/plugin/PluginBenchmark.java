@@ -232,6 +232,16 @@ public final class PluginBenchmark {
             System.out.println("lookup streams opened: " + m.lookupStreamsOpened());
         } finally {
             m.close();
+            removeTree(dir); // the child's log and snapshot: a run leaves nothing behind in the temp directory
+        }
+    }
+
+    /** Removes dir and everything under it (after close: the child has stopped). */
+    private static void removeTree(Path dir) throws java.io.IOException {
+        try (java.util.stream.Stream<Path> all = Files.walk(dir)) {
+            for (Path p : (Iterable<Path>) all.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                Files.deleteIfExists(p);
+            }
         }
     }
 
