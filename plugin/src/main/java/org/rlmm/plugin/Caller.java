@@ -46,6 +46,8 @@ final class Caller {
     /** Reads of partitions assigned here that the server refused NOT_ASSIGNED (logged by the test hook). */
     private final java.util.concurrent.atomic.AtomicLong refusedAssigned = new java.util.concurrent.atomic.AtomicLong();
     private volatile long lastReadyWarning = System.nanoTime() - TimeUnit.MINUTES.toNanos(1);
+    /** System.nanoTime() when gRPC last answered a mutation (the benchmark's split of a call). */
+    private volatile long lastSettled;
 
     Caller(PluginConfig cfg, Supervisor supervisor, Logger log, ExecutorService callbacks) {
         this.cfg = cfg;
@@ -141,63 +143,78 @@ final class Caller {
 
     /**
      * A mutation: sent once a session is open (the broker's thread does not wait for it), its
-     * future completed from gRPC's callback with the answer or the mapped failure.
+     * future settled from gRPC's callback with the answer or the mapped failure
+     * ({@link MutationFuture}: a caller waiting in get() is woken from the I/O thread itself,
+     * stages chained on the future run on the plugin's callback pool).
      */
     CompletableFuture<Void> mutate(String rpc, String what, AsyncCall call) {
         long began = System.nanoTime();
         long boundMs = cfg.mutationTimeout.toMillis();
         Deadline deadline = Deadline.after(boundMs, TimeUnit.MILLISECONDS);
-        CompletableFuture<Void> result = new CompletableFuture<>();
+        MutationFuture result = new MutationFuture(callbacks);
         CompletableFuture<Session> session = supervisor.whenReady(what, boundMs);
         if (session.isDone() && !session.isCompletedExceptionally()) {
-            send(session.getNow(null), call, what, deadline, result);
+            send(session.getNow(null), call, rpc, what, began, deadline, result);
         } else {
             session.whenComplete((s, err) -> {
                 if (err != null) {
-                    result.completeExceptionally(err);
+                    settle(result, rpc, began, err);
                 } else {
-                    send(s, call, what, deadline, result);
+                    send(s, call, rpc, what, began, deadline, result);
                 }
             });
         }
-        result.whenComplete((v, err) -> timed(rpc, began, err != null));
         return result;
     }
 
-    private void send(Session s, AsyncCall call, String what, Deadline deadline, CompletableFuture<Void> result) {
-        call.start(s.async.withDeadline(deadline).withWaitForReady(), new StreamObserver<>() {
+    /**
+     * Starts the call on the channel's I/O thread. grpc-java's unary call is four steps (start,
+     * request, message, half-close); from another thread each step is a task handed to the event
+     * loop, and the loop, asleep between them, was woken up to three times and wrote the request in
+     * two writes (headers and message, then the end of the stream). Started on the loop, the steps
+     * run inline and the request goes out in one write after one wake-up (docs/BENCHMARKS.md,
+     * "Broker plugin": the split of an add + finish).
+     */
+    private void send(Session s, AsyncCall call, String rpc, String what, long began, Deadline deadline, MutationFuture result) {
+        RemoteLogMetadataGrpc.RemoteLogMetadataStub stub = s.async.withDeadline(deadline).withWaitForReady();
+        StreamObserver<MutationReply> observer = observer(rpc, what, began, result);
+        Runnable start = () -> {
+            try {
+                call.start(stub, observer);
+            } catch (RuntimeException e) {
+                observer.onError(e);
+            }
+        };
+        try {
+            s.loop.execute(start);
+        } catch (RejectedExecutionException closing) {
+            start.run(); // the channel is closing: the call fails on it as any other does
+        }
+    }
+
+    /** The observer of one mutation's answer, called on the channel's I/O thread (direct executor). */
+    private StreamObserver<MutationReply> observer(String rpc, String what, long began, MutationFuture result) {
+        return new StreamObserver<>() {
             @Override
             public void onNext(MutationReply value) {}
 
             @Override
             public void onError(Throwable t) {
-                Exception e = Errors.map(t, what, cfg.target(), Errors.Call.MUTATION);
-                settle(result, () -> result.completeExceptionally(e));
+                settle(result, rpc, began, Errors.map(t, what, cfg.target(), Errors.Call.MUTATION));
             }
 
             @Override
             public void onCompleted() {
-                settle(result, () -> result.complete(null));
+                lastSettled = System.nanoTime();
+                settle(result, rpc, began, null);
             }
-        });
+        };
     }
 
-    /**
-     * Completes a mutation's future. The gRPC callback runs on the channel's I/O thread (the
-     * channel has a direct executor: one thread hand-off less per call); a caller waiting in
-     * get() is woken from there, but stages chained on the future run on the plugin's callback
-     * pool, never on the I/O thread, so they cannot stall the channel.
-     */
-    private void settle(CompletableFuture<Void> f, Runnable completion) {
-        if (f.getNumberOfDependents() == 0) {
-            completion.run();
-        } else {
-            try {
-                callbacks.execute(completion);
-            } catch (RejectedExecutionException closing) {
-                completion.run();
-            }
-        }
+    /** Records the mutation in the metrics, then settles its future (failure null: recorded). */
+    private void settle(MutationFuture result, String rpc, long began, Throwable failure) {
+        timed(rpc, began, failure != null);
+        result.answer(failure);
     }
 
     /**
@@ -226,6 +243,11 @@ final class Caller {
             }
             return false;
         }
+    }
+
+    /** System.nanoTime() when gRPC's callback last answered a mutation with success (0: none yet). */
+    long lastSettled() {
+        return lastSettled;
     }
 
     /** How many reads of partitions assigned here the server refused NOT_ASSIGNED so far. */

@@ -363,6 +363,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         unaryLookups = unary;
     }
 
+    /** System.nanoTime() when the server's answer to a mutation last reached the plugin (the benchmark's split). */
+    long lastMutationSettled() {
+        return caller == null ? 0 : caller.lastSettled();
+    }
+
     /** Whether every assignment change so far has reached the server. */
     boolean assignmentsSent() {
         return assigner == null || assigner.idle();

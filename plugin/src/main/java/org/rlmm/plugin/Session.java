@@ -46,6 +46,8 @@ final class Session implements AutoCloseable {
     final RemoteLogMetadataGrpc.RemoteLogMetadataBlockingStub blocking;
     /** The stub of mutations (their futures complete from gRPC's callback). */
     final RemoteLogMetadataGrpc.RemoteLogMetadataStub async;
+    /** The channel's I/O thread, where mutations are started ({@link Channels.Conn#loop}). */
+    final java.util.concurrent.Executor loop;
     final LookupStream lookups;
     final ReadinessWatch readiness;
     private volatile boolean closed;
@@ -62,6 +64,7 @@ final class Session implements AutoCloseable {
         this.conn = Channels.open(cfg);
         this.blocking = RemoteLogMetadataGrpc.newBlockingStub(conn.channel);
         this.async = RemoteLogMetadataGrpc.newStub(conn.channel);
+        this.loop = conn.loop;
         this.lookups = new LookupStream(conn.channel, blocking.getCallOptions(), log, cfg.target(), lookupStreams);
         this.readiness = new ReadinessWatch(conn.channel, blocking.getCallOptions(), log, cfg.target(),
                 cfg.restartBackoff, cfg.restartBackoffMax);

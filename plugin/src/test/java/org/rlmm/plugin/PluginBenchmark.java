@@ -26,6 +26,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
  *                           [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]
+ *                           [--split]
  * </pre>
  *
  * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
@@ -37,6 +38,13 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  * the paths take turns, each round starting with the other one, so both are measured in the same
  * minutes against the same child. With T threads the timed lookups of each round are split over
  * T threads calling at once (as the broker's remote-fetch threads do).
+ *
+ * <p>With --split the child also serves /metrics on a loopback port, and the timed add + finish
+ * loop is split: per mutation the time from the call to gRPC's answer on the channel's I/O thread
+ * (the rest, to the return of get(), is the hand-over to the caller), and the child's own
+ * histograms of the same mutations ({@link SidecarMetrics}: the manager's whole mutation, and its
+ * phases ready, encode, publish, fetch, apply, wake). What the child does not see of the call is
+ * the JVM's, gRPC's and the socket's.
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -51,6 +59,7 @@ public final class PluginBenchmark {
         int rounds = 10;
         int threads = 1;
         int warmupSegments = 300;
+        boolean split = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap" -> bootstrap = args[++i];
@@ -62,9 +71,11 @@ public final class PluginBenchmark {
                 case "--paths" -> paths = List.of(args[++i].split(","));
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
+                case "--split" -> split = true;
                 default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]");
+                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]"
+                            + " [--split]");
                     System.exit(2);
                 }
             }
@@ -73,6 +84,10 @@ public final class PluginBenchmark {
         Map<String, Object> c = new HashMap<>(bootstrap == null || bootstrap.isEmpty()
                 ? TestSupport.embeddedConfig(dir) : TestSupport.kafkaConfig(dir, bootstrap));
         String where = bootstrap == null || bootstrap.isEmpty() ? "embedded log" : "Kafka broker " + bootstrap;
+        SidecarMetrics sidecar = split ? SidecarMetrics.onFreePort() : null;
+        if (sidecar != null) {
+            c.put("rlmm.serve.args", sidecar.listenFlag());
+        }
         RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
         try {
             m.configure(c);
@@ -89,8 +104,15 @@ public final class PluginBenchmark {
             // Add plus finish per segment, one segment at a time as the broker copies them.
             long[] copy = new long[segments];
             long[] adds = new long[segments];
+            long[] addSettled = new long[segments]; // call to the I/O thread's onCompleted
+            long[] finishSettled = new long[segments];
             long size = 1000;
+            String[] families = {"rlmm_mutation_duration_seconds", "rlmm_mutation_phase_seconds"};
+            Map<String, SidecarMetrics.Histogram> before = null;
             for (int k = -warmupSegments; k < segments; k++) {
+                if (k == 0 && sidecar != null) {
+                    before = sidecar.read(families);
+                }
                 int i = k + warmupSegments; // the segment's place in the partition
                 long start = i * size;
                 RemoteLogSegmentMetadata s = new RemoteLogSegmentMetadata(new RemoteLogSegmentId(tp, Uuid.randomUuid()),
@@ -100,17 +122,27 @@ public final class PluginBenchmark {
                         System.currentTimeMillis(), Optional.empty(), RemoteLogSegmentState.COPY_SEGMENT_FINISHED, 0);
                 long t0 = System.nanoTime();
                 m.addRemoteLogSegmentMetadata(s).get(60, TimeUnit.SECONDS);
-                long added = System.nanoTime() - t0;
+                long addedAt = System.nanoTime();
+                long addSettledAt = m.lastMutationSettled();
                 m.updateRemoteLogSegmentMetadata(f).get(60, TimeUnit.SECONDS);
+                long finishedAt = System.nanoTime();
                 if (k >= 0) {
-                    adds[k] = added;
-                    copy[k] = System.nanoTime() - t0;
+                    adds[k] = addedAt - t0;
+                    copy[k] = finishedAt - t0;
+                    addSettled[k] = addSettledAt - t0;
+                    finishSettled[k] = m.lastMutationSettled() - addedAt;
                 }
             }
+            Map<String, SidecarMetrics.Histogram> after = sidecar == null ? null : sidecar.read(families);
             System.out.printf(Locale.ROOT, "%d segments added and finished untimed first (JIT warm-up), then %d timed%n",
                     warmupSegments, segments);
             report("add+finish per segment (" + where + ")", copy, segments);
             report("  of which the add", adds, segments);
+            if (split) {
+                report("  the add, call to gRPC's onCompleted on the I/O thread", addSettled, segments);
+                report("  the finish, call to gRPC's onCompleted on the I/O thread", finishSettled, segments);
+                SidecarMetrics.report(before, after);
+            }
             long[] ready = new long[20_000];
             for (int i = 0; i < ready.length; i++) {
                 long t0 = System.nanoTime();
@@ -200,6 +232,16 @@ public final class PluginBenchmark {
             System.out.println("lookup streams opened: " + m.lookupStreamsOpened());
         } finally {
             m.close();
+            removeTree(dir); // the child's log and snapshot: a run leaves nothing behind in the temp directory
+        }
+    }
+
+    /** Removes dir and everything under it (after close: the child has stopped). */
+    private static void removeTree(Path dir) throws java.io.IOException {
+        try (java.util.stream.Stream<Path> all = Files.walk(dir)) {
+            for (Path p : (Iterable<Path>) all.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                Files.deleteIfExists(p);
+            }
         }
     }
 
