@@ -25,18 +25,19 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  *
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
- *                           [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]
+ *                           [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]
  * </pre>
  *
  * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
  * compiles the gRPC path, a cost a broker pays once in its life, not per segment.
  *
  * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log. The
- * lookups go on the channel's lookup stream (the plugin's default), or as unary calls
- * ({@code --paths unary}); with both, the timed lookups are split into R rounds (default 10) and
- * the paths take turns, each round starting with the other one, so both are measured in the same
- * minutes against the same child. With T threads the timed lookups of each round are split over
- * T threads calling at once (as the broker's remote-fetch threads do).
+ * lookups go on the framed lookup socket (the plugin's default), the channel's lookup stream
+ * ({@code --paths stream}) or as unary calls ({@code --paths unary}); with more than one, the
+ * timed lookups are split into R rounds (default 10) and the paths take turns, each round starting
+ * with the next one, so all are measured in the same minutes against the same child. With T
+ * threads the timed lookups of each round are split over T threads calling at once (as the
+ * broker's remote-fetch threads do).
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -47,7 +48,7 @@ public final class PluginBenchmark {
         int segments = 500;
         int lookups = 200_000;
         int warmup = 50_000;
-        List<String> paths = List.of("stream");
+        List<String> paths = List.of("framed");
         int rounds = 10;
         int threads = 1;
         int warmupSegments = 300;
@@ -64,7 +65,7 @@ public final class PluginBenchmark {
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
                 default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]");
+                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]");
                     System.exit(2);
                 }
             }
@@ -121,8 +122,8 @@ public final class PluginBenchmark {
 
             // Lookups of random offsets, each must find its segment.
             for (String path : paths) {
-                if (!path.equals("stream") && !path.equals("unary")) {
-                    throw new IllegalArgumentException("--paths: " + path + " is neither stream nor unary");
+                if (!path.equals("framed") && !path.equals("stream") && !path.equals("unary")) {
+                    throw new IllegalArgumentException("--paths: " + path + " is none of framed, stream, unary");
                 }
             }
             if (paths.size() == 1) {
@@ -130,7 +131,7 @@ public final class PluginBenchmark {
             }
             long max = (long) (warmupSegments + segments) * size;
             for (String path : paths) {
-                m.unaryLookups(path.equals("unary"));
+                m.lookupPath(PluginConfig.LookupTransport.valueOf(path.toUpperCase(Locale.ROOT)));
                 for (int i = 0; i < warmup; i++) {
                     lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
                 }
@@ -147,7 +148,7 @@ public final class PluginBenchmark {
             for (int r = 0; r < rounds; r++) {
                 for (int k = 0; k < paths.size(); k++) {
                     String path = paths.get((k + r) % paths.size());
-                    m.unaryLookups(path.equals("unary"));
+                    m.lookupPath(PluginConfig.LookupTransport.valueOf(path.toUpperCase(Locale.ROOT)));
                     long[] times = look.get(path);
                     long childCpu0 = childCpu(child);
                     long jvmCpu0 = jvmCpu();
@@ -197,7 +198,8 @@ public final class PluginBenchmark {
                     System.out.println(b);
                 }
             }
-            System.out.println("lookup streams opened: " + m.lookupStreamsOpened());
+            System.out.println("lookup streams opened: " + m.lookupStreamsOpened() + "; framed lookup connections opened: "
+                    + m.framedConnectionsOpened());
         } finally {
             m.close();
         }
