@@ -67,6 +67,7 @@ class FramedLookupsTest extends ManagerFixture {
         // Refusals fail at once instead of waiting for readiness (the same on both paths), which
         // would make this test 30 s longer.
         c.put(PluginConfig.LOOKUP_READY_WAIT, "0");
+        long watchdogsBefore = watchdogs();
         RlmmRemoteLogMetadataManager m = started(c);
         TopicIdPartition tp = newPartition("framed-threads");
         assignAndAwaitReady(m, tp, READY);
@@ -117,6 +118,15 @@ class FramedLookupsTest extends ManagerFixture {
         int before = m.lookupStreamsOpened();
         assertEquals(Optional.of(segs.get(4)), m.remoteLogSegmentMetadata(tp, 0, 42));
         assertEquals(before, m.lookupStreamsOpened());
+        assertTrue(watchdogs() > watchdogsBefore, "a watchdog while the session is open");
+        // No watchdog outlives close.
+        m.close();
+        TestSupport.await("the watchdog thread to end", READY, () -> watchdogs() <= watchdogsBefore);
+    }
+
+    private static long watchdogs() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().equals("rlmm-plugin-lookup-watchdog")).count();
     }
 
     @Test

@@ -17,6 +17,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentId;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.rlmm.plugin.proto.SegmentForOffsetRequest;
 
 /**
  * A timed loop through the plugin against `rlmm serve`, as the broker's RemoteLogManager sees
@@ -26,6 +27,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
  *                           [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]
+ *                           [--framed-wait N]
  * </pre>
  *
  * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
@@ -37,7 +39,9 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  * timed lookups are split into R rounds (default 10) and the paths take turns, each round starting
  * with the next one, so all are measured in the same minutes against the same child. With T
  * threads the timed lookups of each round are split over T threads calling at once (as the
- * broker's remote-fetch threads do).
+ * broker's remote-fetch threads do). {@code --framed-wait N} then times N round trips on raw
+ * connections to the child's framed lookup socket, a blocking read against a Selector's wait
+ * ({@link FramedWaitBenchmark}).
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -52,6 +56,7 @@ public final class PluginBenchmark {
         int rounds = 10;
         int threads = 1;
         int warmupSegments = 300;
+        int framedWait = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap" -> bootstrap = args[++i];
@@ -63,9 +68,11 @@ public final class PluginBenchmark {
                 case "--paths" -> paths = List.of(args[++i].split(","));
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
+                case "--framed-wait" -> framedWait = Integer.parseInt(args[++i]);
                 default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]");
+                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]"
+                            + " [--framed-wait N]");
                     System.exit(2);
                 }
             }
@@ -197,6 +204,12 @@ public final class PluginBenchmark {
                     }
                     System.out.println(b);
                 }
+            }
+            if (framedWait > 0) {
+                Path socket = Path.of(c.get(PluginConfig.LOG_DIR) + ".rlmm", "serve.lookup.sock");
+                SegmentForOffsetRequest q = SegmentForOffsetRequest.newBuilder().setTopicIdPartition(Convert.partition(tp))
+                        .setLeaderEpoch(0).setOffset(max / 2).build();
+                FramedWaitBenchmark.run(socket, q, framedWait, () -> childCpu(child));
             }
             System.out.println("lookup streams opened: " + m.lookupStreamsOpened() + "; framed lookup connections opened: "
                     + m.framedConnectionsOpened());
