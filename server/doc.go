@@ -26,6 +26,17 @@
 //     its headers and trailers and a handler dispatch per lookup. Stop ends
 //     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
 //
+//   - The same lookup has a third form without gRPC, the framed lookup
+//     socket (lookupframe.go, format rpc/lookupframe): ServeFramed serves a
+//     second Unix socket where a connection says hello (with the endpoint's
+//     token when it has one; answered with this process's pid) and then
+//     sends SegmentForOffsetStreamRequest frames, each answered with one
+//     SegmentForOffsetStreamReply frame by the stream's own lookupAnswerer,
+//     on the connection's one goroutine with reused buffers. ServerInfo
+//     names the socket (lookup_socket). A frame over 64 KiB is answered
+//     INVALID_ARGUMENT and the connection closed; Stop closes every
+//     connection and waits for its goroutine.
+//
 //   - Readiness is pushed (readiness.go): WatchReadiness is a server stream
 //     that sends the manager's HostedReadiness (every hosted user partition
 //     and whether it is ready) at once, empty while the manager is not up,
@@ -127,6 +138,8 @@
 // Callers:
 //
 //	--socket PATH               Unix socket, mode 0600 (default <snapshot-dir>/rlmm.sock; at most 107 bytes)
+//	--lookup-socket PATH        framed lookup socket, mode 0600 (default: --socket's path with .lookup.sock
+//	                            for .sock, dropped with a warning when too long; none: serve none)
 //	--listen-tcp ADDR           also TCP (loopback unless --allow-remote); needs --token-file
 //	                            and/or TLS with --listen-tls-client-ca
 //	--listen-tls-cert FILE --listen-tls-key FILE --listen-tls-client-ca FILE
@@ -139,7 +152,7 @@
 //	--log-format text|json      logs on stderr (default text)
 //	--log-level debug|info|warn|error   (default info)
 //	--ready-file PATH           written atomically once the socket accepts calls, removed at exit:
-//	                            lines pid=N, socket=PATH, tcp=ADDR, metrics=ADDR
+//	                            lines pid=N, socket=PATH, lookup_socket=PATH, tcp=ADDR, metrics=ADDR
 //	--shutdown-timeout D        bound of the graceful RPC stop and of the final snapshot (default 10s)
 //	--exit-with-stdin           also stop as on SIGTERM when stdin reaches EOF (give the child a pipe:
 //	                            the server then stops when its parent dies, even by kill -9)

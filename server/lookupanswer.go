@@ -8,7 +8,57 @@ import (
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
-// lookupAnswer is a lookup stream's reply and every message inside it, kept
+// lookupAnswerer answers the lookups of one stream or one framed connection,
+// one request at a time, exactly as SegmentForOffset answers them: the one
+// rule of both lookup paths. The request is decoded into a reused message,
+// the segment filled in place (SegmentForOffsetInto) and the reply refilled
+// for every answer (lookupAnswer), so a hit allocates nothing of its own.
+type lookupAnswerer struct {
+	v   *service
+	req rlmmpb.SegmentForOffsetStreamRequest
+	md  rlmm.SegmentMetadata
+	ans lookupAnswer
+}
+
+// answerBytes answers the encoded request raw. One that does not decode
+// gets an INVALID_ARGUMENT reply of its own (undecodable), with the id read
+// from its bytes as far as they go. The reply is valid until the next
+// answer.
+func (a *lookupAnswerer) answerBytes(raw []byte) *rlmmpb.SegmentForOffsetStreamReply {
+	if err := proto.Unmarshal(raw, &a.req); err != nil {
+		return undecodable(raw, err)
+	}
+	return a.answer(&a.req)
+}
+
+// answer answers one request (a request without its SegmentForOffsetRequest
+// is one without a partition: INVALID_ARGUMENT), in a.ans, which it
+// returns: valid until the next answer.
+func (a *lookupAnswerer) answer(req *rlmmpb.SegmentForOffsetStreamRequest) *rlmmpb.SegmentForOffsetStreamReply {
+	found, err := a.find(req.GetRequest())
+	if err != nil {
+		return a.ans.failed(req.GetId(), err)
+	}
+	if !found {
+		return a.ans.miss(req.GetId())
+	}
+	return a.ans.hit(req.GetId(), &a.md)
+}
+
+// find is findSegment's lookup into a.md, with the error unconverted.
+func (a *lookupAnswerer) find(q *rlmmpb.SegmentForOffsetRequest) (bool, error) {
+	tp, err := tpFromProto(q.GetTopicIdPartition(), "topic_id_partition")
+	if err != nil {
+		return false, err
+	}
+	m, err := a.v.reader()
+	if err != nil {
+		return false, err
+	}
+	return m.SegmentForOffsetInto(tp, q.GetLeaderEpoch(), q.GetOffset(), &a.md)
+}
+
+// lookupAnswer is a lookup's reply and every message inside it, kept
 // by the stream and refilled for each answer: on a hit, the reply points at
 // the segment's fields as SegmentForOffsetInto filled them, and nothing is
 // allocated but what grows (the epochs, once per stream). The stream

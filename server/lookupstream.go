@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -27,7 +26,7 @@ import (
 // the receiver never sends after that (sendMu, stopped), and Stop waits for
 // it (Server.lookups).
 func (v *service) SegmentForOffsetStream(stream rlmmpb.RemoteLogMetadata_SegmentForOffsetStreamServer) error {
-	ls := &lookupStream{v: v, stream: stream}
+	ls := &lookupStream{v: v, stream: stream, lookups: lookupAnswerer{v: v}}
 	ended := make(chan error, 1)
 	v.s.lookups.Add(1)
 	go func() {
@@ -51,12 +50,8 @@ type lookupStream struct {
 	sendMu  sync.Mutex
 	stopped bool // set by stop: the handler returned, nothing more is sent
 
-	// Only serve's goroutine touches these, one request at a time: the
-	// segment is filled in place (SegmentForOffsetInto) and the reply is
-	// refilled for every answer (lookupAnswer), so a hit allocates nothing
-	// of its own.
-	md  rlmm.SegmentMetadata
-	ans lookupAnswer
+	// Only serve's goroutine touches it, one request at a time.
+	lookups lookupAnswerer
 }
 
 // serve answers requests until the client closes its side (nil), the
@@ -73,13 +68,7 @@ func (ls *lookupStream) serve() error {
 		if err != nil {
 			return err // the stream's own status: the client gone, a message too large
 		}
-		var reply *rlmmpb.SegmentForOffsetStreamReply
-		req := &rlmmpb.SegmentForOffsetStreamRequest{}
-		if err := proto.Unmarshal(raw, req); err != nil {
-			reply = undecodable(raw, err)
-		} else {
-			reply = ls.answer(req)
-		}
+		reply := ls.lookups.answerBytes(raw)
 		ls.sendMu.Lock()
 		if ls.stopped {
 			ls.sendMu.Unlock()
@@ -130,35 +119,6 @@ func (ls *lookupStream) stop() {
 	ls.sendMu.Lock()
 	ls.stopped = true
 	ls.sendMu.Unlock()
-}
-
-// answer answers one request of the stream exactly as SegmentForOffset
-// answers it (a request without its SegmentForOffsetRequest is one without
-// a partition: INVALID_ARGUMENT), in ls.ans, which it returns: valid until
-// the next answer.
-func (ls *lookupStream) answer(req *rlmmpb.SegmentForOffsetStreamRequest) *rlmmpb.SegmentForOffsetStreamReply {
-	q := req.GetRequest()
-	found, err := ls.find(q)
-	if err != nil {
-		return ls.ans.failed(req.GetId(), err)
-	}
-	if !found {
-		return ls.ans.miss(req.GetId())
-	}
-	return ls.ans.hit(req.GetId(), &ls.md)
-}
-
-// find is findSegment's lookup into ls.md, with the error unconverted.
-func (ls *lookupStream) find(q *rlmmpb.SegmentForOffsetRequest) (bool, error) {
-	tp, err := tpFromProto(q.GetTopicIdPartition(), "topic_id_partition")
-	if err != nil {
-		return false, err
-	}
-	m, err := ls.v.reader()
-	if err != nil {
-		return false, err
-	}
-	return m.SegmentForOffsetInto(tp, q.GetLeaderEpoch(), q.GetOffset(), &ls.md)
 }
 
 // callStatus is a call's status error (toStatus) as a message: the fields

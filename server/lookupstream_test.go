@@ -437,7 +437,7 @@ func TestLookupAnswerHitDoesNotAllocate(t *testing.T) {
 	tp := newTP()
 	f.assign(t, tp)
 	f.addFinishedRun(t, tp, 3)
-	ls := &lookupStream{v: f.srv.svc}
+	ls := &lookupAnswerer{v: f.srv.svc}
 	req := &rlmmpb.SegmentForOffsetStreamRequest{Id: 1, Request: &rlmmpb.SegmentForOffsetRequest{
 		TopicIdPartition: tpToProto(tp), LeaderEpoch: 1, Offset: 170}}
 	if r := ls.answer(req); !r.GetReply().GetFound() {

@@ -77,13 +77,17 @@ type Server struct {
 	up     chan struct{} // closed by SetManager
 	upOnce sync.Once
 
-	mu       sync.Mutex
-	grpcs    []*grpc.Server
-	stopping chan struct{} // closed by Stop
-	stopOnce sync.Once
-	wg       sync.WaitGroup
-	lookups  sync.WaitGroup // the receivers of open lookup streams
-	errs     chan error     // Serve errors of the endpoints, buffered
+	mu     sync.Mutex
+	grpcs  []*grpc.Server
+	framed []*framedServer // ServeFramed's listeners
+	// lookupSocket is the framed lookup socket's path ServerInfo states
+	// (the last ServeFramed's), or "".
+	lookupSocket string
+	stopping     chan struct{} // closed by Stop
+	stopOnce     sync.Once
+	wg           sync.WaitGroup
+	lookups      sync.WaitGroup // the receivers of open lookup streams
+	errs         chan error     // Serve errors of the endpoints, buffered
 
 	stats *prometheus.Registry // statsCollector, served by OpsHandler
 }
@@ -194,14 +198,22 @@ func (s *Server) Errors() <-chan error { return s.errs }
 
 // Stop stops every endpoint: gracefully (in-flight calls finish, no new
 // ones) until ctx ends, then forcibly. Calls waiting for the manager return
-// ErrClosed, and open lookup streams (SegmentForOffsetStream) end with
-// UNAVAILABLE (CLOSED). The listeners are closed; the manager is not.
+// ErrClosed, open lookup streams (SegmentForOffsetStream) end with
+// UNAVAILABLE (CLOSED), and framed lookup connections (ServeFramed) are
+// closed. The listeners are closed; the manager is not.
 func (s *Server) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	s.mu.Lock()
 	gs := s.grpcs
 	s.grpcs = nil
+	fss := s.framed
+	s.framed = nil
 	s.mu.Unlock()
+	// A framed connection has no call to finish but the one lookup it is
+	// answering: closed at once, as open lookup streams are ended.
+	for _, fs := range fss {
+		fs.stop()
+	}
 	done := make(chan struct{})
 	go func() {
 		for _, g := range gs {

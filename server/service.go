@@ -249,6 +249,13 @@ func (c *Config) apiVersion() int32 {
 	return APIVersion
 }
 
+// framedSocket is the path of the framed lookup socket served, or "".
+func (s *Server) framedSocket() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookupSocket
+}
+
 // ServerInfo describes this server; it answers while the server starts.
 func (v *service) ServerInfo(context.Context, *rlmmpb.ServerInfoRequest) (*rlmmpb.ServerInfoReply, error) {
 	c := &v.s.cfg
@@ -260,5 +267,6 @@ func (v *service) ServerInfo(context.Context, *rlmmpb.ServerInfoRequest) (*rlmmp
 		Pid:                int64(os.Getpid()),
 		ApiVersion:         c.apiVersion(),
 		StartedUnixMs:      processStarted.UnixMilli(),
+		LookupSocket:       v.s.framedSocket(),
 	}, nil
 }

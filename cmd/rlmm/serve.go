@@ -40,13 +40,14 @@ type serveOptions struct {
 	brokerID         int32
 	consumeWait      time.Duration
 
-	socket      string
-	listenTCP   string
-	allowRemote bool
-	tlsCert     string
-	tlsKey      string
-	tlsClientCA string
-	tokenFile   string
+	socket       string
+	lookupSocket string
+	listenTCP    string
+	allowRemote  bool
+	tlsCert      string
+	tlsKey       string
+	tlsClientCA  string
+	tokenFile    string
 
 	metricsListen   string
 	sizes           server.SizeMetrics
@@ -121,6 +122,7 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	f.Int32Var(&o.brokerID, "broker-id", -1, "the broker's broker.id (reported by ServerInfo)")
 	f.DurationVar(&o.consumeWait, "consume-wait", 0, "bound of a mutation's waits (default: remote.log.metadata.consume.wait.ms of --properties, or 2m)")
 	f.StringVar(&o.socket, "socket", "", "Unix socket to serve on (default: <snapshot-dir>/"+defaultSocketName+")")
+	f.StringVar(&o.lookupSocket, "lookup-socket", "", "Unix socket of the framed lookups (the broker plugin's lookup without gRPC; default: --socket's path with .lookup.sock for .sock; none: serve none)")
 	f.StringVar(&o.listenTCP, "listen-tcp", "", "also serve on this TCP address (needs --token-file or TLS with --listen-tls-client-ca)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen-tcp / --metrics-listen address (TCP then needs TLS)")
 	f.StringVar(&o.tlsCert, "listen-tls-cert", "", "PEM certificate of the TCP endpoint")
@@ -133,7 +135,7 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	f.DurationVar(&o.sizes.MaxAge, "metrics-sizes-max-age", 15*time.Second, "remote size gauges: a scrape reuses the last computation if it is younger than this (0: every scrape scans the hosted partitions' segments)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
+	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, lookup_socket=, tcp=, metrics= lines")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
 	f.IntVar(&o.servingProcs, "serving-procs", 1, "Go processors (GOMAXPROCS) once the snapshot's state is built: restoring uses every core, serving calls runs cheaper on one; 0 leaves GOMAXPROCS as it is, and so does GOMAXPROCS set in the environment")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
@@ -354,6 +356,34 @@ func (o *serveOptions) tcpEndpoint() (server.Endpoint, error) {
 	return ep, nil
 }
 
+// lookupSocketPath resolves --lookup-socket, absolute (ServerInfo states
+// it to clients that may run elsewhere in the file system): "" when none
+// is served. The default, derived from the socket's path, is dropped with a
+// warning when it would be too long for a socket; a path given that is too
+// long is refused.
+func (o *serveOptions) lookupSocketPath(socket string, logger *slog.Logger) (string, error) {
+	p := o.lookupSocket
+	switch p {
+	case "none":
+		return "", nil
+	case "":
+		p = strings.TrimSuffix(socket, ".sock") + ".lookup.sock"
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", usageErrorf("--lookup-socket %s: %v", p, err)
+	}
+	if len(abs) > server.MaxSocketPath {
+		if o.lookupSocket == "" {
+			logger.Warn("serve: no framed lookup socket: the path beside --socket is too long for a Unix socket; give --lookup-socket",
+				"path", abs, "bytes", len(abs), "max", server.MaxSocketPath)
+			return "", nil
+		}
+		return "", usageErrorf("--lookup-socket %s is %d bytes, longer than the %d a Unix socket path allows", abs, len(abs), server.MaxSocketPath)
+	}
+	return abs, nil
+}
+
 // dirs resolves the snapshot directory and the socket path.
 func (o *serveOptions) dirs() (snapshotDir, socket string, err error) {
 	snapshotDir = o.snapshotDir
@@ -437,12 +467,26 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	lookupSocket, err := o.lookupSocketPath(socket, logger)
+	if err != nil {
+		return err
+	}
 	unix, err := server.ListenUnix(ctx, socket)
 	if err != nil {
 		if tcp.Listener != nil {
 			tcp.Listener.Close()
 		}
 		return couldNotRun(fmt.Errorf("--socket: %w", err))
+	}
+	var framed net.Listener
+	if lookupSocket != "" {
+		if framed, err = server.ListenUnix(ctx, lookupSocket); err != nil {
+			unix.Close()
+			if tcp.Listener != nil {
+				tcp.Listener.Close()
+			}
+			return couldNotRun(fmt.Errorf("--lookup-socket: %w", err))
+		}
 	}
 	reg := prometheus.NewRegistry()
 	// The Go collector also exports the runtime's live heap
@@ -457,7 +501,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()
-	if err := r.startEndpoints(unix, tcp, reg); err != nil {
+	if err := r.startEndpoints(unix, framed, tcp, reg); err != nil {
 		return err
 	}
 
@@ -525,14 +569,26 @@ type serveRun struct {
 	stopped bool
 }
 
-// startEndpoints serves the socket (and TCP), starts the ops listener and
-// writes the ready file.
-func (r *serveRun) startEndpoints(unix net.Listener, tcp server.Endpoint, reg *prometheus.Registry) error {
+// startEndpoints serves the socket (and the framed lookup socket, and
+// TCP), starts the ops listener and writes the ready file.
+func (r *serveRun) startEndpoints(unix, framed net.Listener, tcp server.Endpoint, reg *prometheus.Registry) error {
 	if err := r.srv.Serve(server.Endpoint{Listener: unix}); err != nil {
 		unix.Close()
+		if framed != nil {
+			framed.Close()
+		}
 		return couldNotRun(err)
 	}
 	lines := []string{fmt.Sprintf("pid=%d", os.Getpid()), "socket=" + r.socket}
+	if framed != nil {
+		// The same authentication as the socket beside it: its mode (0600),
+		// and no token (a token is only ever asked of TCP callers).
+		if err := r.srv.ServeFramed(server.Endpoint{Listener: framed}); err != nil {
+			framed.Close()
+			return couldNotRun(err)
+		}
+		lines = append(lines, "lookup_socket="+framed.Addr().String())
+	}
 	if tcp.Listener != nil {
 		if err := r.srv.Serve(tcp); err != nil {
 			tcp.Listener.Close()

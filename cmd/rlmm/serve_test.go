@@ -246,6 +246,14 @@ func TestServeLifecycle(t *testing.T) {
 	if err != nil || si.BrokerId != 3 || si.MetadataPartitions != 8 || si.Log != "embedded log "+logDir {
 		t.Fatalf("ServerInfo %v %v", si, err)
 	}
+	// The framed lookup socket beside the socket, named by ServerInfo and the ready file.
+	lookupSocket := filepath.Join(dir, "s.lookup.sock")
+	if si.LookupSocket != lookupSocket || info["lookup_socket"] != lookupSocket {
+		t.Fatalf("lookup socket: ServerInfo %q, ready file %q; want %q", si.LookupSocket, info["lookup_socket"], lookupSocket)
+	}
+	if st, err := os.Stat(lookupSocket); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("lookup socket %s: %v %v, want mode 0600", lookupSocket, st, err)
+	}
 	tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "orders", Partition: 2}
 	seg := rlmm.RandomUuid()
 	brokerWork(t, c, tp, seg, 0)
@@ -278,7 +286,7 @@ func TestServeLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(snap, topicbased.SnapshotFileName)); err != nil {
 		t.Fatalf("no final snapshot: %v\n%s", err, p.stderr.String())
 	}
-	for _, gone := range []string{socket, ready} {
+	for _, gone := range []string{socket, lookupSocket, ready} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s left behind (%v)", gone, err)
 		}

@@ -1932,6 +1932,10 @@ type ServerInfoReply struct {
 	// When this server process started (Unix milliseconds): with pid, tells a
 	// client that the server it reached is a new one.
 	StartedUnixMs int64 `protobuf:"varint,7,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	// The framed lookup socket (rpc/lookupframe) beside this one, where the
+	// lookup by (epoch, offset) is answered without gRPC; empty when the server
+	// serves none (an older server, or --lookup-socket none).
+	LookupSocket  string `protobuf:"bytes,8,opt,name=lookup_socket,json=lookupSocket,proto3" json:"lookup_socket,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2013,6 +2017,13 @@ func (x *ServerInfoReply) GetStartedUnixMs() int64 {
 		return x.StartedUnixMs
 	}
 	return 0
+}
+
+func (x *ServerInfoReply) GetLookupSocket() string {
+	if x != nil {
+		return x.LookupSocket
+	}
+	return ""
 }
 
 // ErrorInfo is the one detail of a failed call's status.
@@ -2185,7 +2196,7 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"partitions\x18\x01 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\n" +
 	"partitions\"\x11\n" +
 	"\x0fAssignmentReply\"\x13\n" +
-	"\x11ServerInfoRequest\"\xe6\x01\n" +
+	"\x11ServerInfoRequest\"\x8b\x02\n" +
 	"\x0fServerInfoReply\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1b\n" +
 	"\tbroker_id\x18\x02 \x01(\x05R\bbrokerId\x12/\n" +
@@ -2194,7 +2205,8 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x1f\n" +
 	"\vapi_version\x18\x06 \x01(\x05R\n" +
 	"apiVersion\x12&\n" +
-	"\x0fstarted_unix_ms\x18\a \x01(\x03R\rstartedUnixMs\"[\n" +
+	"\x0fstarted_unix_ms\x18\a \x01(\x03R\rstartedUnixMs\x12#\n" +
+	"\rlookup_socket\x18\b \x01(\tR\flookupSocket\"[\n" +
 	"\tErrorInfo\x12&\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x12.rlmm.v1.ErrorKindR\x04kind\x12&\n" +
 	"\x0fmay_be_recorded\x18\x02 \x01(\bR\rmayBeRecorded*|\n" +

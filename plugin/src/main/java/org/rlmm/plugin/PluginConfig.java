@@ -57,6 +57,8 @@ final class PluginConfig {
     static final String EXTRA_ARGS = "rlmm.serve.args";
     /** {@link Transport}. */
     static final String TRANSPORT = "rlmm.serve.transport";
+    /** {@link LookupTransport}. */
+    static final String LOOKUP_TRANSPORT = "rlmm.serve.lookup.transport";
     /** Deadline of a read (lookup, list, size, isReady) and of an assignment change. */
     static final String CALL_TIMEOUT = "rlmm.serve.call.timeout.ms";
     /** Deadline of a mutation (add, update, partition delete). */
@@ -143,6 +145,11 @@ final class PluginConfig {
                             + " from the jar; the lookup's round trip about a quarter shorter than nio's, measured) or nio"
                             + " (the JDK's, no native code). Where epoll cannot load (not Linux x86_64 or aarch64) the"
                             + " plugin logs why and uses nio. TCP always uses nio.")
+            .define(LOOKUP_TRANSPORT, Type.STRING, "framed", ConfigDef.ValidString.in("framed", "stream", "unary"), Importance.LOW,
+                    "How the fetch path's lookup (remoteLogSegmentMetadata) reaches rlmm serve: framed (its framed lookup"
+                            + " socket, no gRPC: the broker's thread writes and reads a blocking Unix socket itself; on the"
+                            + " stream when the server has none or in TCP mode), stream (one long-lived gRPC stream) or"
+                            + " unary (one gRPC call each). Every path answers and fails alike.")
             .define(CALL_TIMEOUT, Type.LONG, 10_000L, atLeast(1), Importance.MEDIUM,
                     "Bound of a read (lookup, list, size, isReady) and of each try of an assignment change, the wait"
                             + " for a restarting child included.")
@@ -226,8 +233,19 @@ final class PluginConfig {
         NIO
     }
 
+    /** The lookup's path to the server ({@link #LOOKUP_TRANSPORT}). */
+    enum LookupTransport {
+        /** The framed lookup socket (FramedLookups), on the stream where there is none. */
+        FRAMED,
+        /** The gRPC lookup stream (LookupStream). */
+        STREAM,
+        /** One unary gRPC call per lookup. */
+        UNARY
+    }
+
     final Mode mode;
     final Transport transport;
+    final LookupTransport lookupTransport;
     final int brokerId;
     final String clusterId;
     final Path logDir;
@@ -326,6 +344,7 @@ final class PluginConfig {
         logDir = logDirSetting == null ? null : Paths.get(logDirSetting).toAbsolutePath();
         String work = string(values, WORK_DIR);
         transport = Transport.valueOf(string(values, TRANSPORT).toUpperCase(java.util.Locale.ROOT));
+        lookupTransport = LookupTransport.valueOf(string(values, LOOKUP_TRANSPORT).toUpperCase(java.util.Locale.ROOT));
         callTimeout = millis(values, CALL_TIMEOUT);
         lookupReadyWait = millis(values, LOOKUP_READY_WAIT);
         startTimeout = millis(values, START_TIMEOUT);

@@ -72,8 +72,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private Caller caller;
     private Assigner assigner;
     private volatile RlmmMetrics metrics;
-    /** Lookups by (epoch, offset) as unary calls instead of on the stream (the benchmark's A/B). */
-    private volatile boolean unaryLookups;
+    /** The lookup path that overrides the configured one (the benchmark's A/B), or null. */
+    private volatile PluginConfig.LookupTransport lookupPath;
 
     /** Instantiated by the broker (public no-argument constructor). */
     public RlmmRemoteLogMetadataManager() {}
@@ -139,17 +139,17 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     @Override
     public Optional<RemoteLogSegmentMetadata> remoteLogSegmentMetadata(TopicIdPartition tp, int epochForOffset, long offset)
             throws RemoteStorageException {
-        return lookup(tp, epochForOffset, offset, unaryLookups);
+        return lookup(tp, epochForOffset, offset, lookupPath);
     }
 
-    /** {@link #remoteLogSegmentMetadata}, through the unary call when {@code unary} (tests, benchmark). */
-    Optional<RemoteLogSegmentMetadata> lookup(TopicIdPartition tp, int epochForOffset, long offset, boolean unary)
-            throws RemoteStorageException {
+    /** {@link #remoteLogSegmentMetadata} by the given path, or (null) the configured one (tests, benchmark). */
+    Optional<RemoteLogSegmentMetadata> lookup(TopicIdPartition tp, int epochForOffset, long offset,
+            PluginConfig.LookupTransport path) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         SegmentForOffsetRequest req = SegmentForOffsetRequest.newBuilder()
                 .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(epochForOffset).setOffset(offset).build();
         SegmentReply r = caller().lookup("lookup", tp, () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp,
-                (s, d) -> s.lookup(req, d, unary));
+                (s, d) -> s.lookup(req, d, path != null ? path : cfg.lookupTransport));
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }
 
@@ -358,9 +358,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return supervisor == null ? 0 : supervisor.lookupStreamsOpened();
     }
 
-    /** Makes {@link #remoteLogSegmentMetadata} use the unary call (the benchmark's A/B switch). */
-    void unaryLookups(boolean unary) {
-        unaryLookups = unary;
+    /** Makes {@link #remoteLogSegmentMetadata} go by path (null: the configured one; the benchmark's A/B switch). */
+    void lookupPath(PluginConfig.LookupTransport path) {
+        lookupPath = path;
+    }
+
+    /** How many framed lookup connections this instance opened, over every session. */
+    int framedConnectionsOpened() {
+        return supervisor == null ? 0 : supervisor.framedConnectionsOpened();
     }
 
     /** System.nanoTime() when the server's answer to a mutation last reached the plugin (the benchmark's split). */

@@ -49,6 +49,12 @@ final class Session implements AutoCloseable {
     /** The channel's I/O thread, where mutations are started ({@link Channels.Conn#loop}). */
     final java.util.concurrent.Executor loop;
     final LookupStream lookups;
+    /** The framed lookup socket's pool, set by {@link #handOver} when the server has one; null before or without. */
+    private volatile FramedLookups framed;
+    /** Framed lookup connections opened, counted across sessions (for tests). */
+    private final AtomicInteger framedOpened;
+    /** The server's last answer to ServerInfo (it names the framed lookup socket), or null. */
+    private volatile ServerInfoReply lastInfo;
     final ReadinessWatch readiness;
     private volatile boolean closed;
     /** The pid of the server the handshake passed with; -1 before. */
@@ -57,8 +63,9 @@ final class Session implements AutoCloseable {
     private volatile String lastProbeFailure = "";
 
     /** Opens the channel and the readiness stream (which waits for the server by itself). */
-    Session(PluginConfig cfg, Logger log, int generation, AtomicInteger lookupStreams) {
+    Session(PluginConfig cfg, Logger log, int generation, AtomicInteger lookupStreams, AtomicInteger framedOpened) {
         this.cfg = cfg;
+        this.framedOpened = framedOpened;
         this.log = log;
         this.generation = generation;
         this.conn = Channels.open(cfg);
@@ -121,6 +128,7 @@ final class Session implements AutoCloseable {
             ServerInfoReply r = blocking.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
                     .serverInfo(ServerInfoRequest.getDefaultInstance());
             lastProbeFailure = "";
+            lastInfo = r;
             return Optional.of(r);
         } catch (StatusRuntimeException e) {
             // A deadline's description carries timings, so the code and cause tell reasons apart.
@@ -186,8 +194,32 @@ final class Session implements AutoCloseable {
             }
         }
         pid = serverPid;
+        openFramed(serverPid);
         log.info("rlmm plugin: handed {} leader and {} follower partitions to {} (generation {})",
                 leaders.size(), followers.size(), who, generation);
+    }
+
+    /**
+     * Opens the framed lookup pool when lookups go framed ({@code rlmm.serve.lookup.transport}), the
+     * plugin reaches its server on a Unix socket, and the server's ServerInfo, from this pid, named
+     * its framed socket (an older server names none: lookups stay on the stream).
+     */
+    private void openFramed(long serverPid) {
+        ServerInfoReply info = lastInfo;
+        if (cfg.lookupTransport != PluginConfig.LookupTransport.FRAMED || cfg.mode == PluginConfig.Mode.TCP
+                || info == null || info.getPid() != serverPid || info.getLookupSocket().isEmpty() || framed != null) {
+            if (cfg.lookupTransport == PluginConfig.LookupTransport.FRAMED && cfg.mode != PluginConfig.Mode.TCP
+                    && info != null && info.getLookupSocket().isEmpty()) {
+                log.info("rlmm plugin: rlmm serve pid {} has no framed lookup socket (an older version, or --lookup-socket"
+                        + " none); lookups go on the lookup stream", serverPid);
+            }
+            return;
+        }
+        framed = new FramedLookups(java.nio.file.Path.of(info.getLookupSocket()), serverPid, cfg.callTimeout.toMillis(), log,
+                cfg.target(), framedOpened);
+        if (closed) {
+            framed.close(); // closed meanwhile: close() may have missed it
+        }
     }
 
     /**
@@ -218,13 +250,22 @@ final class Session implements AutoCloseable {
     }
 
     /**
-     * The fetch path's lookup: on this session's lookup stream, or as a unary call when the server
-     * has no stream (an older rlmm serve) or {@code unary} asks for it (the benchmark's A/B).
-     * Waited for as {@link #unary} waits; a failure is thrown as its status.
+     * The fetch path's lookup, by {@code path}: on this session's framed lookup socket
+     * ({@link FramedLookups}; on the stream when the server has none or it cannot be used now), on
+     * its lookup stream, or as a unary call (also when the server has no stream, an older rlmm
+     * serve). Waited for within the deadline; a failure is thrown as its status.
      */
-    SegmentReply lookup(SegmentForOffsetRequest req, Deadline deadline, boolean unary) throws InterruptedException {
-        if (unary || lookups.unimplemented()) {
+    SegmentReply lookup(SegmentForOffsetRequest req, Deadline deadline, PluginConfig.LookupTransport path)
+            throws InterruptedException {
+        if (path == PluginConfig.LookupTransport.UNARY || lookups.unimplemented()) {
             return unary(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, deadline);
+        }
+        FramedLookups f = framed;
+        if (path == PluginConfig.LookupTransport.FRAMED && f != null) {
+            SegmentReply r = f.lookup(req, deadline);
+            if (r != null) {
+                return r;
+            }
         }
         LookupStream.Call call = lookups.send(req);
         try {
@@ -265,6 +306,10 @@ final class Session implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        FramedLookups f = framed;
+        if (f != null) {
+            f.close();
+        }
         readiness.close();
         conn.close();
     }

@@ -46,6 +46,7 @@ final class Supervisor implements AutoCloseable {
     private final Map<TopicIdPartition, Boolean> assigned = new LinkedHashMap<>();
     private final AtomicInteger generations = new AtomicInteger();
     private final AtomicInteger lookupStreams = new AtomicInteger();
+    private final AtomicInteger framedConnections = new AtomicInteger();
     /** Reads that found no session since the last one opened (logged when the next one opens). */
     private final AtomicLong readsHeld = new AtomicLong();
     /** Completed with the open session; replaced by an incomplete one between generations. */
@@ -234,7 +235,7 @@ final class Supervisor implements AutoCloseable {
     private Session pendingSession() {
         synchronized (lock) {
             if (pending == null || pending.closed()) {
-                pending = new Session(cfg, log, generations.incrementAndGet(), lookupStreams);
+                pending = new Session(cfg, log, generations.incrementAndGet(), lookupStreams, framedConnections);
             }
             return pending;
         }
@@ -461,6 +462,11 @@ final class Supervisor implements AutoCloseable {
     /** How many lookup streams the plugin's sessions opened. */
     int lookupStreamsOpened() {
         return lookupStreams.get();
+    }
+
+    /** How many framed lookup connections the sessions opened (for tests). */
+    int framedConnectionsOpened() {
+        return framedConnections.get();
     }
 
     /** Waits until a session is open, at most timeout; false when none opened or the plugin gave up. */

@@ -66,7 +66,7 @@ class LookupStreamTest extends ManagerFixture {
     /** The answer or the exception of a lookup, for comparing the two paths. */
     private static Object outcome(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, int epoch, long offset, boolean unary) {
         try {
-            return m.lookup(tp, epoch, offset, unary);
+            return m.lookup(tp, epoch, offset, unary ? PluginConfig.LookupTransport.UNARY : PluginConfig.LookupTransport.STREAM);
         } catch (RemoteStorageException | RuntimeException e) {
             return e.getClass().getName() + ": " + e.getMessage();
         }
@@ -139,8 +139,10 @@ class LookupStreamTest extends ManagerFixture {
         RlmmRemoteLogMetadataManager m = started(c);
         assertTrue(m.awaitServer(READY), "rlmm serve answered within " + READY);
         TopicIdPartition tp = newPartition("stream-not-ready");
-        ReplicaNotAvailableException viaStream = assertThrows(ReplicaNotAvailableException.class, () -> m.lookup(tp, 0, 0, false));
-        ReplicaNotAvailableException viaUnary = assertThrows(ReplicaNotAvailableException.class, () -> m.lookup(tp, 0, 0, true));
+        ReplicaNotAvailableException viaStream = assertThrows(ReplicaNotAvailableException.class,
+                () -> m.lookup(tp, 0, 0, PluginConfig.LookupTransport.STREAM));
+        ReplicaNotAvailableException viaUnary = assertThrows(ReplicaNotAvailableException.class,
+                () -> m.lookup(tp, 0, 0, PluginConfig.LookupTransport.UNARY));
         assertEquals(viaUnary.getMessage(), viaStream.getMessage());
         assertTrue(viaStream.getMessage().contains("not ready") && viaStream.getMessage().contains("unix:"), viaStream.getMessage());
         assertEquals(1, m.lookupStreamsOpened());
@@ -151,6 +153,7 @@ class LookupStreamTest extends ManagerFixture {
         Map<String, Object> c = embeddedConfig(dir);
         long timeoutMs = 5000;
         c.put("rlmm.serve.call.timeout.ms", Long.toString(timeoutMs));
+        c.put(PluginConfig.LOOKUP_TRANSPORT, "stream"); // FramedLookupsTest kills the child under the framed path
         RlmmRemoteLogMetadataManager m = started(c);
         TopicIdPartition tp = newPartition("stream-kill-9");
         assignAndAwaitReady(m, tp, READY);

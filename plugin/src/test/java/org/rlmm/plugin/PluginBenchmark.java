@@ -17,6 +17,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentId;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.rlmm.plugin.proto.SegmentForOffsetRequest;
 
 /**
  * A timed loop through the plugin against `rlmm serve`, as the broker's RemoteLogManager sees
@@ -25,19 +26,22 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
  *
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
- *                           [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]
- *                           [--split]
+ *                           [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]
+ *                           [--split] [--framed-wait N]
  * </pre>
  *
  * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
  * compiles the gRPC path, a cost a broker pays once in its life, not per segment.
  *
  * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log. The
- * lookups go on the channel's lookup stream (the plugin's default), or as unary calls
- * ({@code --paths unary}); with both, the timed lookups are split into R rounds (default 10) and
- * the paths take turns, each round starting with the other one, so both are measured in the same
- * minutes against the same child. With T threads the timed lookups of each round are split over
- * T threads calling at once (as the broker's remote-fetch threads do).
+ * lookups go on the framed lookup socket (the plugin's default), the channel's lookup stream
+ * ({@code --paths stream}) or as unary calls ({@code --paths unary}); with more than one, the
+ * timed lookups are split into R rounds (default 10) and the paths take turns, each round starting
+ * with the next one, so all are measured in the same minutes against the same child. With T
+ * threads the timed lookups of each round are split over T threads calling at once (as the
+ * broker's remote-fetch threads do). {@code --framed-wait N} then times N round trips on raw
+ * connections to the child's framed lookup socket, a blocking read against a Selector's wait
+ * ({@link FramedWaitBenchmark}).
  *
  * <p>With --split the child also serves /metrics on a loopback port, and the timed add + finish
  * loop is split: per mutation the time from the call to gRPC's answer on the channel's I/O thread
@@ -55,11 +59,12 @@ public final class PluginBenchmark {
         int segments = 500;
         int lookups = 200_000;
         int warmup = 50_000;
-        List<String> paths = List.of("stream");
+        List<String> paths = List.of("framed");
         int rounds = 10;
         int threads = 1;
         int warmupSegments = 300;
         boolean split = false;
+        int framedWait = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap" -> bootstrap = args[++i];
@@ -72,10 +77,11 @@ public final class PluginBenchmark {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
                 case "--split" -> split = true;
+                case "--framed-wait" -> framedWait = Integer.parseInt(args[++i]);
                 default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths stream,unary] [--rounds R] [--threads T]"
-                            + " [--split]");
+                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R]"
+                            + " [--threads T] [--split] [--framed-wait N]");
                     System.exit(2);
                 }
             }
@@ -153,8 +159,8 @@ public final class PluginBenchmark {
 
             // Lookups of random offsets, each must find its segment.
             for (String path : paths) {
-                if (!path.equals("stream") && !path.equals("unary")) {
-                    throw new IllegalArgumentException("--paths: " + path + " is neither stream nor unary");
+                if (!path.equals("framed") && !path.equals("stream") && !path.equals("unary")) {
+                    throw new IllegalArgumentException("--paths: " + path + " is none of framed, stream, unary");
                 }
             }
             if (paths.size() == 1) {
@@ -162,7 +168,7 @@ public final class PluginBenchmark {
             }
             long max = (long) (warmupSegments + segments) * size;
             for (String path : paths) {
-                m.unaryLookups(path.equals("unary"));
+                m.lookupPath(PluginConfig.LookupTransport.valueOf(path.toUpperCase(Locale.ROOT)));
                 for (int i = 0; i < warmup; i++) {
                     lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
                 }
@@ -179,7 +185,7 @@ public final class PluginBenchmark {
             for (int r = 0; r < rounds; r++) {
                 for (int k = 0; k < paths.size(); k++) {
                     String path = paths.get((k + r) % paths.size());
-                    m.unaryLookups(path.equals("unary"));
+                    m.lookupPath(PluginConfig.LookupTransport.valueOf(path.toUpperCase(Locale.ROOT)));
                     long[] times = look.get(path);
                     long childCpu0 = childCpu(child);
                     long jvmCpu0 = jvmCpu();
@@ -229,7 +235,14 @@ public final class PluginBenchmark {
                     System.out.println(b);
                 }
             }
-            System.out.println("lookup streams opened: " + m.lookupStreamsOpened());
+            if (framedWait > 0) {
+                Path socket = Path.of(c.get(PluginConfig.LOG_DIR) + ".rlmm", "serve.lookup.sock");
+                SegmentForOffsetRequest q = SegmentForOffsetRequest.newBuilder().setTopicIdPartition(Convert.partition(tp))
+                        .setLeaderEpoch(0).setOffset(max / 2).build();
+                FramedWaitBenchmark.run(socket, q, framedWait, () -> childCpu(child));
+            }
+            System.out.println("lookup streams opened: " + m.lookupStreamsOpened() + "; framed lookup connections opened: "
+                    + m.framedConnectionsOpened());
         } finally {
             m.close();
             removeTree(dir); // the child's log and snapshot: a run leaves nothing behind in the temp directory
