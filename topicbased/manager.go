@@ -155,11 +155,11 @@ type Manager struct {
 
 	parts []metaPartition // Start (the slice); its fields: see metaPartition
 
-	// ahead is the pump's reader (the pump); held is a batch it read that
-	// the pump applies before its next Poll (quiet sets it, the pump takes
-	// it).
+	// ahead is the pump's reader (the pump); held are batches it read that
+	// the pump applies, oldest first, before it waits for another (quiet
+	// appends them, the pump takes them).
 	ahead *readAhead
-	held  *fetchedBatch
+	held  []*fetchedBatch
 
 	// applyMu: see the lock order above.
 	applyMu sync.Mutex

@@ -86,8 +86,8 @@ func (m *Manager) pump(ctx context.Context) {
 		if len(queue) > 0 {
 			// What was read under the old assignment is applied under it.
 			m.quiet(-1)
-			if b := m.held; b != nil {
-				m.held = nil
+			for len(m.held) > 0 {
+				b := m.takeHeld()
 				results = m.applyFetched(b, results)
 				if m.afterPoll(ctx, b) {
 					return
@@ -100,22 +100,35 @@ func (m *Manager) pump(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		b := m.held
-		m.held = nil
-		if b == nil {
+		var b *fetchedBatch
+		if len(m.held) > 0 {
+			b = m.takeHeld()
+		} else {
 			m.startPoll(ctx)
 			b = m.waitPoll()
-		}
-		if len(b.records) > 0 && b.err == nil {
-			// Read the next batch while this one is applied (startPoll
-			// interrupts it at once if a control request is queued).
-			m.startPoll(ctx)
+			if len(b.records) > 0 && b.err == nil {
+				// Read the next batch while this one is applied, and one
+				// more while catching up (interrupted at once if a
+				// control request is queued).
+				m.startPoll(ctx)
+				if len(b.records) >= catchUpBatch {
+					m.startPoll(ctx)
+				}
+			}
 		}
 		results = m.applyFetched(b, results)
 		if m.afterPoll(ctx, b) {
 			return
 		}
 	}
+}
+
+// takeHeld removes and returns the oldest held batch. Pump.
+func (m *Manager) takeHeld() *fetchedBatch {
+	b := m.held[0]
+	m.held[0] = nil
+	m.held = m.held[1:]
+	return b
 }
 
 // applyFetched applies b's records, recycles b and returns the results
