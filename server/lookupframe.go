@@ -37,17 +37,12 @@ func (s *Server) ServeFramed(ep Endpoint) error {
 		return fmt.Errorf("%w: the framed lookup socket speaks no TLS; serve it on a Unix socket", rlmm.ErrInvalidArgument)
 	}
 	fs := &framedServer{s: s, l: ep.Listener, token: ep.Token, conns: map[net.Conn]struct{}{}}
-	s.mu.Lock()
-	select {
-	case <-s.stopping:
-		s.mu.Unlock()
-		return fmt.Errorf("server: serve %s: %w", ep.Listener.Addr(), rlmm.ErrClosed)
-	default:
+	if err := s.admit(ep, func() {
+		s.framed = append(s.framed, fs)
+		s.lookupSocket = ep.Listener.Addr().String()
+	}); err != nil {
+		return err
 	}
-	s.framed = append(s.framed, fs)
-	s.lookupSocket = ep.Listener.Addr().String()
-	s.wg.Add(1)
-	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		fs.accept()

@@ -169,16 +169,9 @@ func (s *Server) Serve(ep Endpoint) error {
 	opts = append(opts, grpc.ForceServerCodecV2(newServerCodec()))
 	g := grpc.NewServer(opts...)
 	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
-	s.mu.Lock()
-	select {
-	case <-s.stopping:
-		s.mu.Unlock()
-		return fmt.Errorf("server: serve %s: %w", ep.Listener.Addr(), rlmm.ErrClosed)
-	default:
+	if err := s.admit(ep, func() { s.grpcs = append(s.grpcs, g) }); err != nil {
+		return err
 	}
-	s.grpcs = append(s.grpcs, g)
-	s.wg.Add(1)
-	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		if err := g.Serve(ep.Listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -232,4 +225,20 @@ func (s *Server) Stop(ctx context.Context) {
 	}
 	s.wg.Wait()
 	s.lookups.Wait()
+}
+
+// admit registers a listener's server for Stop (register, under mu) and
+// counts its goroutine in wg, unless Stop began: then ErrClosed naming ep's
+// address. One rule for the gRPC and the framed servers.
+func (s *Server) admit(ep Endpoint, register func()) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.stopping:
+		return fmt.Errorf("server: serve %s: %w", ep.Listener.Addr(), rlmm.ErrClosed)
+	default:
+	}
+	register()
+	s.wg.Add(1)
+	return nil
 }
