@@ -90,6 +90,10 @@ func (m *Manager) pump(ctx context.Context) {
 				b := m.takeHeld()
 				results = m.applyFetched(b, results)
 				if m.afterPoll(ctx, b) {
+					// Not executed: failAllWaiters answers them.
+					m.mu.Lock()
+					m.controlQueue = append(queue, m.controlQueue...)
+					m.mu.Unlock()
 					return
 				}
 			}
