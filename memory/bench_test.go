@@ -235,18 +235,12 @@ func BenchmarkRetainedHeap(b *testing.B) {
 		b.Run(fmt.Sprintf("%dx%d", shape.partitions, shape.perPartition), func(b *testing.B) {
 			var perSeg float64
 			for b.Loop() {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				m := New()
-				md := newBenchMD()
-				for i := 0; i < shape.partitions; i++ {
-					fillPartition(b, m, benchTP(i), shape.perPartition, &md)
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perSeg = float64(after.HeapAlloc-before.HeapAlloc) / float64(shape.partitions*shape.perPartition)
-				runtime.KeepAlive(m)
+				perSeg = retainedPerSegment(shape.partitions*shape.perPartition, func(m *Manager) {
+					md := newBenchMD()
+					for i := 0; i < shape.partitions; i++ {
+						fillPartition(b, m, benchTP(i), shape.perPartition, &md)
+					}
+				})
 			}
 			b.ReportMetric(perSeg, "bytes/segment")
 			if perSeg > retainedHeapLimit {
@@ -265,34 +259,42 @@ func BenchmarkRetainedHeapCustom(b *testing.B) {
 	const partitions, perPartition = 1000, 1000
 	var perSeg float64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		m := New()
-		md := newBenchMD()
-		custom := make([]byte, 16)
-		for i := range partitions {
-			tp := benchTP(i)
-			for k := range int64(perPartition) {
-				// As Kafka sets it: on the COPY_SEGMENT_FINISHED update.
-				md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(k+1, rand.Int64())}
-				md.StartOffset, md.EndOffset = k*100, k*100+99
-				md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: 0, StartOffset: md.StartOffset}
-				if err := m.AddSegment(ctx, md); err != nil {
-					b.Fatal(err)
-				}
-				u := rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished, BrokerID: 1, CustomMetadata: custom}
-				if err := m.UpdateSegment(ctx, u); err != nil {
-					b.Fatal(err)
+		perSeg = retainedPerSegment(partitions*perPartition, func(m *Manager) {
+			md := newBenchMD()
+			custom := make([]byte, 16)
+			for i := range partitions {
+				tp := benchTP(i)
+				for k := range int64(perPartition) {
+					// As Kafka sets it: on the COPY_SEGMENT_FINISHED update.
+					md.ID = rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(k+1, rand.Int64())}
+					md.StartOffset, md.EndOffset = k*100, k*100+99
+					md.LeaderEpochs[0] = rlmm.EpochStart{Epoch: 0, StartOffset: md.StartOffset}
+					if err := m.AddSegment(ctx, md); err != nil {
+						b.Fatal(err)
+					}
+					u := rlmm.SegmentUpdate{ID: md.ID, State: rlmm.CopySegmentFinished, BrokerID: 1, CustomMetadata: custom}
+					if err := m.UpdateSegment(ctx, u); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		perSeg = float64(after.HeapAlloc-before.HeapAlloc) / float64(partitions*perPartition)
-		runtime.KeepAlive(m)
+		})
 	}
 	b.ReportMetric(perSeg, "bytes/segment")
+}
+
+// retainedPerSegment builds a manager with build and returns the heap it
+// retains after a GC, per segment of segments.
+func retainedPerSegment(segments int, build func(*Manager)) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := New()
+	build(m)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(m)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(segments)
 }
 
 // retainedHeapLimit is the most heap a live single-epoch finished segment
