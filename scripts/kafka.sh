@@ -137,7 +137,11 @@ fetch_rsm() {
 		rm -rf "$tmp"
 		die "maven could not resolve org.apache.kafka:kafka-storage:$version:jar:test (served for 4.0.1, 4.1.1, 4.2.1, 4.3.1; not for 4.4.0: KAFKA_RSM=fixture)"
 	fi
-	unzip -l "$tmp/kafka-storage-$version-test.jar" | grep -q " ${RSM_CLASS//.//}.class\$" ||
+	# The listing goes through a variable, as in fetch_libs: piped into grep -q,
+	# unzip can take SIGPIPE when grep stops early, and pipefail calls that a miss.
+	local listing
+	listing="$(unzip -l "$tmp/kafka-storage-$version-test.jar")"
+	grep -q " ${RSM_CLASS//.//}.class\$" <<<"$listing" ||
 		die "$RSM_CLASS not found in kafka-storage-$version-test.jar"
 	rm -rf "$(dirname "$jar")"
 	mv "$tmp" "$(dirname "$jar")"
@@ -184,7 +188,7 @@ build_probe() {
 }
 
 # prop FILE KEY prints the value of KEY in a properties file.
-prop() { sed -n "s/^$2=//p" "$1" | head -n1; }
+prop() { sed -n "/^$2=/{s///p;q;}" "$1"; }
 
 # load_cluster DIR: the kept settings of DIR (or the defaults, for a directory
 # the script configured before it kept them: a single 4.4.0 node).
