@@ -63,7 +63,11 @@
 //     are exact as eventlog.Subscription requires.
 //   - HighWaterMarks lists end offsets (ListOffsets) and retries partitions
 //     whose leader is moving, for a bounded time; StartOffsets does the same
-//     for the log start offsets (ListOffsets for the earliest offset).
+//     for the log start offsets (ListOffsets for the earliest offset). One
+//     request names only the partitions asked for, and the log retries
+//     them itself, every 10 ms at first (kgo's own retries of ListOffsets
+//     are off): after a broker restarts, a metadata partition's readiness
+//     waits for its high-water mark, and its leader comes up any moment.
 //   - An Add below the log start offset (records deleted by retention or
 //     DeleteRecords) makes the broker answer OFFSET_OUT_OF_RANGE; the
 //     consumer resets to the earliest offset (kgo.ConsumeResetOffset

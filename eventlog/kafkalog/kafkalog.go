@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ErrTopicNotFound is returned by Open when the topic does not exist and
@@ -90,6 +92,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		// producer default); kgo would pick snappy, which only costs CPU
 		// on batches of a few small records.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RetryTimeoutFn(producerRetryTimeout),
 	)
 	producer, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -414,20 +417,31 @@ func refusedBeforeAppend(err error) bool {
 // HighWaterMarks lists the end offsets of the given partitions. Partitions
 // whose leader is moving are retried for a bounded time.
 func (l *Log) HighWaterMarks(ctx context.Context, partitions []int32) ([]int64, error) {
-	return l.listOffsets(ctx, "high-water marks", partitions, l.admin.ListEndOffsets)
+	return l.listOffsets(ctx, "high-water marks", partitions, listLatest)
 }
 
 // StartOffsets lists the log start offsets of the given partitions (Kafka's
 // ListOffsets for the earliest timestamp), retried like HighWaterMarks.
 func (l *Log) StartOffsets(ctx context.Context, partitions []int32) ([]int64, error) {
-	return l.listOffsets(ctx, "start offsets", partitions, l.admin.ListStartOffsets)
+	return l.listOffsets(ctx, "start offsets", partitions, listEarliest)
 }
 
-// listOffsets asks list (kadm's ListEndOffsets or ListStartOffsets) for the
-// offsets of partitions, retrying partitions whose answer is a retriable
-// error for up to hwmRetryWait. what names the offsets in errors.
-func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32,
-	list func(context.Context, ...string) (kadm.ListedOffsets, error)) ([]int64, error) {
+// The special timestamps of a ListOffsets request: the end offset (the
+// high-water mark, read uncommitted) and the log start offset.
+const (
+	listLatest   int64 = -1
+	listEarliest int64 = -2
+)
+
+// listOffsets asks the leaders of partitions for the offset at timestamp
+// (listLatest or listEarliest), one ListOffsets request naming only those
+// partitions (kgo sends each leader its share), and retries the partitions
+// whose answer is a retriable error, paced by listOffsetsPause, for up to
+// hwmRetryWait. kgo does not retry ListOffsets itself (producerRetryTimeout):
+// its backoff of 50 ms and more is too coarse for the moment it matters,
+// a broker restarting, when a partition's readiness waits for this answer
+// and its leader comes up any millisecond. what names the offsets in errors.
+func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32, timestamp int64) ([]int64, error) {
 	for _, p := range partitions {
 		if err := l.checkPartition(p); err != nil {
 			return nil, err
@@ -440,54 +454,114 @@ func (l *Log) listOffsets(ctx context.Context, what string, partitions []int32,
 	if len(partitions) == 0 {
 		return out, nil
 	}
-	deadline := time.Now().Add(hwmRetryWait)
-	backoff := 20 * time.Millisecond
-	for {
+	began := time.Now()
+	deadline := began.Add(hwmRetryWait)
+	left := slices.Clone(partitions) // the partitions without an answer yet
+	for tries := 1; ; tries++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, err)
 		}
-		listed, err := list(ctx, l.cfg.Topic)
-		var retry error
-		if err == nil {
-			for i, p := range partitions {
-				lo, ok := listed.Lookup(l.cfg.Topic, p)
-				switch {
-				case !ok:
-					retry = fmt.Errorf("partition %d missing from the ListOffsets answer", p)
-				case lo.Err != nil && kerr.IsRetriable(lo.Err):
-					retry = fmt.Errorf("partition %d: %w", p, lo.Err)
-				case lo.Err != nil:
-					return nil, fmt.Errorf("kafkalog: %s of %s-%d: %w", what, l.cfg.Topic, p, lo.Err)
-				default:
-					out[i] = lo.Offset
-				}
+		got, retry, err := l.listOffsetsOnce(ctx, left, timestamp)
+		if err != nil {
+			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, err)
+		}
+		for i, p := range partitions {
+			if o, ok := got[p]; ok {
+				out[i] = o
 			}
-			if retry == nil {
-				return out, nil
+		}
+		left = slices.DeleteFunc(left, func(p int32) bool { _, ok := got[p]; return ok })
+		if len(left) == 0 {
+			if tries > 1 {
+				l.log.Debug("listed "+what+" after retries", "tries", tries, "took", time.Since(began))
 			}
-		} else {
-			switch {
-			case errors.Is(err, kgo.ErrClientClosed) || l.isClosed():
-				return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, rlmm.ErrClosed)
-			case ctx.Err() != nil:
-				return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
-			}
-			retry = err
+			return out, nil
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("kafkalog: %s of %s: still failing after %s: %w: %w", what, l.cfg.Topic, hwmRetryWait, rlmm.ErrTimeout, retry)
 		}
-		l.log.Debug("retrying "+what, "err", retry)
+		l.log.Debug("retrying "+what, "partitions", left, "err", retry)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("kafkalog: %s of %s: %w", what, l.cfg.Topic, ctx.Err())
-		case <-time.After(backoff):
+		case <-time.After(listOffsetsPause(tries)):
 		}
-		// At most 250 ms apart, as the clients' retries: after a broker's
-		// restart its partitions' leaders come up within a second or so,
-		// and a partition's readiness waits for this answer.
-		backoff = min(2*backoff, 250*time.Millisecond)
 	}
+}
+
+// listOffsetsOnce sends one ListOffsets request for partitions and returns
+// the offsets answered, and for the rest the last retriable error (a
+// partition's, or the request's). err is set only when retrying cannot help:
+// a partition's non-retriable error, or the log closed.
+func (l *Log) listOffsetsOnce(ctx context.Context, partitions []int32, timestamp int64) (got map[int32]int64, retry, err error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	req.IsolationLevel = 0    // read uncommitted: the end offset is the high-water mark
+	req.TimeoutMillis = 15000 // kadm's default; a broker answers ListOffsets at once
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = l.cfg.Topic
+	for _, p := range partitions {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = p
+		rp.Timestamp = timestamp
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	got = make(map[int32]int64, len(partitions))
+	for _, shard := range l.producer.RequestSharded(ctx, req) {
+		resp, _ := shard.Resp.(*kmsg.ListOffsetsResponse)
+		if resp == nil {
+			switch {
+			case errors.Is(shard.Err, kgo.ErrClientClosed) || l.isClosed():
+				return nil, nil, rlmm.ErrClosed
+			case ctx.Err() != nil:
+				return nil, nil, ctx.Err()
+			}
+			retry = shard.Err
+			continue
+		}
+		for _, t := range resp.Topics {
+			for _, rp := range t.Partitions {
+				perr := kerr.ErrorForCode(rp.ErrorCode)
+				switch {
+				case t.Topic != l.cfg.Topic:
+				case perr == nil:
+					got[rp.Partition] = rp.Offset
+				case kerr.IsRetriable(perr):
+					retry = fmt.Errorf("partition %d: %w", rp.Partition, perr)
+				default:
+					return nil, nil, fmt.Errorf("partition %d: %w", rp.Partition, perr)
+				}
+			}
+		}
+	}
+	if retry == nil && len(got) < len(partitions) {
+		retry = fmt.Errorf("partitions %v missing from the ListOffsets answer", slices.DeleteFunc(slices.Clone(partitions), func(p int32) bool { _, ok := got[p]; return ok }))
+	}
+	return got, retry, nil
+}
+
+// producerRetryTimeout is how long the producer's client retries a request
+// (kgo.RetryTimeoutFn): ListOffsets not at all, as listOffsets retries it at
+// its own pace (kgo retries only while the time spent is under this bound,
+// and a nanosecond is never), everything else kgo's default of 30 s.
+func producerRetryTimeout(key int16) time.Duration {
+	if key == kmsg.ListOffsets.Int16() {
+		return time.Nanosecond
+	}
+	return 30 * time.Second
+}
+
+// listOffsetsPause is the wait before ListOffsets try number tries+1: 10 ms
+// for the first 20 tries (a restarting broker's leaders come up within a
+// few hundred milliseconds of its listener, and a partition's readiness
+// waits for the answer), then doubling to 250 ms, the clients' cap.
+func listOffsetsPause(tries int) time.Duration {
+	const fast = 20
+	if tries <= fast {
+		return 10 * time.Millisecond
+	}
+	return min(10*time.Millisecond<<min(tries-fast, 5), 250*time.Millisecond)
 }
 
 // Subscribe returns a subscription with a kgo consumer client of its own,

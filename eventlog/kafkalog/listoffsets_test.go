@@ -1,0 +1,116 @@
+package kafkalog
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestListOffsetsPause(t *testing.T) {
+	for _, tc := range []struct {
+		tries int
+		want  time.Duration
+	}{
+		{1, 10 * time.Millisecond},
+		{20, 10 * time.Millisecond},
+		{21, 20 * time.Millisecond},
+		{22, 40 * time.Millisecond},
+		{24, 160 * time.Millisecond},
+		{25, 250 * time.Millisecond},
+		{1000, 250 * time.Millisecond},
+	} {
+		if got := listOffsetsPause(tc.tries); got != tc.want {
+			t.Errorf("listOffsetsPause(%d) = %s, want %s", tc.tries, got, tc.want)
+		}
+	}
+}
+
+// TestHighWaterMarksWhileLeadersComeUp answers the first ListOffsets
+// requests NOT_LEADER_FOR_PARTITION for one partition, as a restarting
+// broker does until it leads it: the log retries that partition alone, at
+// its own pace (kgo does not retry ListOffsets underneath), and the marks
+// are exact.
+func TestHighWaterMarksWhileLeadersComeUp(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	l := openLog(t, testConfig(t, c.ListenAddrs(), 3))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for p := range int32(3) {
+		for range int(p) + 1 {
+			if _, err := l.Publish(ctx, p, []byte("v")); err != nil {
+				t.Fatalf("Publish: %v", err)
+			}
+		}
+	}
+	const refusals = 3
+	var requests, refused atomic.Int32
+	var mu sync.Mutex
+	var asked [][]int32
+	c.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		requests.Add(1)
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		var ps []int32
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				ps = append(ps, rp.Partition)
+			}
+		}
+		mu.Lock()
+		asked = append(asked, ps)
+		mu.Unlock()
+		if refused.Load() >= refusals {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				if rp.Partition == 1 {
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				} else {
+					sp.Offset = int64(rp.Partition) + 1
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	hw, err := l.HighWaterMarks(ctx, []int32{0, 1, 2})
+	if err != nil {
+		t.Fatalf("HighWaterMarks: %v", err)
+	}
+	for i, want := range []int64{1, 2, 3} {
+		if hw[i] != want {
+			t.Fatalf("HighWaterMarks = %v, want [1 2 3]", hw)
+		}
+	}
+	if got := requests.Load(); got != refusals+1 {
+		t.Fatalf("%d ListOffsets requests, want %d (the refused ones and one that answered)", got, refusals+1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked[0]) != 3 {
+		t.Fatalf("first request asked for partitions %v, want all three", asked[0])
+	}
+	for _, ps := range asked[1:] {
+		if len(ps) != 1 || ps[0] != 1 {
+			t.Fatalf("a retry asked for partitions %v, want only the refused partition 1", ps)
+		}
+	}
+}
