@@ -23,6 +23,7 @@
 #   BENCH_BROKER_EVENTS ["100000 1000000"]  event counts of the restart runs
 #   BENCH_BROKER_MIB [100]          MiB produced by the copy run
 #   BENCH_BROKER_PARTITIONS [4]     partitions of the copy run
+#   BENCH_BROKER_RUNS [3]           restart runs per mode and event count (medians reported)
 #   BENCH_OUT [a temp dir]          where the JSON results go (kept)
 #   BENCH_WRITE [1]                 0: print the tables, do not edit docs/BENCHMARKS.md
 #   RLMM_PLUGIN_JAR                 the plugin jar (default: scripts/kafka.sh plugin-jar builds it)
@@ -33,6 +34,7 @@ cd "$ROOT"
 EVENTS="${BENCH_BROKER_EVENTS:-100000 1000000}"
 MIB="${BENCH_BROKER_MIB:-100}"
 PARTS="${BENCH_BROKER_PARTITIONS:-4}"
+RUNS="${BENCH_BROKER_RUNS:-3}"
 OUT="${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/rlmm-bench-broker.XXXXXX")}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-bench-broker-work.XXXXXX")"
@@ -82,16 +84,21 @@ if [[ "${1:-}" == memory ]]; then
 	log "raw results kept in $OUT"
 	exit 0
 fi
+# The restart rows take RUNS turns of the three modes (a fresh broker each),
+# so a slow minute of the machine falls on every mode alike; the report
+# takes the medians.
 for n in $EVENTS; do
-	for mode in kafka rlmm none; do
-		bench "$OUT/restart-$mode-$n.json" restart --mode "$mode" --events "$n"
+	for r in $(seq 1 "$RUNS"); do
+		for mode in kafka rlmm none; do
+			bench "$OUT/restart-$mode-$n-$r.json" restart --mode "$mode" --events "$n"
+		done
 	done
 done
 for mode in kafka rlmm; do
 	bench "$OUT/copy-$mode.json" copy --mode "$mode" --mib "$MIB" --partitions "$PARTS"
 done
 
-args=(report --dir "$OUT" --events "$EVENTS" --load "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end")
+args=(report --dir "$OUT" --events "$EVENTS" --runs "$RUNS" --load "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end")
 if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
 	args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
 fi
