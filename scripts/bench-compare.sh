@@ -20,6 +20,7 @@
 # Environment (defaults in brackets):
 #   BENCH_MUT_COUNT_1 [500]        segments copied by the single caller
 #   BENCH_MUT_COUNT_16 [3200]      segments copied by 16 callers
+#   BENCH_MUT_WARMUP_S [15]        seconds every mutation run copies untimed first, with all its callers
 #   BENCH_COLDSTART_EVENTS ["100000 1000000"]  event counts, one fresh broker each
 #   BENCH_COLDSTART_RUNS [3]       cold starts per side and count (median reported)
 #   BENCH_HEAP_SEGMENTS [1000000]  segments of the heap benchmarks
@@ -32,6 +33,7 @@ cd "$ROOT"
 
 MUT1="${BENCH_MUT_COUNT_1:-500}"
 MUT16="${BENCH_MUT_COUNT_16:-3200}"
+MUT_WARMUP_S="${BENCH_MUT_WARMUP_S:-15}"
 EVENTS="${BENCH_COLDSTART_EVENTS:-100000 1000000}"
 RUNS="${BENCH_COLDSTART_RUNS:-3}"
 HEAP_SEGMENTS="${BENCH_HEAP_SEGMENTS:-1000000}"
@@ -100,10 +102,14 @@ go version >"$OUT/go-version.txt"
 
 # 1. Mutations.
 fresh_broker
-java_driver "$OUT/java-mut-1.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 1 --count "$MUT1" --warmup 50
-java_driver "$OUT/java-mut-16.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 16 --count "$MUT16" --warmup 50
-go_bench "$OUT/go-mut-1.json" mutations --bootstrap "$B" --callers 1 --count "$MUT1" --warmup 50
-go_bench "$OUT/go-mut-16.json" mutations --bootstrap "$B" --callers 16 --count "$MUT16" --warmup 50
+# Each run first copies untimed for MUT_WARMUP_S seconds with all its callers,
+# the same time for both sides (a fresh broker is 2-3x slower at a load it
+# has not run yet).
+warm=(--warmup 50 --warmup-seconds "$MUT_WARMUP_S")
+java_driver "$OUT/java-mut-1.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 1 --count "$MUT1" "${warm[@]}"
+java_driver "$OUT/java-mut-16.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 16 --count "$MUT16" "${warm[@]}"
+go_bench "$OUT/go-mut-1.json" mutations --bootstrap "$B" --callers 1 --count "$MUT1" "${warm[@]}"
+go_bench "$OUT/go-mut-16.json" mutations --bootstrap "$B" --callers 16 --count "$MUT16" "${warm[@]}"
 
 # 2. Cold start, one fresh broker per event count.
 TOPIC_ID=AAAAAAAAAAEAAAAAAAAAAg

@@ -3,7 +3,7 @@
 // the workloads interop's KafkaRlmmDriver uses for Kafka's Java manager, and
 // prints one JSON object of the same shape on stdout.
 //
-//	rlmmbench mutations --bootstrap B --callers C --count N [--warmup W]
+//	rlmmbench mutations --bootstrap B --callers C --count N [--warmup W] [--warmup-seconds S]
 //	rlmmbench coldstart --bootstrap B --topic-id ID [--topic T] [--user-partitions P]
 //	                    [--snapshot-dir D [--prepare]]
 //	rlmmbench report --dir RESULTS [--benchmarks docs/BENCHMARKS.md] ...
@@ -11,7 +11,10 @@
 // mutations: a fresh topic id with C user partitions, all led by one
 // manager; each of C goroutines copies N/C segments of its partition (add in
 // COPY_SEGMENT_STARTED, then update to COPY_SEGMENT_FINISHED), each call
-// timed as one mutation, after W untimed warm-up segments. Its "split"
+// timed as one mutation, after W untimed warm-up segments of one caller and
+// then S seconds of all C callers copying untimed (the broker's JIT and
+// steady state: a fresh broker answered our produce requests 2-3x slower
+// for its first tens of thousands of them). Its "split"
 // says where the timed mutations' time went (topicbased.MutationSplit's
 // p50s) and how many records each produce request and fetch carried.
 //
@@ -82,6 +85,8 @@ type options struct {
 	timeout        time.Duration
 	callers, count int
 	warmup         int
+	warmupSeconds  float64
+	warmupFor      time.Duration
 	topicID, topic string
 	userPartitions int
 	snapshotDir    string
@@ -101,6 +106,7 @@ func run(args []string, stderr io.Writer) (map[string]any, error) {
 	fs.IntVar(&o.callers, "callers", 1, "mutations: concurrent callers, one user partition each")
 	fs.IntVar(&o.count, "count", 1000, "mutations: segments copied in total")
 	fs.IntVar(&o.warmup, "warmup", 50, "mutations: untimed segments first")
+	fs.Float64Var(&o.warmupSeconds, "warmup-seconds", 0, "mutations: then this many seconds of every caller copying, untimed")
 	fs.StringVar(&o.topicID, "topic-id", "", "coldstart: topic id the events were filled for")
 	fs.StringVar(&o.topic, "topic", "rlmm-coldstart", "coldstart: topic name the events were filled for")
 	fs.IntVar(&o.userPartitions, "user-partitions", 50, "coldstart: user partitions to assign")
@@ -109,6 +115,10 @@ func run(args []string, stderr io.Writer) (map[string]any, error) {
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
+	if o.warmupSeconds < 0 || o.warmupSeconds > 3600 {
+		return nil, fmt.Errorf("%w: --warmup-seconds must be between 0 and 3600, got %v", errUsage, o.warmupSeconds)
+	}
+	o.warmupFor = time.Duration(o.warmupSeconds * float64(time.Second))
 	if o.bootstrap == "" {
 		return nil, fmt.Errorf("%w: --bootstrap is required", errUsage)
 	}
@@ -216,6 +226,11 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	if o.warmupFor > 0 {
+		if err := warmUpCallers(ctx, m, tps, next, o.warmupFor); err != nil {
+			return nil, err
+		}
+	}
 	split.reset()
 	traffic := l.Stats()
 	perCaller := o.count / o.callers
@@ -247,11 +262,35 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 	allAdds, allUpdates := slices.Concat(adds...), slices.Concat(updates...)
 	all := slices.Concat(allAdds, allUpdates)
 	return map[string]any{
-		"command": "mutations", "callers": o.callers, "segments": perCaller * o.callers, "mutations": len(all),
+		"command": "mutations", "callers": o.callers, "segments": perCaller * o.callers, "mutations": len(all), "warmupSeconds": o.warmupSeconds,
 		"elapsedMs": float64(elapsed.Nanoseconds()) / 1e6, "mutationsPerSec": float64(len(all)) / elapsed.Seconds(),
 		"latencyUs": latency(all), "addLatencyUs": latency(allAdds), "updateLatencyUs": latency(allUpdates),
 		"split": split.summary(traffic, l.Stats()),
 	}, nil
+}
+
+// warmUpCallers has every caller copy segments of its own partition, untimed,
+// until d has passed: the same load as the timed run, so the broker's code
+// for it is compiled and its buffers grown before anything is measured.
+func warmUpCallers(ctx context.Context, m *topicbased.Manager, tps []rlmm.TopicIDPartition, next []int64, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	errs := make([]error, len(tps))
+	var wg sync.WaitGroup
+	for c := range tps {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if _, _, err := copySegment(ctx, m, tps[c], &next[c]); err != nil {
+					errs[c] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
 }
 
 func coldStart(ctx context.Context, o *options) (map[string]any, error) {

@@ -50,6 +50,10 @@ final class BenchMutationsCommand extends Command {
         int callers = (int) num("callers", 1);
         int count = (int) num("count", 1000);
         int warmup = (int) num("warmup", 50);
+        long warmupSeconds = num("warmup-seconds", 0);
+        if (warmupSeconds < 0 || warmupSeconds > 3600) {
+            throw new UsageException("--warmup-seconds must be between 0 and 3600, got " + warmupSeconds);
+        }
         if (callers < 1 || count < callers) {
             throw new UsageException("want --callers >= 1 and --count >= --callers");
         }
@@ -71,41 +75,37 @@ final class BenchMutationsCommand extends Command {
             for (int i = 0; i < warmup; i++) {
                 copySegment(m, tps.get(0), offsets, 0, brokerId, scratch);
             }
+            // Then every caller copies, untimed, for --warmup-seconds: the same load as the timed
+            // run, so that the broker and this JVM have compiled its code before anything is measured.
+            if (warmupSeconds > 0) {
+                long until = System.nanoTime() + (long) (warmupSeconds * 1e9);
+                runCallers(callers, caller -> {
+                    long[] lat = new long[2];
+                    while (System.nanoTime() < until) {
+                        copySegment(m, tps.get(caller), offsets, caller, brokerId, lat);
+                    }
+                });
+            }
             int perCaller = count / callers;
             long[][] addLat = new long[callers][perCaller];
             long[][] updLat = new long[callers][perCaller];
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            Thread[] threads = new Thread[callers];
             long t0 = System.nanoTime();
-            for (int c = 0; c < callers; c++) {
-                final int caller = c;
-                threads[c] = new Thread(() -> {
-                    long[] lat = new long[2];
-                    try {
-                        for (int i = 0; i < perCaller; i++) {
-                            copySegment(m, tps.get(caller), offsets, caller, brokerId, lat);
-                            addLat[caller][i] = lat[0];
-                            updLat[caller][i] = lat[1];
-                        }
-                    } catch (Throwable t) {
-                        failure.compareAndSet(null, t);
-                    }
-                }, "bench-caller-" + c);
-                threads[c].start();
-            }
-            for (Thread t : threads) {
-                t.join();
-            }
+            runCallers(callers, caller -> {
+                long[] lat = new long[2];
+                for (int i = 0; i < perCaller; i++) {
+                    copySegment(m, tps.get(caller), offsets, caller, brokerId, lat);
+                    addLat[caller][i] = lat[0];
+                    updLat[caller][i] = lat[1];
+                }
+            });
             long elapsed = System.nanoTime() - t0;
-            if (failure.get() != null) {
-                throw new IllegalStateException("a caller failed: " + failure.get(), failure.get());
-            }
             long[] adds = Arrays.stream(addLat).flatMapToLong(Arrays::stream).toArray();
             long[] upds = Arrays.stream(updLat).flatMapToLong(Arrays::stream).toArray();
             long[] all = new long[adds.length + upds.length];
             System.arraycopy(adds, 0, all, 0, adds.length);
             System.arraycopy(upds, 0, all, adds.length, upds.length);
             out.put("callers", callers);
+            out.put("warmupSeconds", warmupSeconds);
             out.put("segments", (long) perCaller * callers);
             out.put("mutations", all.length);
             out.put("elapsedMs", elapsed / 1e6);
@@ -117,6 +117,34 @@ final class BenchMutationsCommand extends Command {
             closeQuietly(m);
         }
         return out;
+    }
+
+    /** One caller's work, given its index. */
+    private interface CallerWork {
+        void run(int caller) throws Exception;
+    }
+
+    /** Runs work on callers threads at once and waits for them; the first failure is thrown. */
+    private static void runCallers(int callers, CallerWork work) throws InterruptedException {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread[] threads = new Thread[callers];
+        for (int c = 0; c < callers; c++) {
+            final int caller = c;
+            threads[c] = new Thread(() -> {
+                try {
+                    work.run(caller);
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+            }, "bench-caller-" + c);
+            threads[c].start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("a caller failed: " + failure.get(), failure.get());
+        }
     }
 
     /** One copied segment as a broker records it: add (STARTED), then update to FINISHED; lat gets both latencies. */

@@ -19,7 +19,7 @@ import java.util.Map;
  * <pre>
  * workload        --bootstrap B --topic-id ID --topic T --partitions N --spec FILE
  * dump            --bootstrap B --partitions ID:TOPIC-P[,ID:TOPIC-P...]
- * bench-mutations --bootstrap B --callers C --count N [--warmup W]
+ * bench-mutations --bootstrap B --callers C --count N [--warmup W] [--warmup-seconds S]
  * fill            --bootstrap B --events N [--topic-id ID] [--topic T] [--user-partitions P]
  * bench-coldstart --bootstrap B (--events N | --topic-id ID --topic T --user-partitions P)
  * bench-lookup    --segments S [--rounds R] [--ops O]
