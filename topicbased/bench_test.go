@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -370,7 +371,7 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 	segments, history := restartSegments(), restartHistory()
 	dir, keep := restartFixtureDir(backend, segments, history, restartShape())
 	if keep != "" {
-		if f, err := reopenRestartFixture(dir, keep, segments, history); err == nil {
+		if f, err := reopenRestartFixture(b, backend, dir, keep, segments, history); err == nil {
 			b.Logf("%s fixture: %d segments, %d events, reused from %s", backend, f.segments, f.events, dir)
 			restartFixtures[backend] = f
 			return f
@@ -379,23 +380,14 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 		}
 		_ = os.RemoveAll(dir)
 	}
-	var err error
 	if keep == "" {
+		var err error
 		if dir, err = os.MkdirTemp("", "rlmm-bench-restart-"); err != nil {
 			b.Fatal(err)
 		}
 		restartTempDirs = append(restartTempDirs, dir)
 	}
-	var l eventlog.Log
-	switch backend {
-	case "filelog":
-		l, err = filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: 50})
-	case "kfake":
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		l, err = kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: fakeCluster(b).ListenAddrs(),
-			Topic: "rlmm-bench-restart", NumPartitions: 50, ReplicationFactor: 1})
-	}
+	l, err := openRestartLog(b, backend, dir, restartKafkaTopic(segments, history, restartShape()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -415,13 +407,39 @@ func restartFixtureFor(b *testing.B, backend string) *restartFixture {
 	return f
 }
 
+// openRestartLog opens the log of a restart fixture of backend: filelog in
+// dir, kfake's shared cluster, or the real broker of RLMM_KAFKA_BOOTSTRAP
+// (kafka), whose topic is created when it does not exist yet.
+func openRestartLog(b *testing.B, backend, dir, topic string) (eventlog.Log, error) {
+	switch backend {
+	case "filelog":
+		return filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: 50})
+	case "kfake", "kafka":
+		addrs := fakeCluster(b).ListenAddrs()
+		if backend == "kafka" {
+			addrs = realKafka(b)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		return kafkalog.Open(ctx, kafkalog.Config{BootstrapServers: addrs, Topic: topic, NumPartitions: 50, ReplicationFactor: 1})
+	}
+	return nil, fmt.Errorf("no restart fixture backend %q", backend)
+}
+
+// restartKafkaTopic names the topic of a restart fixture over Kafka, one
+// per shape, so that a kept fixture's topic is found again.
+func restartKafkaTopic(segments, history int, shape string) string {
+	return fmt.Sprintf("rlmm-bench-restart-%d-%d-%s", segments, history, shape)
+}
+
 // restartFixtureDir returns where the fixture of backend lives and, when it
-// outlives the run (RLMM_BENCH_RESTART_DIR names a directory, filelog only:
-// the 100,000,000-event fixture takes minutes to write), the line that
-// names its shape in the directory's "fixture" file.
+// outlives the run (RLMM_BENCH_RESTART_DIR names a directory; filelog, and
+// kafka whose topic stays on the broker: the 100,000,000-event fixture takes
+// minutes to write), the line that names its shape in the directory's
+// "fixture" file.
 func restartFixtureDir(backend string, segments, history int, shape string) (dir, keep string) {
 	root := os.Getenv("RLMM_BENCH_RESTART_DIR")
-	if root == "" || backend != "filelog" {
+	if root == "" || backend == "kfake" {
 		return "", ""
 	}
 	name := fmt.Sprintf("segments=%d,history=%d", segments, history)
@@ -433,12 +451,12 @@ func restartFixtureDir(backend string, segments, history int, shape string) (dir
 
 // reopenRestartFixture opens the fixture kept in dir when its "fixture"
 // file names the same shape; fs.ErrNotExist when there is none to reuse.
-func reopenRestartFixture(dir, keep string, segments, history int) (*restartFixture, error) {
+func reopenRestartFixture(b *testing.B, backend, dir, keep string, segments, history int) (*restartFixture, error) {
 	got, err := os.ReadFile(filepath.Join(dir, "fixture"))
 	if err != nil || string(got) != keep {
 		return nil, fs.ErrNotExist
 	}
-	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Partitions: 50})
+	l, err := openRestartLog(b, backend, dir, restartKafkaTopic(segments, history, restartShape()))
 	if err != nil {
 		return nil, fmt.Errorf("reopen the restart fixture in %s: %w", dir, err)
 	}
@@ -447,10 +465,18 @@ func reopenRestartFixture(dir, keep string, segments, history int) (*restartFixt
 }
 
 // BenchmarkRestart measures Start to every partition ready, from the
-// snapshot (tail empty) and by a full replay of the same history.
+// snapshot (tail empty) and by a full replay of the same history, over
+// filelog, kfake and (kafka, when RLMM_KAFKA_BOOTSTRAP names one) a real
+// broker. From the snapshot it also reports the heap the manager holds once
+// ready, per segment (heap-B/segment, after a collection, untimed).
 func BenchmarkRestart(b *testing.B) {
-	for _, backend := range []string{"filelog", "kfake"} {
-		b.Run(backend, func(b *testing.B) { benchmarkRestart(b, restartFixtureFor(b, backend)) })
+	for _, backend := range []string{"filelog", "kfake", "kafka"} {
+		b.Run(backend, func(b *testing.B) {
+			if backend == "kafka" {
+				realKafka(b) // skips, saying why, without a broker
+			}
+			benchmarkRestart(b, restartFixtureFor(b, backend))
+		})
 	}
 }
 
@@ -473,7 +499,11 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 			// goroutines, GC included): on a loaded machine it leaves out
 			// the time spent waiting for a CPU.
 			var load, start, ready, built, cpu time.Duration
+			var heapBefore, heapHeld uint64
 			for b.Loop() {
+				b.StopTimer()
+				heapBefore = heapInUse()
+				b.StartTimer()
 				c0 := processCPUTime()
 				t0 := time.Now()
 				m, err := Start(ctx, Config{Log: f.log, SnapshotDir: c.dir, SnapshotInterval: -1})
@@ -496,6 +526,9 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 					time.Sleep(time.Millisecond)
 				}
 				built += m.Stats().SnapshotBuildDuration
+				if after := heapInUse(); c.dir != "" && after > heapBefore {
+					heapHeld = after - heapBefore
+				}
 				if got := m.Stats().Consumed(); c.dir == "" && got != uint64(f.events) {
 					b.Fatalf("full replay consumed %d events, want %d", got, f.events)
 				}
@@ -509,8 +542,19 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 			b.ReportMetric(float64(ready.Milliseconds())/n, "ready-wait-ms/op")
 			b.ReportMetric(float64(built.Milliseconds())/n, "built-ms/op")
 			b.ReportMetric(float64(cpu.Milliseconds())/n, "cpu-ms/op")
+			if c.dir != "" {
+				b.ReportMetric(float64(heapHeld)/float64(f.segments), "heap-B/segment")
+			}
 		})
 	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // BenchmarkSegmentForOffset: the read path (gate + cache) with 10,000
