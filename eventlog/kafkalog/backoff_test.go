@@ -10,22 +10,47 @@ import (
 	"time"
 )
 
+// pauseCase is one row of a pause function's table: the pause after try
+// number tries.
+type pauseCase struct {
+	tries int
+	want  time.Duration
+}
+
+// checkPauses fails t for every row of cases that pause (named name)
+// answers differently.
+func checkPauses(t *testing.T, name string, pause func(int) time.Duration, cases []pauseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		if got := pause(tc.tries); got != tc.want {
+			t.Errorf("%s(%d) = %s, want %s", name, tc.tries, got, tc.want)
+		}
+	}
+}
+
 func TestRetryBackoffStartsAt50msAndStopsAt250ms(t *testing.T) {
-	for _, tc := range []struct {
-		tries int
-		want  time.Duration
-	}{
+	checkPauses(t, "retryBackoff", retryBackoff, []pauseCase{
 		{0, 50 * time.Millisecond},
 		{1, 50 * time.Millisecond},
 		{2, 100 * time.Millisecond},
 		{3, 200 * time.Millisecond},
 		{4, 250 * time.Millisecond},
 		{40, 250 * time.Millisecond},
-	} {
-		if got := retryBackoff(tc.tries); got != tc.want {
-			t.Errorf("retryBackoff(%d) = %s, want %s", tc.tries, got, tc.want)
-		}
-	}
+	})
+}
+
+// TestListOffsetsPause: 10 ms for 20 tries (a restarting broker's leaders
+// come up any moment), then doubling to the clients' 250 ms.
+func TestListOffsetsPause(t *testing.T) {
+	checkPauses(t, "listOffsetsPause", listOffsetsPause, []pauseCase{
+		{1, 10 * time.Millisecond},
+		{20, 10 * time.Millisecond},
+		{21, 20 * time.Millisecond},
+		{22, 40 * time.Millisecond},
+		{24, 160 * time.Millisecond},
+		{25, 250 * time.Millisecond},
+		{1000, 250 * time.Millisecond},
+	})
 }
 
 func TestOpenRetriesARefusedConnectionEvery50ms(t *testing.T) {

@@ -5,31 +5,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-func TestListOffsetsPause(t *testing.T) {
-	for _, tc := range []struct {
-		tries int
-		want  time.Duration
-	}{
-		{1, 10 * time.Millisecond},
-		{20, 10 * time.Millisecond},
-		{21, 20 * time.Millisecond},
-		{22, 40 * time.Millisecond},
-		{24, 160 * time.Millisecond},
-		{25, 250 * time.Millisecond},
-		{1000, 250 * time.Millisecond},
-	} {
-		if got := listOffsetsPause(tc.tries); got != tc.want {
-			t.Errorf("listOffsetsPause(%d) = %s, want %s", tc.tries, got, tc.want)
-		}
-	}
-}
 
 // TestHighWaterMarksWhileLeadersComeUp answers the first ListOffsets
 // requests NOT_LEADER_FOR_PARTITION for one partition, as a restarting
