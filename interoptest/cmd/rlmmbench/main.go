@@ -115,7 +115,7 @@ func run(args []string, stderr io.Writer) (map[string]any, error) {
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if o.warmupSeconds < 0 || o.warmupSeconds > 3600 {
+	if !(o.warmupSeconds >= 0 && o.warmupSeconds <= 3600) { // NaN too
 		return nil, fmt.Errorf("%w: --warmup-seconds must be between 0 and 3600, got %v", errUsage, o.warmupSeconds)
 	}
 	o.warmupFor = time.Duration(o.warmupSeconds * float64(time.Second))
