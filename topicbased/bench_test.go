@@ -501,9 +501,11 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 			var load, start, ready, built, cpu time.Duration
 			var heapBefore, heapHeld uint64
 			for b.Loop() {
-				b.StopTimer()
-				heapBefore = heapInUse()
-				b.StartTimer()
+				if c.dir != "" {
+					b.StopTimer()
+					heapBefore = heapInUse()
+					b.StartTimer()
+				}
 				c0 := processCPUTime()
 				t0 := time.Now()
 				m, err := Start(ctx, Config{Log: f.log, SnapshotDir: c.dir, SnapshotInterval: -1})
@@ -526,8 +528,10 @@ func benchmarkRestart(b *testing.B, f *restartFixture) {
 					time.Sleep(time.Millisecond)
 				}
 				built += m.Stats().SnapshotBuildDuration
-				if after := heapInUse(); c.dir != "" && after > heapBefore {
-					heapHeld = after - heapBefore
+				if c.dir != "" {
+					if after := heapInUse(); after > heapBefore {
+						heapHeld = after - heapBefore
+					}
 				}
 				if got := m.Stats().Consumed(); c.dir == "" && got != uint64(f.events) {
 					b.Fatalf("full replay consumed %d events, want %d", got, f.events)
