@@ -291,7 +291,7 @@ func (r *reporter) build(o *reportOptions) string {
 
 	// Mutations.
 	p("### Mutation latency: add, then update to COPY_SEGMENT_FINISHED (each call awaited)\n\n")
-	p("Target: rlmm's p50 at least 10 times lower than Java's. With C callers each awaiting its call before the next, the mean is C over the throughput (Little's law); Java's p50 sits far below its mean (its consumer rechecks on a fixed 50 ms sleep: docs/bench/compare.md).")
+	p("Target: rlmm's p50 at least 10 times lower than Java's. With C callers each awaiting its call before the next, C over the throughput is the mean latency while all C are busy (Little's law): rlmm's measured mean matches it; Java's is lower, as its callers finish at different times, and its p50 lower still, as its consumer rechecks on a fixed 50 ms sleep (docs/bench/compare.md).")
 	if j, g := r.json("java-mut-16.json"), r.json("go-mut-16.json"); j != nil && g != nil {
 		jw, _ := num(j, "warmupSeconds")
 		gw, _ := num(g, "warmupSeconds")
