@@ -86,7 +86,6 @@ type options struct {
 	callers, count int
 	warmup         int
 	warmupSeconds  float64
-	warmupFor      time.Duration
 	topicID, topic string
 	userPartitions int
 	snapshotDir    string
@@ -118,7 +117,6 @@ func run(args []string, stderr io.Writer) (map[string]any, error) {
 	if !(o.warmupSeconds >= 0 && o.warmupSeconds <= 3600) { // NaN too
 		return nil, fmt.Errorf("%w: --warmup-seconds must be between 0 and 3600, got %v", errUsage, o.warmupSeconds)
 	}
-	o.warmupFor = time.Duration(o.warmupSeconds * float64(time.Second))
 	if o.bootstrap == "" {
 		return nil, fmt.Errorf("%w: --bootstrap is required", errUsage)
 	}
@@ -226,37 +224,41 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	if o.warmupFor > 0 {
-		if err := warmUpCallers(ctx, m, tps, next, o.warmupFor); err != nil {
-			return nil, err
+	// Then every caller copies, untimed, for --warmup-seconds: the same
+	// load as the timed run, so the broker's code for it is compiled and
+	// its buffers grown before anything is measured.
+	deadline := time.Now().Add(time.Duration(o.warmupSeconds * float64(time.Second)))
+	if err := runCallers(o.callers, func(c int) error {
+		for time.Now().Before(deadline) {
+			if _, _, err := copySegment(ctx, m, tps[c], &next[c]); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	split.reset()
 	traffic := l.Stats()
 	perCaller := o.count / o.callers
 	adds := make([][]time.Duration, o.callers)
 	updates := make([][]time.Duration, o.callers)
-	errs := make([]error, o.callers)
-	var wg sync.WaitGroup
 	t0 := time.Now()
-	for c := range o.callers {
-		wg.Go(func() {
-			adds[c] = make([]time.Duration, 0, perCaller)
-			updates[c] = make([]time.Duration, 0, perCaller)
-			for range perCaller {
-				a, u, err := copySegment(ctx, m, tps[c], &next[c])
-				if err != nil {
-					errs[c] = err
-					return
-				}
-				adds[c] = append(adds[c], a)
-				updates[c] = append(updates[c], u)
+	err = runCallers(o.callers, func(c int) error {
+		adds[c] = make([]time.Duration, 0, perCaller)
+		updates[c] = make([]time.Duration, 0, perCaller)
+		for range perCaller {
+			a, u, err := copySegment(ctx, m, tps[c], &next[c])
+			if err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
+			adds[c] = append(adds[c], a)
+			updates[c] = append(updates[c], u)
+		}
+		return nil
+	})
 	elapsed := time.Since(t0)
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("a caller failed: %w", err)
 	}
 	allAdds, allUpdates := slices.Concat(adds...), slices.Concat(updates...)
@@ -269,28 +271,16 @@ func benchMutations(ctx context.Context, o *options) (map[string]any, error) {
 	}, nil
 }
 
-// warmUpCallers has every caller copy segments of its own partition, untimed,
-// until d has passed: the same load as the timed run, so the broker's code
-// for it is compiled and its buffers grown before anything is measured.
-func warmUpCallers(ctx context.Context, m *topicbased.Manager, tps []rlmm.TopicIDPartition, next []int64, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	errs := make([]error, len(tps))
+// runCallers runs work for callers 0 to n-1 on a goroutine each and
+// returns their errors joined once all have returned.
+func runCallers(n int, work func(c int) error) error {
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for c := range tps {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				if _, _, err := copySegment(ctx, m, tps[c], &next[c]); err != nil {
-					errs[c] = err
-					return
-				}
-			}
-		})
+	for c := range n {
+		wg.Go(func() { errs[c] = work(c) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func coldStart(ctx context.Context, o *options) (map[string]any, error) {
