@@ -70,7 +70,8 @@ func (t *extraTable) put(i int32) *segExtra {
 	}
 	row := t.rows[c]
 	if row == nil {
-		row = make([]int32, chunkSize)
+		// at and put read a row's entry before writing it (makeWritten).
+		row = makeWritten[int32](chunkSize)
 		t.rows[c] = row
 	}
 	o := i & chunkMask
