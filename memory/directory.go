@@ -88,7 +88,8 @@ func (d *directory) set(tp rlmm.TopicIDPartition, p *partition) {
 	for size < 2*len(kept) {
 		size *= 2
 	}
-	t := &dirTable{mask: uint64(size - 1), entries: make([]dirEntry, size)}
+	// Probes read an entry before writing it (makeWritten).
+	t := &dirTable{mask: uint64(size - 1), entries: makeWritten[dirEntry](size)}
 	for _, q := range kept {
 		qh := hashTP(&q.tp)
 		i := qh & t.mask

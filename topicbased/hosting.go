@@ -3,6 +3,7 @@ package topicbased
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/rlmm-go/rlmm"
@@ -25,8 +26,10 @@ import (
 //     them all at once, so a thousand partitions hosted together, or while
 //     a pass runs, cost one more pass, not a thousand.
 //
-// Readers see the sets through keepView, an immutable map the pump
-// replaces after every change (publishView): a user partition absent from
+// Readers see the sets through keepView, an immutable map per metadata
+// partition; after a change the pump publishes a new view in which the
+// changed metadata partitions' maps are new and the others are the old
+// view's (publishView): a user partition absent from
 // it is not hosted here (rlmm.ErrNotAssigned), one building or queued
 // answers rlmm.ErrNotReady, one kept is served once its metadata partition
 // is ready. A user partition that stops being hosted leaves nothing behind:
@@ -50,7 +53,19 @@ type keepEntry struct {
 // keepView is the readers' copy of the hosted user partitions: immutable
 // once published in Manager.keep.
 type keepView struct {
-	parts map[wire.PartitionKey]keepEntry
+	// byMP[mp] holds the hosted user partitions of metadata partition mp
+	// (nil: none). A map is shared by consecutive views until its metadata
+	// partition changes, so that a change of one metadata partition (a
+	// restore installs them one at a time) copies only its own entries.
+	byMP []map[wire.PartitionKey]keepEntry
+	// hosted is the number of entries in all maps.
+	hosted int
+}
+
+// entry returns k's entry; mp is k's metadata partition.
+func (v *keepView) entry(mp int32, k wire.PartitionKey) (keepEntry, bool) {
+	e, ok := v.byMP[mp][k]
+	return e, ok
 }
 
 // rebuildPass is a read of a metadata partition from its log start up to
@@ -107,17 +122,22 @@ func (p *metaPartition) passSize() int {
 }
 
 // setWanted replaces every metadata partition's wanted set with the hosted
-// user partitions it covers. Pump, under applyMu.
+// user partitions it covers, and marks the view of those whose set
+// changed. Pump, under applyMu.
 func (m *Manager) setWanted(hosted map[rlmm.TopicIDPartition]struct{}) {
-	for i := range m.parts {
-		clear(m.parts[i].want)
-	}
+	want := make([]map[wire.PartitionKey]rlmm.TopicIDPartition, m.n)
 	for tp := range hosted {
-		p := &m.parts[wire.MetadataPartition(tp, m.n)]
-		if p.want == nil {
-			p.want = map[wire.PartitionKey]rlmm.TopicIDPartition{}
+		mp := wire.MetadataPartition(tp, m.n)
+		if want[mp] == nil {
+			want[mp] = map[wire.PartitionKey]rlmm.TopicIDPartition{}
 		}
-		p.want[wire.KeyOf(tp)] = tp
+		want[mp][wire.KeyOf(tp)] = tp
+	}
+	for i := range m.parts {
+		if p := &m.parts[i]; !maps.Equal(p.want, want[i]) {
+			p.want = want[i]
+			m.markView(int32(i))
+		}
 	}
 }
 
@@ -146,7 +166,7 @@ func (m *Manager) reconcileKept(mp int32) error {
 		if p.tracks(k) {
 			continue
 		}
-		m.viewDirty = true
+		m.markView(mp)
 		if p.next <= p.start {
 			p.kept[k] = tp
 			continue
@@ -182,7 +202,7 @@ func (m *Manager) dropUnhostedHeld() {
 // dropUserPartition removes tp's state from the cache (it stopped being
 // hosted, or its pass is abandoned). Pump, under applyMu.
 func (m *Manager) dropUserPartition(mp int32, tp rlmm.TopicIDPartition) {
-	m.viewDirty = true
+	m.markView(mp)
 	m.dropQueue = append(m.dropQueue, tp)
 }
 
@@ -193,7 +213,7 @@ func (m *Manager) startPass(mp int32) error {
 	pass := &rebuildPass{building: p.queued, read: p.start, from: p.start, startedAt: time.Now()}
 	p.queued = nil
 	p.pass = pass
-	m.viewDirty = true
+	m.markView(mp)
 	m.stats.passes.Add(1)
 	if pass.read >= p.next {
 		m.finishPass(mp)
@@ -220,7 +240,7 @@ func (m *Manager) finishPass(mp int32) {
 	p.pass = nil
 	maps.Copy(p.kept, pass.building)
 	m.stats.rebuilt.Add(uint64(len(pass.building)))
-	m.viewDirty = true
+	m.markView(mp)
 	m.logger.Info("topicbased: newly hosted user partitions rebuilt", "partition", mp,
 		"user_partitions", len(pass.building), "from_offset", pass.from, "to_offset", p.next, "duration", time.Since(pass.startedAt))
 	if len(p.queued) > 0 {
@@ -258,41 +278,59 @@ func (m *Manager) flushHosting() {
 	}
 }
 
-// publishView builds the readers' view from the pump's sets and wakes the
-// callers waiting for a change of any metadata partition (changes of the
-// view are rare: assignments and the end of passes). Pump, under applyMu.
+// markView marks mp's part of the readers' view out of date: its want,
+// kept, loading or assigned changed. Pump, under applyMu.
+func (m *Manager) markView(mp int32) {
+	m.parts[mp].viewDirty = true
+	m.viewDirty = true
+}
+
+// publishView publishes a view in which the maps of the metadata
+// partitions marked by markView are built anew from the pump's sets and
+// the others are the old view's, and wakes the callers waiting for a
+// change of the marked ones (changes of the view are rare: assignments, a
+// restored metadata partition installed, the end of passes). A restore
+// publishes once per metadata partition it installs: rebuilding every
+// map each time was 4-6% of the CPU of restoring 10,000,000 segments in
+// 10,000 user partitions. Pump, under applyMu.
 func (m *Manager) publishView() {
-	// Sized first: a restore publishes once per metadata partition
-	// installed, and growing the map each time cost more than counting.
-	n := 0
-	for i := range m.parts {
-		if p := &m.parts[i]; p.assigned {
-			n += len(p.want)
-		}
-	}
-	v := &keepView{parts: make(map[wire.PartitionKey]keepEntry, n)}
+	old := m.keep.Load()
+	v := &keepView{byMP: slices.Clone(old.byMP)}
 	for i := range m.parts {
 		p := &m.parts[i]
-		if !p.assigned {
-			continue
-		}
-		for k, tp := range p.want {
-			st := keepBuilding
-			if _, ok := p.kept[k]; ok && !p.loading {
-				st = keepReady
+		if p.viewDirty {
+			v.byMP[i] = nil
+			if p.assigned && len(p.want) > 0 {
+				v.byMP[i] = p.viewEntries()
 			}
-			v.parts[k] = keepEntry{tp: tp, state: st}
 		}
+		v.hosted += len(v.byMP[i])
 	}
 	m.mu.Lock()
 	m.keep.Store(v)
 	for i := range m.parts {
-		p := &m.parts[i]
-		close(p.changed)
-		p.changed = make(chan struct{})
+		if p := &m.parts[i]; p.viewDirty {
+			p.viewDirty = false
+			close(p.changed)
+			p.changed = make(chan struct{})
+		}
 	}
 	m.readinessChangedLocked()
 	m.mu.Unlock()
+}
+
+// viewEntries returns the readers' entries of p's hosted user partitions.
+// Pump, under applyMu.
+func (p *metaPartition) viewEntries() map[wire.PartitionKey]keepEntry {
+	out := make(map[wire.PartitionKey]keepEntry, len(p.want))
+	for k, tp := range p.want {
+		st := keepBuilding
+		if _, ok := p.kept[k]; ok && !p.loading {
+			st = keepReady
+		}
+		out[k] = keepEntry{tp: tp, state: st}
+	}
+	return out
 }
 
 // readinessChangedLocked wakes ReadinessChanged's callers. Caller holds mu.
@@ -323,18 +361,24 @@ type PartitionReadiness struct {
 // taken the change) with its readiness, in no particular order.
 func (m *Manager) HostedReadiness() []PartitionReadiness {
 	v := m.keep.Load()
-	out := make([]PartitionReadiness, 0, len(v.parts))
-	for _, e := range v.parts {
-		out = append(out, PartitionReadiness{TopicIDPartition: e.tp, Ready: m.readyIn(v, e.tp)})
+	out := make([]PartitionReadiness, 0, v.hosted)
+	for mp, part := range v.byMP {
+		for _, e := range part {
+			out = append(out, PartitionReadiness{TopicIDPartition: e.tp, Ready: m.readyEntry(int32(mp), e)})
+		}
 	}
 	return out
 }
 
 // readyIn reports whether tp is kept in v and its metadata partition ready.
 func (m *Manager) readyIn(v *keepView, tp rlmm.TopicIDPartition) bool {
-	e, ok := v.parts[wire.KeyOf(tp)]
-	if !ok || e.state != keepReady {
-		return false
-	}
-	return m.parts[wire.MetadataPartition(tp, m.n)].status.Load()&statusMask == statusReady
+	mp := wire.MetadataPartition(tp, m.n)
+	e, ok := v.entry(mp, wire.KeyOf(tp))
+	return ok && m.readyEntry(mp, e)
+}
+
+// readyEntry reports whether e, an entry of mp in a view, is kept and mp
+// ready.
+func (m *Manager) readyEntry(mp int32, e keepEntry) bool {
+	return e.state == keepReady && m.parts[mp].status.Load()&statusMask == statusReady
 }

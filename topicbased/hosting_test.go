@@ -2,9 +2,12 @@ package topicbased
 
 import (
 	"errors"
+	"maps"
+	"reflect"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/wire"
 )
 
 // User partitions hosted after their metadata partition was consumed are
@@ -165,5 +168,76 @@ func waitChanged(t *testing.T, ch <-chan struct{}) {
 	case <-ch:
 	case <-testCtx(t).Done():
 		t.Fatal("ReadinessChanged did not fire")
+	}
+}
+
+// The readers' view is the pump's sets, one map per metadata partition:
+// after every change each map holds exactly the entries a rebuild from the
+// sets gives, and a change of one metadata partition leaves the other
+// maps as they were (shared with the view before). A restore installs the
+// snapshot's metadata partitions one at a time through the same path.
+func TestViewFollowsEachMetadataPartition(t *testing.T) {
+	const n = 4
+	l := newLog(t, n)
+	dir := t.TempDir()
+	tps := distinctPartitions(t, n, n)
+	m := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m, tps...)
+	workload(t, m, tps, 0, 2)
+	checkView(t, m)
+	must(t, m.ShutdownAndFlush(testCtx(t)))
+
+	m2 := startManager(t, Config{Log: l, SnapshotDir: dir, SnapshotInterval: -1})
+	assign(t, m2, tps...)
+	checkView(t, m2)
+	if s := m2.Stats(); s.Hosted != n || s.Consumed() != 0 {
+		t.Fatalf("restored: %d hosted, %d events replayed; want %d and none", s.Hosted, s.Consumed(), n)
+	}
+	before := m2.keep.Load()
+	// Stopping tps[1] changes only its metadata partition's map.
+	must(t, m2.OnStopPartitions(testCtx(t), tps[1:2]))
+	waitFor(t, "tps[1] no longer hosted", func() bool { return m2.Stats().Hosted == n-1 })
+	checkView(t, m2)
+	after := m2.keep.Load()
+	for mp := range int32(n) {
+		same := reflect.ValueOf(after.byMP[mp]).UnsafePointer() == reflect.ValueOf(before.byMP[mp]).UnsafePointer()
+		if want := mp != 1; same != want {
+			t.Errorf("metadata partition %d: map shared with the view before %v, want %v", mp, same, want)
+		}
+	}
+	if _, ok := after.entry(1, wire.KeyOf(tps[1])); ok {
+		t.Errorf("%s still in the view after it stopped being hosted", tps[1])
+	}
+	if err := m2.WaitReady(testCtx(t), tps[1]); !errors.Is(err, rlmm.ErrNotAssigned) {
+		t.Errorf("WaitReady of a partition no longer hosted: %v, want ErrNotAssigned", err)
+	}
+	for _, tp := range []rlmm.TopicIDPartition{tps[0], tps[2], tps[3]} {
+		if !m2.IsReady(tp) {
+			t.Errorf("%s not ready after another metadata partition's change", tp)
+		}
+	}
+}
+
+// checkView fails unless every metadata partition's map in m's view holds
+// what a rebuild from the pump's sets gives.
+func checkView(t *testing.T, m *Manager) {
+	t.Helper()
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	v := m.keep.Load()
+	hosted := 0
+	for i := range m.parts {
+		p := &m.parts[i]
+		var want map[wire.PartitionKey]keepEntry
+		if p.assigned && len(p.want) > 0 {
+			want = p.viewEntries()
+		}
+		if !maps.Equal(v.byMP[i], want) {
+			t.Errorf("metadata partition %d: view %v, the sets give %v", i, v.byMP[i], want)
+		}
+		hosted += len(want)
+	}
+	if v.hosted != hosted {
+		t.Errorf("view counts %d hosted, its maps hold %d", v.hosted, hosted)
 	}
 }

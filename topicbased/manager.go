@@ -84,6 +84,10 @@ type metaPartition struct {
 	kept   map[wire.PartitionKey]rlmm.TopicIDPartition
 	pass   *rebuildPass
 	queued map[wire.PartitionKey]rlmm.TopicIDPartition
+	// viewDirty: want, kept, loading or assigned changed since this
+	// partition's part of the readers' view was published (markView).
+	// Pump.
+	viewDirty bool
 	// highWater is the highest high-water mark known: the target, what the
 	// pump applied, and the housekeeper's samples, which reach it through
 	// the pump's control queue. Pump.
@@ -176,7 +180,8 @@ type Manager struct {
 	// keep is the readers' view of the hosted user partitions (the pump
 	// publishes a new one after every change; readers load it).
 	keep atomic.Pointer[keepView]
-	// viewDirty: the pump's sets changed since the view was published;
+	// viewDirty: some metadata partition's part of the view is out of
+	// date (metaPartition.viewDirty says which);
 	// dropQueue: user partitions to drop from the cache once it is;
 	// passDue: metadata partitions whose next pass is due. The pump,
 	// under applyMu.
@@ -299,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		p.verdicts = map[int64]error{}
 		p.kept = map[wire.PartitionKey]rlmm.TopicIDPartition{}
 	}
-	m.keep.Store(&keepView{parts: map[wire.PartitionKey]keepEntry{}})
+	m.keep.Store(&keepView{byMP: make([]map[wire.PartitionKey]keepEntry, m.n)})
 	m.inner = memory.New(m.cfg.MemoryOptions...)
 	file, snap := m.loadSnapshot()
 
@@ -370,7 +375,7 @@ func (m *Manager) gate(tp rlmm.TopicIDPartition) (g readGate, serve bool, err er
 	g.p = &m.parts[mp]
 	g.status = g.p.status.Load()
 	g.view = m.keep.Load()
-	e, hosted := g.view.parts[wire.KeyOf(tp)]
+	e, hosted := g.view.entry(mp, wire.KeyOf(tp))
 	switch {
 	case !hosted || g.status&statusMask == statusUnassigned:
 		return g, false, fmt.Errorf("%w: read of %s: the partition is not hosted by this manager (no leadership or follower change named it)", rlmm.ErrNotAssigned, tp)
@@ -501,9 +506,11 @@ func (m *Manager) EachSegment(tp rlmm.TopicIDPartition, fn func(*memory.SegmentF
 func (m *Manager) UserPartitions() []rlmm.TopicIDPartition {
 	v := m.keep.Load()
 	var out []rlmm.TopicIDPartition
-	for _, e := range v.parts {
-		if m.readyIn(v, e.tp) {
-			out = append(out, e.tp)
+	for mp, part := range v.byMP {
+		for _, e := range part {
+			if m.readyEntry(int32(mp), e) {
+				out = append(out, e.tp)
+			}
 		}
 	}
 	return out
@@ -608,7 +615,7 @@ func (m *Manager) Stats() Stats {
 		Passes:                m.stats.passes.Load(),
 		Rebuilt:               m.stats.rebuilt.Load(),
 		Tombstones:            m.stats.tombstones.Load(),
-		Hosted:                len(m.keep.Load().parts),
+		Hosted:                m.keep.Load().hosted,
 		WaitingReady:          m.inFlight.waitingReady.Load(),
 		Publishing:            m.inFlight.publishing.Load(),
 	}

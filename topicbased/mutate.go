@@ -342,7 +342,7 @@ func (m *Manager) waitReady(ctx context.Context, started time.Time, tp rlmm.Topi
 	for {
 		m.mu.Lock()
 		st := p.status.Load() & statusMask
-		e, hosted := m.keep.Load().parts[k]
+		e, hosted := m.keep.Load().entry(mp, k)
 		changed := p.changed
 		m.mu.Unlock()
 		switch {

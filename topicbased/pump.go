@@ -442,7 +442,6 @@ func (m *Manager) executeControl(r *controlRequest) error {
 				}
 			}
 		}
-		m.viewDirty = true
 		m.applyMu.Unlock()
 	}
 	m.applyMu.Lock()
@@ -470,6 +469,7 @@ func (m *Manager) addPartition(mp int32, target, start int64) error {
 		return nil
 	}
 	p.assigned = true
+	m.markView(mp)
 	p.target = target
 	p.start = start
 	p.highWater = target
@@ -492,7 +492,7 @@ func (m *Manager) addPartition(mp int32, target, start int64) error {
 // records were all deleted). Caller holds applyMu.
 func (m *Manager) consume(mp int32) error {
 	p := &m.parts[mp]
-	m.viewDirty = true
+	m.markView(mp)
 	if p.held && p.next > p.target {
 		// The snapshot claims events the log does not have: the log was
 		// recreated (a topic deleted and created again under the same
@@ -594,6 +594,7 @@ func (m *Manager) removePartition(mp int32) error {
 func (m *Manager) markUnassigned(mp int32, waitFmt string) {
 	p := &m.parts[mp]
 	p.assigned = false
+	m.markView(mp)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.setStatus(p, statusUnassigned)
@@ -622,7 +623,7 @@ func (m *Manager) dropHeld(mp int32) {
 	clear(p.kept)
 	p.pass = nil
 	p.queued = nil
-	m.viewDirty = true
+	m.markView(mp)
 	m.version.Add(1)
 }
 

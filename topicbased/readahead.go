@@ -84,7 +84,7 @@ type fetchedBatch struct {
 
 // newReadAhead starts the read-ahead's goroutine over sub; decode is
 // apply.Prepare's guess of what the pump keeps. stop ends it.
-func newReadAhead(sub eventlog.Subscription, decode func() func(wire.PartitionKey) bool) *readAhead {
+func newReadAhead(sub eventlog.Subscription, decode func() func(mp int32, k wire.PartitionKey) bool) *readAhead {
 	r := &readAhead{start: make(chan pollJob, readAheadDepth), done: make(chan *fetchedBatch, readAheadDepth)}
 	r.wg.Add(1)
 	go func() {
@@ -99,8 +99,15 @@ func newReadAhead(sub eventlog.Subscription, decode func() func(wire.PartitionKe
 				b.prepared = make([]apply.Prepared, n)
 			}
 			b.prepared = b.prepared[:n]
-			keep := decode()
+			// One guess per batch, asked for the metadata partition of the
+			// record being prepared.
+			var keep func(wire.PartitionKey) bool
+			var from int32
+			if guess := decode(); guess != nil {
+				keep = func(k wire.PartitionKey) bool { return guess(from, k) }
+			}
 			for i := range b.prepared {
+				from = b.records[i].Partition
 				apply.Prepare(&b.prepared[i], &b.records[i], keep)
 			}
 			r.done <- b
@@ -200,13 +207,18 @@ func (m *Manager) quiet(drop int32) {
 // keeps: those in the readers' view (kept, being rebuilt or queued). It is
 // read beside the pump and may be a change behind: the pump decides, and
 // decodes what the guess left out.
-func (m *Manager) hostedGuess() func(wire.PartitionKey) bool {
+func (m *Manager) hostedGuess() func(mp int32, k wire.PartitionKey) bool {
 	v := m.keep.Load()
-	if v == nil || len(v.parts) == 0 {
+	if v == nil || v.hosted == 0 {
 		return nil
 	}
-	return func(k wire.PartitionKey) bool {
-		_, ok := v.parts[k]
+	// A record is guessed against the map of the metadata partition it was
+	// read from (one misrouted is guessed not kept; the pump decides).
+	return func(mp int32, k wire.PartitionKey) bool {
+		if mp < 0 || int(mp) >= len(v.byMP) {
+			return false
+		}
+		_, ok := v.byMP[mp][k]
 		return ok
 	}
 }
