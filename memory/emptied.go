@@ -1,7 +1,7 @@
 package memory
 
 import (
-	"cmp"
+	"encoding/binary"
 	"slices"
 )
 
@@ -10,67 +10,201 @@ import (
 // highest finished offset, the one answer such an epoch still gives
 // (HighestOffsetForEpoch; every other read of it is a miss or zero, as for
 // an epoch never seen). Leader epochs advance with every leader change and
-// retention empties them one by one, so a long-lived partition has many:
-// each costs 12 bytes here (one packed record in an array sorted by
-// epoch), instead of a whole epochState with its envelope.
+// retention empties them one by one, so a long-lived partition has many,
+// and they are kept for ever: Kafka's contract does not let a deletion
+// lower an epoch's highest offset.
 //
-// Retention empties epochs in increasing order, so put appends; an epoch
-// that a new segment carries again leaves (take) and becomes an epochState
-// with its highest offset.
+// So they are kept packed: sorted by epoch, in blocks of at most
+// emptiedBlockLen, each block holding its first epoch and offset whole and
+// every later one as varints of the differences from the one before (an
+// epoch is usually one more than the last, an offset a segment or a few
+// further: 3 to 4 bytes an epoch, against 12 for a packed record and a
+// whole epochState with its envelope in Kafka's cache). A read decodes one
+// block. Retention empties epochs in increasing order, so put appends to
+// the last block; an epoch that a new segment carries again leaves (take,
+// which re-encodes its block) and becomes an epochState with its highest
+// offset.
 type emptiedEpochs struct {
-	list []emptiedEpoch
+	blocks []emptiedBlock
+	n      int
 }
 
-// emptiedEpoch is one emptied epoch: 12 bytes, aligned on 4 (an int64
-// field would pad it to 16).
+// emptiedBlockLen bounds a block's epochs: a read decodes at most this
+// many, a change in the middle re-encodes as many.
+const emptiedBlockLen = 64
+
+// emptiedBlock is a run of emptied epochs, sorted.
+type emptiedBlock struct {
+	// first and firstHigh are the first epoch and its offset; last and
+	// lastHigh the last (put appends after them without decoding).
+	first, last         int32
+	firstHigh, lastHigh int64
+	n                   int32
+	// deltas holds, for each epoch after the first, the epoch's difference
+	// from the one before (uvarint, at least 1) and the offset's (varint,
+	// of the wrapped difference: any int64 pair round-trips).
+	deltas []byte
+}
+
+// emptiedEpoch is one emptied epoch, unpacked.
 type emptiedEpoch struct {
-	epoch int32
-	// hi and lo are the two halves of the highest finished offset.
-	hi, lo uint32
+	epoch   int32
+	highest int64
 }
 
-func packEmptied(e int32, highest int64) emptiedEpoch {
-	return emptiedEpoch{epoch: e, hi: uint32(uint64(highest) >> 32), lo: uint32(highest)}
+// appendDelta appends the encoding of e after prev.
+func appendDelta(dst []byte, prev, e emptiedEpoch) []byte {
+	dst = binary.AppendUvarint(dst, uint64(uint32(e.epoch-prev.epoch)))
+	return binary.AppendVarint(dst, int64(uint64(e.highest)-uint64(prev.highest)))
 }
 
-func (x emptiedEpoch) highest() int64 { return int64(uint64(x.hi)<<32 | uint64(x.lo)) }
+// readDelta decodes the epoch after prev from b at i, returning it and the
+// position after it. b was written by appendDelta.
+func readDelta(b []byte, i int, prev emptiedEpoch) (emptiedEpoch, int) {
+	de, k := binary.Uvarint(b[i:])
+	i += k
+	dh, k := binary.Varint(b[i:])
+	i += k
+	return emptiedEpoch{epoch: prev.epoch + int32(uint32(de)), highest: int64(uint64(prev.highest) + uint64(dh))}, i
+}
 
-func (r *emptiedEpochs) len() int { return len(r.list) }
-
-// index returns where epoch e is, or would be inserted, and whether it is there.
-func (r *emptiedEpochs) index(e int32) (int, bool) {
-	if n := len(r.list); n == 0 || r.list[n-1].epoch < e {
-		return n, false
+// each calls fn with the block's epochs in order until fn returns false.
+func (b *emptiedBlock) each(fn func(emptiedEpoch) bool) {
+	x := emptiedEpoch{epoch: b.first, highest: b.firstHigh}
+	if !fn(x) {
+		return
 	}
-	return slices.BinarySearchFunc(r.list, e, func(x emptiedEpoch, t int32) int { return cmp.Compare(x.epoch, t) })
+	for i := 0; i < len(b.deltas); {
+		x, i = readDelta(b.deltas, i, x)
+		if !fn(x) {
+			return
+		}
+	}
+}
+
+// unpack appends the block's epochs to dst.
+func (b *emptiedBlock) unpack(dst []emptiedEpoch) []emptiedEpoch {
+	b.each(func(x emptiedEpoch) bool {
+		dst = append(dst, x)
+		return true
+	})
+	return dst
+}
+
+// packEmptied encodes xs (sorted, not empty) as one block whose deltas are
+// exactly as long as they need to be.
+func packEmptied(xs []emptiedEpoch) emptiedBlock {
+	b := emptiedBlock{first: xs[0].epoch, firstHigh: xs[0].highest, n: int32(len(xs))}
+	var buf [emptiedBlockLen * 2 * binary.MaxVarintLen64]byte
+	d := buf[:0]
+	for k := 1; k < len(xs); k++ {
+		d = appendDelta(d, xs[k-1], xs[k])
+	}
+	if len(d) > 0 {
+		b.deltas = slices.Clone(d)
+	}
+	b.last, b.lastHigh = xs[len(xs)-1].epoch, xs[len(xs)-1].highest
+	return b
+}
+
+func (r *emptiedEpochs) len() int { return r.n }
+
+// block returns the index of the block that holds e or would (the last
+// whose first epoch is at most e; 0 when e is before every block).
+func (r *emptiedEpochs) block(e int32) int {
+	i, found := slices.BinarySearchFunc(r.blocks, e, func(b emptiedBlock, t int32) int {
+		switch {
+		case b.first < t:
+			return -1
+		case b.first > t:
+			return 1
+		}
+		return 0
+	})
+	if found || i == 0 {
+		return i
+	}
+	return i - 1
 }
 
 // get returns the highest finished offset of emptied epoch e.
 func (r *emptiedEpochs) get(e int32) (int64, bool) {
-	if i, ok := r.index(e); ok {
-		return r.list[i].highest(), true
+	if r.n == 0 {
+		return 0, false
 	}
-	return 0, false
+	b := &r.blocks[r.block(e)]
+	if e < b.first || e > b.last {
+		return 0, false
+	}
+	var h int64
+	found := false
+	b.each(func(x emptiedEpoch) bool {
+		if x.epoch >= e {
+			if x.epoch == e {
+				h, found = x.highest, true
+			}
+			return false
+		}
+		return true
+	})
+	return h, found
 }
 
 // put records the highest finished offset of epoch e, which must not be
 // held yet. Writer only, under the partition's lock.
 func (r *emptiedEpochs) put(e int32, highest int64) {
-	i, _ := r.index(e)
-	r.list = slices.Insert(r.list, i, packEmptied(e, highest))
+	x := emptiedEpoch{epoch: e, highest: highest}
+	r.n++
+	if len(r.blocks) == 0 {
+		r.blocks = append(r.blocks, packEmptied([]emptiedEpoch{x}))
+		return
+	}
+	if last := &r.blocks[len(r.blocks)-1]; e > last.last {
+		if last.n < emptiedBlockLen {
+			last.deltas = appendDelta(last.deltas, emptiedEpoch{epoch: last.last, highest: last.lastHigh}, x)
+			last.last, last.lastHigh = e, highest
+			last.n++
+			if last.n == emptiedBlockLen {
+				last.deltas = slices.Clip(slices.Clone(last.deltas)) // sealed: no spare capacity
+			}
+			return
+		}
+		r.blocks = append(r.blocks, packEmptied([]emptiedEpoch{x}))
+		return
+	}
+	// In the middle: re-encode the block, split in two when full.
+	i := r.block(e)
+	var buf [emptiedBlockLen + 1]emptiedEpoch
+	xs := r.blocks[i].unpack(buf[:0])
+	k, _ := slices.BinarySearchFunc(xs, e, func(y emptiedEpoch, t int32) int { return int(int64(y.epoch) - int64(t)) })
+	xs = slices.Insert(xs, k, x)
+	if len(xs) <= emptiedBlockLen {
+		r.blocks[i] = packEmptied(xs)
+		return
+	}
+	half := len(xs) / 2
+	r.blocks[i] = packEmptied(xs[:half])
+	r.blocks = slices.Insert(r.blocks, i+1, packEmptied(xs[half:]))
 }
 
 // take removes epoch e, returning its highest finished offset. Writer only,
 // under the partition's lock.
 func (r *emptiedEpochs) take(e int32) (int64, bool) {
-	i, ok := r.index(e)
+	h, ok := r.get(e)
 	if !ok {
 		return 0, false
 	}
-	h := r.list[i].highest()
-	r.list = slices.Delete(r.list, i, i+1)
-	if len(r.list) == 0 {
-		r.list = nil
+	r.n--
+	i := r.block(e)
+	var buf [emptiedBlockLen]emptiedEpoch
+	xs := slices.DeleteFunc(r.blocks[i].unpack(buf[:0]), func(y emptiedEpoch) bool { return y.epoch == e })
+	if len(xs) == 0 {
+		r.blocks = slices.Delete(r.blocks, i, i+1)
+		if len(r.blocks) == 0 {
+			r.blocks = nil
+		}
+	} else {
+		r.blocks[i] = packEmptied(xs)
 	}
 	return h, true
 }
@@ -81,11 +215,7 @@ func (r *emptiedEpochs) take(e int32) (int64, bool) {
 // segment is listed with offset -1 (View's rule) instead of left out.
 func (r *emptiedEpochs) mergeHighest(dst []EpochOffset, live []epochState, withoutHighest bool) []EpochOffset {
 	k := 0
-	for i := range live {
-		es := &live[i]
-		for ; k < len(r.list) && r.list[k].epoch < es.epoch; k++ {
-			dst = append(dst, EpochOffset{Epoch: r.list[k].epoch, Offset: r.list[k].highest()})
-		}
+	emit := func(es *epochState) {
 		switch {
 		case es.hasHighest:
 			dst = append(dst, EpochOffset{Epoch: es.epoch, Offset: es.highest})
@@ -93,8 +223,17 @@ func (r *emptiedEpochs) mergeHighest(dst []EpochOffset, live []epochState, witho
 			dst = append(dst, EpochOffset{Epoch: es.epoch, Offset: -1})
 		}
 	}
-	for ; k < len(r.list); k++ {
-		dst = append(dst, EpochOffset{Epoch: r.list[k].epoch, Offset: r.list[k].highest()})
+	for i := range r.blocks {
+		r.blocks[i].each(func(x emptiedEpoch) bool {
+			for ; k < len(live) && live[k].epoch < x.epoch; k++ {
+				emit(&live[k])
+			}
+			dst = append(dst, EpochOffset{Epoch: x.epoch, Offset: x.highest})
+			return true
+		})
+	}
+	for ; k < len(live); k++ {
+		emit(&live[k])
 	}
 	return dst
 }
