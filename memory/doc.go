@@ -13,8 +13,10 @@
 //
 // It is a pure state machine: no method does I/O, reads files or starts a
 // goroutine (Import alone builds large inputs on several goroutines and
-// waits for them). It uses only the standard library: the state is plain
-// Go data behind sync locks.
+// waits for them). The state is plain Go data behind sync locks; besides
+// the standard library it uses golang.org/x/sys/unix for one hint to the
+// kernel, that a bulk build's new arrays be mapped in one call rather than
+// a page fault at a time (prefault_linux.go).
 //
 // # Semantics
 //

@@ -23,13 +23,24 @@ type extraTable struct {
 }
 
 // reserve sizes an empty table for n extras among slots slots (a bulk
-// build).
+// build). When most slots will have one (as when an RSM gives every
+// segment custom metadata), every row is made at once, windows of one
+// array: one object instead of one per chunk.
 func (t *extraTable) reserve(n, slots int) {
 	if n <= 0 {
 		return
 	}
 	t.list = make([]segExtra, 0, n)
-	t.rows = make([][]int32, 0, (slots+chunkSize-1)/chunkSize)
+	prefault(t.list)
+	chunks := (slots + chunkSize - 1) / chunkSize
+	t.rows = make([][]int32, 0, chunks)
+	if 2*n < slots {
+		return
+	}
+	all := makeWritten[int32](chunks * chunkSize)
+	for c := range chunks {
+		t.rows = append(t.rows, all[c*chunkSize:(c+1)*chunkSize:(c+1)*chunkSize])
+	}
 }
 
 // len returns the number of slots with extras.

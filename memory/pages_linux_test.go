@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // pagemapExclusive reports, for each page of s, whether the kernel maps it
@@ -99,6 +101,37 @@ func checkZero[T comparable](t *testing.T, s []T) {
 	for i := range s {
 		if s[i] != zero {
 			t.Fatalf("element %d is %v, want zero", i, s[i])
+		}
+	}
+}
+
+// prefault maps every whole page of a slice and changes none of its bytes.
+func TestPrefaultMapsPagesAndKeepsBytes(t *testing.T) {
+	fresh, err := syscall.Mmap(-1, 0, 1<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	defer func() { _ = syscall.Munmap(fresh) }()
+	if err := unix.Madvise(fresh[:pageSize], unix.MADV_POPULATE_WRITE); err != nil {
+		t.Skipf("this kernel does not populate pages in bulk (MADV_POPULATE_WRITE: %v); prefault does nothing here", err)
+	}
+	prefault(fresh)
+	for k, own := range pagemapExclusive(t, fresh) {
+		if !own {
+			t.Fatalf("page %d of %d not mapped after prefault", k, len(fresh)/pageSize)
+		}
+	}
+	checkZero(t, fresh)
+
+	written := make([]uint64, 1<<16)
+	for i := range written {
+		written[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	prefault(written)
+	prefault(written[1:3]) // less than a page: nothing to do
+	for i, v := range written {
+		if v != uint64(i)*0x9e3779b97f4a7c15 {
+			t.Fatalf("element %d changed by prefault: %#x", i, v)
 		}
 	}
 }

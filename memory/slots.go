@@ -315,9 +315,14 @@ func (p *partition) reserve(z BuildSizes) {
 		p.arenas.custom = make([]byte, 0, max(z.CustomBytes, 0))
 	}
 	p.byID.reserve(n)
+	// Every chunk is a window of one slab: one object for the collector
+	// to mark instead of one per chunk, and one prefault for its pages.
+	slab := make([]seg, n)
+	prefault(slab)
 	p.chunks = make([][]seg, 0, (n+chunkSize-1)/chunkSize)
-	for left := n; left > 0; left -= chunkSize {
-		p.chunks = append(p.chunks, make([]seg, 0, min(left, chunkSize)))
+	for at := 0; at < n; at += chunkSize {
+		end := min(at+chunkSize, n)
+		p.chunks = append(p.chunks, slab[at:at:end])
 	}
 	// The chunks are empty, so every reader still sees no slot; alloc fills
 	// them in order and appends a new chunk only past the last one.
