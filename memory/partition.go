@@ -89,12 +89,33 @@ func newPartition(tp rlmm.TopicIDPartition) *partition {
 // segment carrying it (its refs: every finished one, and more only where
 // segments overlap), before the finished slots are laid in one by one.
 // Writer only, before p is published.
+//
+// The envelopes are windows of two arrays, one of pieces and one of
+// summaries, each prefaulted: a partition whose segments change epoch
+// every few segments has many envelopes, and one fresh allocation each
+// made laying the pieces a third of the page faults of a restore. A window
+// that outgrows its room is copied out by append, as any slice is.
 func (p *partition) reserveEnvelopes() {
+	var pieces, summaries int
 	for k := range p.epochs {
 		es := &p.epochs[k]
 		if n := int(es.refs); n > 0 && es.env.len() == 0 {
-			es.env.pieces = make([]piece, 0, n)
-			es.env.summary = make([]int64, 0, n/summaryStride+1)
+			pieces += n
+			summaries += n/summaryStride + 1
+		}
+	}
+	if pieces == 0 {
+		return
+	}
+	pieceSlab, summarySlab := make([]piece, pieces), make([]int64, summaries)
+	prefault(pieceSlab)
+	prefault(summarySlab)
+	for k := range p.epochs {
+		es := &p.epochs[k]
+		if n := int(es.refs); n > 0 && es.env.len() == 0 {
+			s := n/summaryStride + 1
+			es.env.pieces, pieceSlab = pieceSlab[:0:n], pieceSlab[n:]
+			es.env.summary, summarySlab = summarySlab[:0:s], summarySlab[s:]
 		}
 	}
 }
