@@ -40,6 +40,12 @@ type emptiedBlock struct {
 	first, last         int32
 	firstHigh, lastHigh int64
 	n                   int32
+	// lastAt is where the last epoch's delta starts in deltas, -1 when not
+	// known (or n is 1): take of the last epoch then truncates deltas
+	// without decoding the block. A segment added to an epoch that was
+	// just emptied takes it back, and its deletion empties it again, so
+	// the newest emptied epoch comes and goes once per deleted segment.
+	lastAt int32
 	// deltas holds, for each epoch after the first, the epoch's difference
 	// from the one before (uvarint, at least 1) and the offset's (varint,
 	// of the wrapped difference: any int64 pair round-trips).
@@ -97,7 +103,9 @@ func packEmptied(xs []emptiedEpoch) emptiedBlock {
 	b := emptiedBlock{first: xs[0].epoch, firstHigh: xs[0].highest, n: int32(len(xs))}
 	var buf [emptiedBlockLen * 2 * binary.MaxVarintLen64]byte
 	d := buf[:0]
+	b.lastAt = -1
 	for k := 1; k < len(xs); k++ {
+		b.lastAt = int32(len(d))
 		d = appendDelta(d, xs[k-1], xs[k])
 	}
 	if len(d) > 0 {
@@ -133,8 +141,11 @@ func (r *emptiedEpochs) get(e int32) (int64, bool) {
 		return 0, false
 	}
 	b := &r.blocks[r.block(e)]
-	if e < b.first || e > b.last {
+	switch {
+	case e < b.first || e > b.last:
 		return 0, false
+	case e == b.last: // the common case: the newest emptied epoch, taken back
+		return b.lastHigh, true
 	}
 	var h int64
 	found := false
@@ -161,6 +172,7 @@ func (r *emptiedEpochs) put(e int32, highest int64) {
 	}
 	if last := &r.blocks[len(r.blocks)-1]; e > last.last {
 		if last.n < emptiedBlockLen {
+			last.lastAt = int32(len(last.deltas))
 			last.deltas = appendDelta(last.deltas, emptiedEpoch{epoch: last.last, highest: last.lastHigh}, x)
 			last.last, last.lastHigh = e, highest
 			last.n++
@@ -196,15 +208,22 @@ func (r *emptiedEpochs) take(e int32) (int64, bool) {
 	}
 	r.n--
 	i := r.block(e)
-	var buf [emptiedBlockLen]emptiedEpoch
-	xs := slices.DeleteFunc(r.blocks[i].unpack(buf[:0]), func(y emptiedEpoch) bool { return y.epoch == e })
-	if len(xs) == 0 {
+	b := &r.blocks[i]
+	switch {
+	case b.n == 1:
+		// Capacity kept: an epoch emptied again refills it.
 		r.blocks = slices.Delete(r.blocks, i, i+1)
-		if len(r.blocks) == 0 {
-			r.blocks = nil
-		}
-	} else {
-		r.blocks[i] = packEmptied(xs)
+	case e == b.last && b.lastAt >= 0:
+		// The last epoch: the one before it is it less its delta.
+		d, _ := readDelta(b.deltas, int(b.lastAt), emptiedEpoch{})
+		b.last, b.lastHigh = b.last-d.epoch, int64(uint64(b.lastHigh)-uint64(d.highest))
+		b.deltas = b.deltas[:b.lastAt]
+		b.n--
+		b.lastAt = -1
+	default:
+		var buf [emptiedBlockLen]emptiedEpoch
+		xs := slices.DeleteFunc(b.unpack(buf[:0]), func(y emptiedEpoch) bool { return y.epoch == e })
+		*b = packEmptied(xs)
 	}
 	return h, true
 }

@@ -376,7 +376,7 @@ func TestEmptiedEpochPacking(t *testing.T) {
 			t.Errorf("take(%d) found nothing", k+1)
 		}
 	}
-	if r.len() != 0 || r.blocks != nil {
+	if r.len() != 0 || len(r.blocks) != 0 {
 		t.Errorf("emptied after taking all: %d left, %d blocks", r.len(), len(r.blocks))
 	}
 
@@ -418,6 +418,34 @@ func TestEmptiedEpochPacking(t *testing.T) {
 		}
 	}
 
+	// The newest emptied epoch taken back and emptied again (a segment
+	// added to it, then deleted), and the last two taken in a row.
+	var tail emptiedEpochs
+	for e := range int32(200) {
+		for range 3 {
+			tail.put(e, int64(e)*77)
+			if h, ok := tail.take(e); !ok || h != int64(e)*77 {
+				t.Fatalf("take(%d) of the newest = %d, %t", e, h, ok)
+			}
+		}
+		tail.put(e, int64(e)*77)
+	}
+	for _, e := range []int32{199, 198} {
+		if h, ok := tail.take(e); !ok || h != int64(e)*77 {
+			t.Fatalf("take(%d) = %d, %t", e, h, ok)
+		}
+	}
+	tail.put(198, -5)
+	for e := range int32(200) {
+		want, wok := int64(e)*77, e < 198
+		if e == 198 {
+			want, wok = -5, true
+		}
+		if h, ok := tail.get(e); ok != wok || ok && h != want {
+			t.Fatalf("after the churn, get(%d) = %d, %t; want %d, %t", e, h, ok, want, wok)
+		}
+	}
+
 	// As retention empties them: in order, a leader change every 10
 	// segments of 100 offsets.
 	var seq emptiedEpochs
@@ -431,5 +459,23 @@ func TestEmptiedEpochPacking(t *testing.T) {
 	}
 	if per := float64(bytes) / n; per > 5 {
 		t.Errorf("%.1f bytes per emptied epoch, want at most 5", per)
+	}
+}
+
+// BenchmarkEmptiedNewestTakenBack is a deleted segment's cost in the
+// emptied epochs when segments of the newest emptied epoch are added and
+// deleted one by one (a retention-shaped replay): a take of the newest,
+// then a put of it again, with 20 emptied epochs before it.
+func BenchmarkEmptiedNewestTakenBack(b *testing.B) {
+	var r emptiedEpochs
+	for e := range int32(20) {
+		r.put(e, int64(e)*10_000+9_999)
+	}
+	for b.Loop() {
+		h, ok := r.take(19)
+		if !ok {
+			b.Fatal("the newest emptied epoch is gone")
+		}
+		r.put(19, h)
 	}
 }
