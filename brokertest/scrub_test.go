@@ -79,9 +79,17 @@ func TestScrubAfterTiering(t *testing.T) {
 	}
 	var pr *scrub.PartitionReport
 	for i := range doc.Partitions {
-		if doc.Partitions[i].TopicIDPartition == tp.String() {
+		// The broker may be copying a segment it rolled after the waits
+		// above (in 2 of 11 runs the topic's last segment, offsets
+		// 4000-4999, was rolled and copied only then): its files are
+		// protected copy_started orphans until the copy finishes.
+		if copying := dropBrokerCopies(&doc.Partitions[i], plant.Started.ID.ID); len(copying) > 0 {
+			t.Logf("left out of the check, the broker's copy in flight: %v", copying)
+		}
+		switch {
+		case doc.Partitions[i].TopicIDPartition == tp.String():
 			pr = &doc.Partitions[i]
-		} else {
+		case len(doc.Partitions[i].Missing)+len(doc.Partitions[i].Orphans)+len(doc.Partitions[i].Mismatches) > 0:
 			t.Errorf("findings in another partition: %+v", doc.Partitions[i])
 		}
 	}
@@ -106,6 +114,21 @@ func TestScrubAfterTiering(t *testing.T) {
 	if !slices.Equal(gone, []string{plant.StrayKey}) {
 		t.Errorf("deleted %v, want only the planted orphan %s", gone, plant.StrayKey)
 	}
+}
+
+// dropBrokerCopies removes from pr the protected copy_started orphans of
+// segments other than planted (a copy the broker has in flight) and returns
+// their keys.
+func dropBrokerCopies(pr *scrub.PartitionReport, planted rlmm.Uuid) []string {
+	var dropped []string
+	pr.Orphans = slices.DeleteFunc(pr.Orphans, func(o scrub.Orphan) bool {
+		if o.Reason == scrub.ReasonCopyStarted && o.Protected && o.SegmentID != planted.String() {
+			dropped = append(dropped, o.Key)
+			return true
+		}
+		return false
+	})
+	return dropped
 }
 
 // describeScrub sums a scrub report up for waitFor's status.
