@@ -385,9 +385,16 @@ type framedClient struct {
 	pid  int64
 }
 
-// dialFramed connects to the framed socket at path and says hello with
-// token; the answer's error (a refusal) is returned, not failed on.
+// dialFramed connects to the framed socket at path and says the lookup
+// hello with token; the answer's error (a refusal) is returned, not failed
+// on.
 func dialFramed(t testing.TB, path string, token []byte) (*framedClient, error) {
+	t.Helper()
+	return dialFramedAs(t, path, lookupframe.Lookups, token)
+}
+
+// dialFramedAs is dialFramed for a connection of either kind.
+func dialFramedAs(t testing.TB, path string, kind lookupframe.Kind, token []byte) (*framedClient, error) {
 	t.Helper()
 	c, err := net.Dial("unix", path)
 	if err != nil {
@@ -396,12 +403,12 @@ func dialFramed(t testing.TB, path string, token []byte) (*framedClient, error) 
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(testTimeout))
 	fc := &framedClient{t: t, conn: c, r: bufio.NewReader(c)}
-	fc.write(lookupframe.AppendHello(nil, token))
+	fc.write(lookupframe.AppendHello(nil, kind, token))
 	body, err := lookupframe.ReadFrame(fc.r, nil, lookupframe.MaxReply)
 	if err != nil {
 		t.Fatalf("reading the hello's answer: %v", err)
 	}
-	fc.pid, err = lookupframe.ParseAnswer(body)
+	fc.pid, err = lookupframe.ParseAnswer(kind, body)
 	return fc, err
 }
 
@@ -444,6 +451,38 @@ func (fc *framedClient) lookup(id uint64, q *rlmmpb.SegmentForOffsetRequest) *rl
 	}
 	r.Id = 0
 	return r
+}
+
+// mutate sends one mutation request on a mutation connection and returns
+// its reply, checking the id.
+func (fc *framedClient) mutate(req *rlmmpb.MutationFrameRequest) *rlmmpb.MutationFrameReply {
+	fc.t.Helper()
+	b, err := proto.Marshal(req)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	fc.write(b)
+	r, err := fc.readMutation()
+	if err != nil {
+		fc.t.Fatalf("reading the reply to mutation %d: %v", req.GetId(), err)
+	}
+	if r.Id != req.GetId() {
+		fc.t.Fatalf("reply id %d, want %d", r.Id, req.GetId())
+	}
+	return r
+}
+
+// readMutation reads one mutation reply frame.
+func (fc *framedClient) readMutation() (*rlmmpb.MutationFrameReply, error) {
+	body, err := lookupframe.ReadFrame(fc.r, nil, lookupframe.MaxReply)
+	if err != nil {
+		return nil, err
+	}
+	r := &rlmmpb.MutationFrameReply{}
+	if err := proto.Unmarshal(body, r); err != nil {
+		fc.t.Fatalf("a mutation reply frame that does not decode: %v", err)
+	}
+	return r, nil
 }
 
 // dialFramedNoHello connects to the framed socket at path and sends nothing.

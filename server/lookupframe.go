@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -22,13 +23,15 @@ import (
 // hello before the server closes it.
 const helloTimeout = 10 * time.Second
 
-// ServeFramed starts serving the framed lookup socket (rpc/lookupframe) on
-// ep.Listener in the background: the lookup by (epoch, offset) without
-// gRPC, for the broker plugin's fetch path. Each connection first sends a
-// hello, which must carry ep.Token when it is set (compared in constant
-// time, as the gRPC endpoint checks its bearer token); then every request
-// frame gets one reply frame, answered on the connection's own goroutine by
-// the same code as SegmentForOffsetStream (lookupAnswerer). TLS is refused:
+// ServeFramed starts serving the framed socket (rpc/lookupframe) on
+// ep.Listener in the background: the lookup by (epoch, offset) and the
+// mutations without gRPC, for the broker plugin's fetch and copy paths.
+// Each connection first sends a hello, which must carry ep.Token when it is
+// set (compared in constant time, as the gRPC endpoint checks its bearer
+// token) and names the connection's kind; then every request frame gets
+// one reply frame, answered on the connection's own goroutine by the same
+// code as gRPC's: SegmentForOffsetStream's (lookupAnswerer) for lookups,
+// the unary mutations' (service) for mutations. TLS is refused:
 // the socket is a Unix socket beside the gRPC one (ListenUnix: mode 0600).
 // ServerInfo names the socket (lookup_socket) from then on. Stop closes the
 // listener and every connection and waits for their goroutines.
@@ -36,7 +39,8 @@ func (s *Server) ServeFramed(ep Endpoint) error {
 	if ep.TLS != nil {
 		return fmt.Errorf("%w: the framed lookup socket speaks no TLS; serve it on a Unix socket", rlmm.ErrInvalidArgument)
 	}
-	fs := &framedServer{s: s, l: ep.Listener, token: ep.Token, conns: map[net.Conn]struct{}{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	fs := &framedServer{s: s, l: ep.Listener, token: ep.Token, conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
 	if err := s.admit(ep, func() {
 		s.framed = append(s.framed, fs)
 		s.lookupSocket = ep.Listener.Addr().String()
@@ -51,11 +55,15 @@ func (s *Server) ServeFramed(ep Endpoint) error {
 	return nil
 }
 
-// framedServer is one framed lookup listener and its open connections.
+// framedServer is one framed listener and its open connections.
 type framedServer struct {
 	s     *Server
 	l     net.Listener
 	token []byte
+	// ctx is the parent of every mutation's context: stop cancels it, so a
+	// mutation waiting for its event ends with the server.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -107,8 +115,10 @@ func (fs *framedServer) accept() {
 }
 
 // stop closes the listener and every connection (a lookup being answered
-// finishes, its write fails) and waits for the connections' goroutines.
+// finishes, its write fails; a mutation waiting is cancelled) and waits for
+// the connections' goroutines.
 func (fs *framedServer) stop() {
+	fs.cancel()
 	fs.l.Close()
 	fs.mu.Lock()
 	fs.closed = true
@@ -134,30 +144,45 @@ func (fs *framedServer) serveConn(c net.Conn) {
 	r := bufio.NewReaderSize(c, 4096)
 	in := make([]byte, 0, 1024)
 	out := make([]byte, 0, 4096)
-	if !fs.hello(c, r, in) {
+	kind, ok := fs.hello(c, r, in)
+	if !ok {
 		return
 	}
-	a := lookupAnswerer{v: fs.s.svc}
+	max := lookupframe.MaxRequest
+	var answer func(raw []byte) proto.Message
+	var refuse func(err error) proto.Message
+	if kind == lookupframe.Mutations {
+		max = lookupframe.MaxMutation
+		answer = fs.mutate
+		refuse = func(err error) proto.Message {
+			return &rlmmpb.MutationFrameReply{Error: callStatus(toStatus(err, true))}
+		}
+	} else {
+		a := lookupAnswerer{v: fs.s.svc}
+		answer = func(raw []byte) proto.Message { return a.answerBytes(raw) }
+		refuse = func(err error) proto.Message {
+			return &rlmmpb.SegmentForOffsetStreamReply{Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(toStatus(err, false))}}
+		}
+	}
 	for {
-		body, err := lookupframe.ReadFrame(r, in, lookupframe.MaxRequest)
+		body, err := lookupframe.ReadFrame(r, in, max)
 		if err != nil {
 			if errors.Is(err, rlmm.ErrInvalidArgument) {
-				fs.s.logger.Warn("server: closing a framed lookup connection", "error", err)
-				reply := &rlmmpb.SegmentForOffsetStreamReply{Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(toStatus(err, false))}}
-				if out, err := appendReply(out[:0], reply); err == nil {
+				fs.s.logger.Warn("server: closing a framed connection", "kind", kind, "error", err)
+				if out, err := appendReply(out[:0], refuse(err)); err == nil {
 					c.Write(out) // the connection is closed next either way
 				}
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				fs.s.logger.Debug("server: a framed lookup connection ended", "error", err)
+				fs.s.logger.Debug("server: a framed connection ended", "kind", kind, "error", err)
 			}
 			return
 		}
 		in = body[:0]
-		out, err = appendReply(out[:0], a.answerBytes(body))
+		out, err = appendReply(out[:0], answer(body))
 		if err != nil {
 			// A reply of this server's own making that does not encode
 			// (a segment's custom metadata past 4 GiB): said, not hidden.
-			fs.s.logger.Error("server: a framed lookup reply does not encode; closing the connection", "error", err)
+			fs.s.logger.Error("server: a framed reply does not encode; closing the connection", "kind", kind, "error", err)
 			return
 		}
 		if _, err := c.Write(out); err != nil {
@@ -166,33 +191,79 @@ func (fs *framedServer) serveConn(c net.Conn) {
 	}
 }
 
+// mutate answers one encoded MutationFrameRequest: the unary mutation's
+// own code (service), bounded by the request's timeout_ms and by stop, its
+// failure carried as the status the unary call would fail with.
+func (fs *framedServer) mutate(raw []byte) proto.Message {
+	var req rlmmpb.MutationFrameRequest
+	if err := proto.Unmarshal(raw, &req); err != nil {
+		return &rlmmpb.MutationFrameReply{Id: frameID(raw), Error: callStatus(toStatus(
+			fmt.Errorf("%w: a mutation request of %d bytes that does not decode: %v", rlmm.ErrInvalidArgument, len(raw), err), true))}
+	}
+	reply := &rlmmpb.MutationFrameReply{Id: req.GetId()}
+	if err := fs.mutateDecoded(&req); err != nil {
+		reply.Error = callStatus(err)
+	}
+	return reply
+}
+
+// maxMutationTimeout bounds a framed mutation's timeout_ms: an hour, far
+// past any the plugin sets (rlmm.serve.mutation.timeout.ms), so a wild
+// value is refused rather than overflowing a duration.
+const maxMutationTimeout = time.Hour
+
+// mutateDecoded runs req's mutation and returns its failure as a gRPC
+// status (nil: applied).
+func (fs *framedServer) mutateDecoded(req *rlmmpb.MutationFrameRequest) error {
+	ms := req.GetTimeoutMs()
+	if ms == 0 || ms > uint64(maxMutationTimeout.Milliseconds()) {
+		return toStatus(fmt.Errorf("%w: a framed mutation's timeout_ms must be between 1 and %d, got %d",
+			rlmm.ErrInvalidArgument, maxMutationTimeout.Milliseconds(), ms), true)
+	}
+	ctx, cancel := context.WithTimeout(fs.ctx, time.Duration(ms)*time.Millisecond)
+	defer cancel()
+	var err error
+	switch m := req.GetMutation().(type) {
+	case *rlmmpb.MutationFrameRequest_AddSegment:
+		_, err = fs.s.svc.AddSegment(ctx, m.AddSegment)
+	case *rlmmpb.MutationFrameRequest_UpdateSegment:
+		_, err = fs.s.svc.UpdateSegment(ctx, m.UpdateSegment)
+	case *rlmmpb.MutationFrameRequest_PutPartitionDelete:
+		_, err = fs.s.svc.PutPartitionDelete(ctx, m.PutPartitionDelete)
+	default:
+		err = toStatus(fmt.Errorf("%w: a framed mutation request without a mutation", rlmm.ErrInvalidArgument), true)
+	}
+	return err
+}
+
 // hello reads the client's hello within helloTimeout and answers it:
 // accepted (with this process's pid) or refused with why, and then false.
-func (fs *framedServer) hello(c net.Conn, r *bufio.Reader, buf []byte) bool {
+// It returns the kind of connection the hello opened.
+func (fs *framedServer) hello(c net.Conn, r *bufio.Reader, buf []byte) (lookupframe.Kind, bool) {
 	c.SetReadDeadline(time.Now().Add(helloTimeout)) // a Unix socket's deadline does not fail
 	body, err := lookupframe.ReadFrame(r, buf, lookupframe.MaxRequest)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
-			fs.s.logger.Debug("server: no hello on a framed lookup connection", "error", err)
+			fs.s.logger.Debug("server: no hello on a framed connection", "error", err)
 		}
-		return false
+		return 0, false
 	}
-	token, err := lookupframe.ParseHello(body)
+	kind, token, err := lookupframe.ParseHello(body)
 	if err == nil && len(fs.token) > 0 && subtle.ConstantTimeCompare(token, fs.token) != 1 {
 		err = errors.New("a valid token is required")
 	}
 	if err != nil {
-		fs.s.logger.Warn("server: refusing a framed lookup connection", "error", err)
-		c.Write(lookupframe.Append(nil, lookupframe.AppendRefuse(nil, err.Error()))) // closed next
-		return false
+		fs.s.logger.Warn("server: refusing a framed connection", "error", err)
+		c.Write(lookupframe.Append(nil, lookupframe.AppendRefuse(nil, kind, err.Error()))) // closed next
+		return 0, false
 	}
 	c.SetReadDeadline(time.Time{}) // as above
-	_, err = c.Write(lookupframe.Append(nil, lookupframe.AppendAccept(nil, int64(os.Getpid()))))
-	return err == nil
+	_, err = c.Write(lookupframe.Append(nil, lookupframe.AppendAccept(nil, kind, int64(os.Getpid()))))
+	return kind, err == nil
 }
 
 // appendReply appends reply as one frame to dst.
-func appendReply(dst []byte, reply *rlmmpb.SegmentForOffsetStreamReply) ([]byte, error) {
+func appendReply(dst []byte, reply proto.Message) ([]byte, error) {
 	dst, start := lookupframe.Begin(dst)
 	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, reply)
 	if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -122,12 +123,15 @@ func TestFramedHello(t *testing.T) {
 		body    []byte
 		wantErr string // "" accepted
 	}{
-		{"no token needed", open, lookupframe.AppendHello(nil, nil), ""},
-		{"right token", guarded, lookupframe.AppendHello(nil, []byte("s3cret")), ""},
-		{"no token", guarded, lookupframe.AppendHello(nil, nil), "a valid token is required"},
-		{"wrong token", guarded, lookupframe.AppendHello(nil, []byte("guess")), "a valid token is required"},
-		{"not a hello", open, []byte("\x08\x01"), "not a lookup hello"},
-		{"other version", open, append([]byte(lookupframe.Magic), lookupframe.Version+1), "version 2"},
+		{"no token needed", open, lookupframe.AppendHello(nil, lookupframe.Lookups, nil), ""},
+		{"right token", guarded, lookupframe.AppendHello(nil, lookupframe.Lookups, []byte("s3cret")), ""},
+		{"mutations, right token", guarded, lookupframe.AppendHello(nil, lookupframe.Mutations, []byte("s3cret")), ""},
+		{"no token", guarded, lookupframe.AppendHello(nil, lookupframe.Lookups, nil), "a valid token is required"},
+		{"mutations, no token", guarded, lookupframe.AppendHello(nil, lookupframe.Mutations, nil), "a valid token is required"},
+		{"wrong token", guarded, lookupframe.AppendHello(nil, lookupframe.Lookups, []byte("guess")), "a valid token is required"},
+		{"not a hello", open, []byte("\x08\x01"), "not a lookup or mutation hello"},
+		{"other version", open, append([]byte(lookupframe.MagicLookups), lookupframe.Version+1), "version 2"},
+		{"mutations, other version", open, append([]byte(lookupframe.MagicMutations), lookupframe.Version+1), "version 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +164,11 @@ func rawHello(t *testing.T, path string, body []byte) (*framedClient, error) {
 	if err != nil {
 		t.Fatalf("reading the hello's answer: %v", err)
 	}
-	c.pid, err = lookupframe.ParseAnswer(ans)
+	kind := lookupframe.Lookups
+	if bytes.HasPrefix(body, []byte(lookupframe.MagicMutations)) {
+		kind = lookupframe.Mutations // answered in the kind of its hello
+	}
+	c.pid, err = lookupframe.ParseAnswer(kind, ans)
 	return c, err
 }
 

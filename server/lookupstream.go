@@ -89,29 +89,35 @@ func (ls *lookupStream) serve() error {
 // with the id read from its bytes as far as they go (0 when even that fails),
 // and the stream goes on with the next request.
 func undecodable(raw []byte, err error) *rlmmpb.SegmentForOffsetStreamReply {
-	var id uint64
+	id := frameID(raw)
+	st := toStatus(fmt.Errorf("%w: a lookup request of %d bytes that does not decode: %v", rlmm.ErrInvalidArgument, len(raw), err), false)
+	return &rlmmpb.SegmentForOffsetStreamReply{Id: id, Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(st)}}
+}
+
+// frameID reads the id (field 1, a varint) of an encoded request that does
+// not decode as a whole, as far as its bytes go (0 when they do not reach
+// it), so the caller's error reply still names the request.
+func frameID(raw []byte) uint64 {
 	for b := raw; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			break
+			return 0
 		}
 		b = b[n:]
 		if num == 1 && typ == protowire.VarintType {
 			v, m := protowire.ConsumeVarint(b)
 			if m < 0 {
-				break
+				return 0
 			}
-			id = v
-			break
+			return v
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b)
 		if m < 0 {
-			break
+			return 0
 		}
 		b = b[m:]
 	}
-	st := toStatus(fmt.Errorf("%w: a lookup request of %d bytes that does not decode: %v", rlmm.ErrInvalidArgument, len(raw), err), false)
-	return &rlmmpb.SegmentForOffsetStreamReply{Id: id, Result: &rlmmpb.SegmentForOffsetStreamReply_Error{Error: callStatus(st)}}
+	return 0
 }
 
 // stop makes serve send nothing more; a Send in flight finishes first.

@@ -1,6 +1,7 @@
-// Package lookupframe is the format of rlmm serve's framed lookup socket:
-// the broker plugin's lookup by (epoch, offset) without gRPC, one blocking
-// request and reply at a time on a plain Unix-socket connection.
+// Package lookupframe is the format of rlmm serve's framed socket: the
+// broker plugin's lookup by (epoch, offset) and its mutations without gRPC,
+// one blocking request and reply at a time on a plain Unix-socket
+// connection.
 //
 // # Why
 //
@@ -8,23 +9,36 @@
 // the lookup itself is 3 µs: the rest is HTTP/2 framing and the hand-over
 // between the caller's thread and an I/O thread on the JVM side, and
 // grpc-go's transport goroutines on the Go side (docs/BENCHMARKS.md, "Broker
-// plugin"). A bare blocking round trip on a Unix socket is 28 µs. This
+// plugin"). A bare blocking round trip on a Unix socket is 28 µs. A
+// mutation pays the same gRPC cost on top of its produce and fetch back
+// (0.3–0.5 ms per call measured around the server's own mutation time). This
 // format is the least on top of that round trip that still carries the
 // same messages: a length, then the protobuf bytes of the gRPC stream's own
-// SegmentForOffsetStreamRequest and SegmentForOffsetStreamReply
-// (rpc/rlmmpb), so the plugin maps a reply exactly as it maps the stream's.
+// SegmentForOffsetStreamRequest and SegmentForOffsetStreamReply, or of
+// MutationFrameRequest (the unary call's request with an id and the
+// caller's time left) and MutationFrameReply (rpc/rlmmpb), so the plugin
+// maps a reply exactly as it maps gRPC's.
 //
 // # Format
 //
 // Every frame, either way, is a 4-byte big-endian unsigned length n and
 // then n bytes of body. A connection is, in order:
 //
-//	client  hello:    "RLMMLOOKUP" (10 bytes), version (1 byte, Version), token (the rest; empty for none)
-//	server  answer:   "RLMMLOOKUP", version, 0, pid (8 bytes, big-endian int64): accepted
-//	             or:  "RLMMLOOKUP", version, 1, reason (UTF-8): refused, and the server closes
-//	client  request:  SegmentForOffsetStreamRequest
-//	server  reply:    SegmentForOffsetStreamReply with the request's id
+//	client  hello:    magic (10 bytes), version (1 byte, Version), token (the rest; empty for none)
+//	server  answer:   magic, version, 0, pid (8 bytes, big-endian int64): accepted
+//	             or:  magic, version, 1, reason (UTF-8): refused, and the server closes
+//	client  request:  a request of the connection's kind
+//	server  reply:    its reply, with the request's id
 //	...               one request, then its reply, until either side closes
+//
+// The magic names the connection's kind (Kind): "RLMMLOOKUP" (Lookups)
+// carries SegmentForOffsetStreamRequest and SegmentForOffsetStreamReply,
+// "RLMMMUTATE" (Mutations) MutationFrameRequest and MutationFrameReply. A
+// mutation's reply comes when the unary call would return: the event is in
+// the log and applied, or the mutation failed (its status in the reply).
+// The server bounds the mutation by the request's timeout_ms; a client that
+// gives up closes the connection, and what it sent may still be recorded,
+// as with a unary call whose deadline passed.
 //
 // The hello carries what the gRPC endpoint beside it checks (server.Endpoint):
 // the bearer token when that endpoint has one. The server's pid in the
@@ -32,8 +46,8 @@
 // handshake checked (a socket file left to another process is refused by
 // the client, not trusted).
 //
-// A body longer than the reader's bound (MaxRequest for the server,
-// MaxReply for the client) is not read: ReadFrame returns an error wrapping
+// A body longer than the reader's bound (MaxRequest or MaxMutation for the
+// server, MaxReply for the client) is not read: ReadFrame returns an error wrapping
 // rlmm.ErrInvalidArgument naming both sizes, and the connection cannot be
 // resynchronized, so it is closed. A body that does not decode as its
 // message is the reader's business: the server answers it with an

@@ -17,6 +17,11 @@ const HeaderSize = 4
 // hello a token; 64 KiB leaves room for any of them many times over.
 const MaxRequest = 64 << 10
 
+// MaxMutation bounds a mutation request body the server reads: a segment
+// with its leader epochs and custom metadata, as large as the gRPC server's
+// own bound on a received message (4 MiB), which the unary mutations have.
+const MaxMutation = 4 << 20
+
 // MaxReply bounds a reply body the client reads: a segment with its custom
 // metadata and leader epochs, as large as the gRPC channel's own bound on a
 // message (64 MiB).
@@ -37,7 +42,7 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 	}
 	n := binary.BigEndian.Uint32(head)
 	if uint64(n) > uint64(max) {
-		return nil, fmt.Errorf("%w: lookup frame of %d bytes, more than the %d allowed", rlmm.ErrInvalidArgument, n, max)
+		return nil, fmt.Errorf("%w: a frame of %d bytes, more than the %d allowed", rlmm.ErrInvalidArgument, n, max)
 	}
 	if cap(buf) < int(n) {
 		buf = make([]byte, n)
@@ -47,7 +52,7 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("lookup frame of %d bytes cut short: %w", n, err)
+		return nil, fmt.Errorf("a frame of %d bytes cut short: %w", n, err)
 	}
 	return body, nil
 }

@@ -63,27 +63,31 @@ func TestHello(t *testing.T) {
 	tests := []struct {
 		name      string
 		body      []byte
+		wantKind  Kind
 		wantToken string
 		wantErr   bool
 	}{
-		{"no token", AppendHello(nil, nil), "", false},
-		{"token", AppendHello(nil, []byte("s3cret")), "s3cret", false},
-		{"not a hello", []byte("GET / HTTP/1.1"), "", true},
-		{"magic only", []byte(Magic), "", true},
-		{"other version", append([]byte(Magic), Version+1), "", true},
-		{"empty", nil, "", true},
+		{"no token", AppendHello(nil, Lookups, nil), Lookups, "", false},
+		{"token", AppendHello(nil, Lookups, []byte("s3cret")), Lookups, "s3cret", false},
+		{"mutations", AppendHello(nil, Mutations, []byte("s3cret")), Mutations, "s3cret", false},
+		{"not a hello", []byte("GET / HTTP/1.1"), 0, "", true},
+		{"magic only", []byte(MagicLookups), 0, "", true},
+		{"mutation magic only", []byte(MagicMutations), 0, "", true}, // not a hello: no kind
+		{"other version", append([]byte(MagicLookups), Version+1), 0, "", true},
+		{"mutations, other version", append([]byte(MagicMutations), Version+1), Mutations, "", true},
+		{"empty", nil, 0, "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, err := ParseHello(tc.body)
+			k, tok, err := ParseHello(tc.body)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("ParseHello error %v, want error %v", err, tc.wantErr)
 			}
 			if err != nil && !errors.Is(err, rlmm.ErrInvalidArgument) {
 				t.Fatalf("ParseHello error %v does not wrap ErrInvalidArgument", err)
 			}
-			if string(tok) != tc.wantToken {
-				t.Fatalf("token %q, want %q", tok, tc.wantToken)
+			if k != tc.wantKind || string(tok) != tc.wantToken {
+				t.Fatalf("kind %v, token %q; want %v, %q", k, tok, tc.wantKind, tc.wantToken)
 			}
 		})
 	}
@@ -92,20 +96,24 @@ func TestHello(t *testing.T) {
 func TestAnswer(t *testing.T) {
 	tests := []struct {
 		name    string
+		kind    Kind
 		body    []byte
 		wantPid int64
 		wantErr string
 	}{
-		{"accepted", AppendAccept(nil, 4242), 4242, ""},
-		{"refused", AppendRefuse(nil, "a valid token is required"), 0, "a valid token is required"},
-		{"accept cut", AppendAccept(nil, 1)[:len(Magic)+5], 0, "not 20"},
-		{"other status", append([]byte(Magic), Version, 9), 0, "status 9"},
-		{"other version", append([]byte(Magic), Version+1, 0), 0, "version 2"},
-		{"garbage", []byte("x"), 0, "is not one"},
+		{"accepted", Lookups, AppendAccept(nil, Lookups, 4242), 4242, ""},
+		{"mutations accepted", Mutations, AppendAccept(nil, Mutations, 4242), 4242, ""},
+		{"refused", Lookups, AppendRefuse(nil, Lookups, "a valid token is required"), 0, "a valid token is required"},
+		{"mutations refused", Mutations, AppendRefuse(nil, Mutations, "no"), 0, "refused the mutation hello: no"},
+		{"the other kind's acceptance", Mutations, AppendAccept(nil, Lookups, 1), 0, "is not one"},
+		{"accept cut", Lookups, AppendAccept(nil, Lookups, 1)[:len(MagicLookups)+5], 0, "not 20"},
+		{"other status", Lookups, append([]byte(MagicLookups), Version, 9), 0, "status 9"},
+		{"other version", Lookups, append([]byte(MagicLookups), Version+1, 0), 0, "version 2"},
+		{"garbage", Lookups, []byte("x"), 0, "is not one"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pid, err := ParseAnswer(tc.body)
+			pid, err := ParseAnswer(tc.kind, tc.body)
 			if tc.wantErr == "" {
 				if err != nil || pid != tc.wantPid {
 					t.Fatalf("ParseAnswer = %d, %v; want %d", pid, err, tc.wantPid)
@@ -123,9 +131,11 @@ func TestAnswer(t *testing.T) {
 // never return a body over the bound, and what they accept re-encodes to
 // the same bytes.
 func FuzzReadFrame(f *testing.F) {
-	f.Add(Append(nil, AppendHello(nil, []byte("tok"))))
-	f.Add(Append(nil, AppendAccept(nil, 7)))
-	f.Add(Append(nil, AppendRefuse(nil, "no")))
+	f.Add(Append(nil, AppendHello(nil, Lookups, []byte("tok"))))
+	f.Add(Append(nil, AppendHello(nil, Mutations, []byte("tok"))))
+	f.Add(Append(nil, AppendAccept(nil, Lookups, 7)))
+	f.Add(Append(nil, AppendAccept(nil, Mutations, 7)))
+	f.Add(Append(nil, AppendRefuse(nil, Lookups, "no")))
 	f.Add([]byte{0, 0, 0, 2, 8, 1})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -148,11 +158,13 @@ func FuzzReadFrame(f *testing.F) {
 				t.Fatalf("frame re-encodes to %x, read from %x", again, in[consumed:consumed+len(again)])
 			}
 			consumed += HeaderSize + len(body)
-			if tok, err := ParseHello(body); err == nil && !bytes.Equal(AppendHello(nil, tok), body) {
-				t.Fatalf("hello with token %q re-encodes differently", tok)
+			if k, tok, err := ParseHello(body); err == nil && !bytes.Equal(AppendHello(nil, k, tok), body) {
+				t.Fatalf("%s hello with token %q re-encodes differently", k, tok)
 			}
-			if pid, err := ParseAnswer(body); err == nil && !bytes.Equal(AppendAccept(nil, pid), body) {
-				t.Fatalf("acceptance with pid %d re-encodes differently", pid)
+			for _, k := range []Kind{Lookups, Mutations} {
+				if pid, err := ParseAnswer(k, body); err == nil && !bytes.Equal(AppendAccept(nil, k, pid), body) {
+					t.Fatalf("%s acceptance with pid %d re-encodes differently", k, pid)
+				}
 			}
 			buf = body[:0]
 		}

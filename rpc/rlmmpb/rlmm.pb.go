@@ -1097,6 +1097,181 @@ func (*SegmentForOffsetStreamReply_Reply) isSegmentForOffsetStreamReply_Result()
 
 func (*SegmentForOffsetStreamReply_Error) isSegmentForOffsetStreamReply_Result() {}
 
+// MutationFrameRequest is one mutation on the framed socket (Go package
+// rpc/lookupframe, a connection opened with the mutation hello): the unary
+// call's own request, an id the caller chose, and the caller's time left.
+type MutationFrameRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The caller's deadline as the time left when it sent the request, in
+	// milliseconds; the server's mutation is bounded by it. 0 is refused.
+	TimeoutMs uint64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Types that are valid to be assigned to Mutation:
+	//
+	//	*MutationFrameRequest_AddSegment
+	//	*MutationFrameRequest_UpdateSegment
+	//	*MutationFrameRequest_PutPartitionDelete
+	Mutation      isMutationFrameRequest_Mutation `protobuf_oneof:"mutation"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MutationFrameRequest) Reset() {
+	*x = MutationFrameRequest{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MutationFrameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MutationFrameRequest) ProtoMessage() {}
+
+func (x *MutationFrameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MutationFrameRequest.ProtoReflect.Descriptor instead.
+func (*MutationFrameRequest) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MutationFrameRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *MutationFrameRequest) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *MutationFrameRequest) GetMutation() isMutationFrameRequest_Mutation {
+	if x != nil {
+		return x.Mutation
+	}
+	return nil
+}
+
+func (x *MutationFrameRequest) GetAddSegment() *AddSegmentRequest {
+	if x != nil {
+		if x, ok := x.Mutation.(*MutationFrameRequest_AddSegment); ok {
+			return x.AddSegment
+		}
+	}
+	return nil
+}
+
+func (x *MutationFrameRequest) GetUpdateSegment() *UpdateSegmentRequest {
+	if x != nil {
+		if x, ok := x.Mutation.(*MutationFrameRequest_UpdateSegment); ok {
+			return x.UpdateSegment
+		}
+	}
+	return nil
+}
+
+func (x *MutationFrameRequest) GetPutPartitionDelete() *PutPartitionDeleteRequest {
+	if x != nil {
+		if x, ok := x.Mutation.(*MutationFrameRequest_PutPartitionDelete); ok {
+			return x.PutPartitionDelete
+		}
+	}
+	return nil
+}
+
+type isMutationFrameRequest_Mutation interface {
+	isMutationFrameRequest_Mutation()
+}
+
+type MutationFrameRequest_AddSegment struct {
+	AddSegment *AddSegmentRequest `protobuf:"bytes,3,opt,name=add_segment,json=addSegment,proto3,oneof"`
+}
+
+type MutationFrameRequest_UpdateSegment struct {
+	UpdateSegment *UpdateSegmentRequest `protobuf:"bytes,4,opt,name=update_segment,json=updateSegment,proto3,oneof"`
+}
+
+type MutationFrameRequest_PutPartitionDelete struct {
+	PutPartitionDelete *PutPartitionDeleteRequest `protobuf:"bytes,5,opt,name=put_partition_delete,json=putPartitionDelete,proto3,oneof"`
+}
+
+func (*MutationFrameRequest_AddSegment) isMutationFrameRequest_Mutation() {}
+
+func (*MutationFrameRequest_UpdateSegment) isMutationFrameRequest_Mutation() {}
+
+func (*MutationFrameRequest_PutPartitionDelete) isMutationFrameRequest_Mutation() {}
+
+// MutationFrameReply answers the request with the same id: without error,
+// what the unary call's MutationReply says (the event is in the log and
+// visible to this server's reads); with one, the status the unary call
+// would fail with.
+type MutationFrameReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Error         *CallStatus            `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MutationFrameReply) Reset() {
+	*x = MutationFrameReply{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MutationFrameReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MutationFrameReply) ProtoMessage() {}
+
+func (x *MutationFrameReply) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MutationFrameReply.ProtoReflect.Descriptor instead.
+func (*MutationFrameReply) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *MutationFrameReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *MutationFrameReply) GetError() *CallStatus {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // CallStatus is a failed call's gRPC status carried in a message: field for
 // field (and byte for byte) google.rpc.Status, which is what a unary call's
 // status travels as in its grpc-status-details-bin trailer. Its details hold
@@ -1112,7 +1287,7 @@ type CallStatus struct {
 
 func (x *CallStatus) Reset() {
 	*x = CallStatus{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1299,7 @@ func (x *CallStatus) String() string {
 func (*CallStatus) ProtoMessage() {}
 
 func (x *CallStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[14]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1312,7 @@ func (x *CallStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStatus.ProtoReflect.Descriptor instead.
 func (*CallStatus) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{14}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallStatus) GetCode() int32 {
@@ -1171,7 +1346,7 @@ type HighestOffsetForEpochRequest struct {
 
 func (x *HighestOffsetForEpochRequest) Reset() {
 	*x = HighestOffsetForEpochRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1358,7 @@ func (x *HighestOffsetForEpochRequest) String() string {
 func (*HighestOffsetForEpochRequest) ProtoMessage() {}
 
 func (x *HighestOffsetForEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[15]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1371,7 @@ func (x *HighestOffsetForEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighestOffsetForEpochRequest.ProtoReflect.Descriptor instead.
 func (*HighestOffsetForEpochRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{15}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HighestOffsetForEpochRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1223,7 +1398,7 @@ type HighestOffsetForEpochReply struct {
 
 func (x *HighestOffsetForEpochReply) Reset() {
 	*x = HighestOffsetForEpochReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1410,7 @@ func (x *HighestOffsetForEpochReply) String() string {
 func (*HighestOffsetForEpochReply) ProtoMessage() {}
 
 func (x *HighestOffsetForEpochReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[16]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1423,7 @@ func (x *HighestOffsetForEpochReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighestOffsetForEpochReply.ProtoReflect.Descriptor instead.
 func (*HighestOffsetForEpochReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{16}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HighestOffsetForEpochReply) GetFound() bool {
@@ -1277,7 +1452,7 @@ type ListSegmentsRequest struct {
 
 func (x *ListSegmentsRequest) Reset() {
 	*x = ListSegmentsRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1464,7 @@ func (x *ListSegmentsRequest) String() string {
 func (*ListSegmentsRequest) ProtoMessage() {}
 
 func (x *ListSegmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[17]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1477,7 @@ func (x *ListSegmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSegmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListSegmentsRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{17}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListSegmentsRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1330,7 +1505,7 @@ type SegmentBatch struct {
 
 func (x *SegmentBatch) Reset() {
 	*x = SegmentBatch{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1517,7 @@ func (x *SegmentBatch) String() string {
 func (*SegmentBatch) ProtoMessage() {}
 
 func (x *SegmentBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[18]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1530,7 @@ func (x *SegmentBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SegmentBatch.ProtoReflect.Descriptor instead.
 func (*SegmentBatch) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{18}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SegmentBatch) GetSegments() []*SegmentMetadata {
@@ -1375,7 +1550,7 @@ type RemoteLogSizeRequest struct {
 
 func (x *RemoteLogSizeRequest) Reset() {
 	*x = RemoteLogSizeRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1562,7 @@ func (x *RemoteLogSizeRequest) String() string {
 func (*RemoteLogSizeRequest) ProtoMessage() {}
 
 func (x *RemoteLogSizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[19]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1575,7 @@ func (x *RemoteLogSizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLogSizeRequest.ProtoReflect.Descriptor instead.
 func (*RemoteLogSizeRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{19}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoteLogSizeRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1426,7 +1601,7 @@ type RemoteLogSizeReply struct {
 
 func (x *RemoteLogSizeReply) Reset() {
 	*x = RemoteLogSizeReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1613,7 @@ func (x *RemoteLogSizeReply) String() string {
 func (*RemoteLogSizeReply) ProtoMessage() {}
 
 func (x *RemoteLogSizeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[20]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1626,7 @@ func (x *RemoteLogSizeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLogSizeReply.ProtoReflect.Descriptor instead.
 func (*RemoteLogSizeReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{20}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoteLogSizeReply) GetSizeInBytes() int64 {
@@ -1472,7 +1647,7 @@ type NextSegmentWithTxnIndexRequest struct {
 
 func (x *NextSegmentWithTxnIndexRequest) Reset() {
 	*x = NextSegmentWithTxnIndexRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1659,7 @@ func (x *NextSegmentWithTxnIndexRequest) String() string {
 func (*NextSegmentWithTxnIndexRequest) ProtoMessage() {}
 
 func (x *NextSegmentWithTxnIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[21]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1672,7 @@ func (x *NextSegmentWithTxnIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextSegmentWithTxnIndexRequest.ProtoReflect.Descriptor instead.
 func (*NextSegmentWithTxnIndexRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{21}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NextSegmentWithTxnIndexRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1530,7 +1705,7 @@ type IsReadyRequest struct {
 
 func (x *IsReadyRequest) Reset() {
 	*x = IsReadyRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1717,7 @@ func (x *IsReadyRequest) String() string {
 func (*IsReadyRequest) ProtoMessage() {}
 
 func (x *IsReadyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[22]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1730,7 @@ func (x *IsReadyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsReadyRequest.ProtoReflect.Descriptor instead.
 func (*IsReadyRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{22}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *IsReadyRequest) GetTopicIdPartition() *TopicIdPartition {
@@ -1574,7 +1749,7 @@ type IsReadyReply struct {
 
 func (x *IsReadyReply) Reset() {
 	*x = IsReadyReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1761,7 @@ func (x *IsReadyReply) String() string {
 func (*IsReadyReply) ProtoMessage() {}
 
 func (x *IsReadyReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[23]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1774,7 @@ func (x *IsReadyReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsReadyReply.ProtoReflect.Descriptor instead.
 func (*IsReadyReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{23}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IsReadyReply) GetReady() bool {
@@ -1617,7 +1792,7 @@ type WatchReadinessRequest struct {
 
 func (x *WatchReadinessRequest) Reset() {
 	*x = WatchReadinessRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1804,7 @@ func (x *WatchReadinessRequest) String() string {
 func (*WatchReadinessRequest) ProtoMessage() {}
 
 func (x *WatchReadinessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[24]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1817,7 @@ func (x *WatchReadinessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchReadinessRequest.ProtoReflect.Descriptor instead.
 func (*WatchReadinessRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{24}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{26}
 }
 
 // PartitionReadiness is one hosted user partition and whether IsReady
@@ -1657,7 +1832,7 @@ type PartitionReadiness struct {
 
 func (x *PartitionReadiness) Reset() {
 	*x = PartitionReadiness{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1844,7 @@ func (x *PartitionReadiness) String() string {
 func (*PartitionReadiness) ProtoMessage() {}
 
 func (x *PartitionReadiness) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[25]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1857,7 @@ func (x *PartitionReadiness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionReadiness.ProtoReflect.Descriptor instead.
 func (*PartitionReadiness) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{25}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PartitionReadiness) GetTopicIdPartition() *TopicIdPartition {
@@ -1712,7 +1887,7 @@ type ReadinessUpdate struct {
 
 func (x *ReadinessUpdate) Reset() {
 	*x = ReadinessUpdate{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1899,7 @@ func (x *ReadinessUpdate) String() string {
 func (*ReadinessUpdate) ProtoMessage() {}
 
 func (x *ReadinessUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[26]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1912,7 @@ func (x *ReadinessUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadinessUpdate.ProtoReflect.Descriptor instead.
 func (*ReadinessUpdate) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{26}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReadinessUpdate) GetPartitions() []*PartitionReadiness {
@@ -1757,7 +1932,7 @@ type LeadershipChangesRequest struct {
 
 func (x *LeadershipChangesRequest) Reset() {
 	*x = LeadershipChangesRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1944,7 @@ func (x *LeadershipChangesRequest) String() string {
 func (*LeadershipChangesRequest) ProtoMessage() {}
 
 func (x *LeadershipChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[27]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1957,7 @@ func (x *LeadershipChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeadershipChangesRequest.ProtoReflect.Descriptor instead.
 func (*LeadershipChangesRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{27}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LeadershipChangesRequest) GetLeaders() []*TopicIdPartition {
@@ -1808,7 +1983,7 @@ type StopPartitionsRequest struct {
 
 func (x *StopPartitionsRequest) Reset() {
 	*x = StopPartitionsRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1995,7 @@ func (x *StopPartitionsRequest) String() string {
 func (*StopPartitionsRequest) ProtoMessage() {}
 
 func (x *StopPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[28]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +2008,7 @@ func (x *StopPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*StopPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{28}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StopPartitionsRequest) GetPartitions() []*TopicIdPartition {
@@ -1851,7 +2026,7 @@ type AssignmentReply struct {
 
 func (x *AssignmentReply) Reset() {
 	*x = AssignmentReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +2038,7 @@ func (x *AssignmentReply) String() string {
 func (*AssignmentReply) ProtoMessage() {}
 
 func (x *AssignmentReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[29]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +2051,7 @@ func (x *AssignmentReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentReply.ProtoReflect.Descriptor instead.
 func (*AssignmentReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{29}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{31}
 }
 
 type ServerInfoRequest struct {
@@ -1887,7 +2062,7 @@ type ServerInfoRequest struct {
 
 func (x *ServerInfoRequest) Reset() {
 	*x = ServerInfoRequest{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[30]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2074,7 @@ func (x *ServerInfoRequest) String() string {
 func (*ServerInfoRequest) ProtoMessage() {}
 
 func (x *ServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[30]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2087,7 @@ func (x *ServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*ServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{30}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{32}
 }
 
 // ServerInfoReply describes the server, so a client can check it reached the
@@ -1942,7 +2117,7 @@ type ServerInfoReply struct {
 
 func (x *ServerInfoReply) Reset() {
 	*x = ServerInfoReply{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[31]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2129,7 @@ func (x *ServerInfoReply) String() string {
 func (*ServerInfoReply) ProtoMessage() {}
 
 func (x *ServerInfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[31]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2142,7 @@ func (x *ServerInfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfoReply.ProtoReflect.Descriptor instead.
 func (*ServerInfoReply) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{31}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ServerInfoReply) GetVersion() string {
@@ -2039,7 +2214,7 @@ type ErrorInfo struct {
 
 func (x *ErrorInfo) Reset() {
 	*x = ErrorInfo{}
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[32]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2226,7 @@ func (x *ErrorInfo) String() string {
 func (*ErrorInfo) ProtoMessage() {}
 
 func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_rlmm_v1_rlmm_proto_msgTypes[32]
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2239,7 @@ func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorInfo.ProtoReflect.Descriptor instead.
 func (*ErrorInfo) Descriptor() ([]byte, []int) {
-	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{32}
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ErrorInfo) GetKind() ErrorKind {
@@ -2149,7 +2324,20 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\x05reply\x18\x02 \x01(\v2\x15.rlmm.v1.SegmentReplyH\x00R\x05reply\x12+\n" +
 	"\x05error\x18\x03 \x01(\v2\x13.rlmm.v1.CallStatusH\x00R\x05errorB\b\n" +
-	"\x06result\"j\n" +
+	"\x06result\"\xb0\x02\n" +
+	"\x14MutationFrameRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x04R\ttimeoutMs\x12=\n" +
+	"\vadd_segment\x18\x03 \x01(\v2\x1a.rlmm.v1.AddSegmentRequestH\x00R\n" +
+	"addSegment\x12F\n" +
+	"\x0eupdate_segment\x18\x04 \x01(\v2\x1d.rlmm.v1.UpdateSegmentRequestH\x00R\rupdateSegment\x12V\n" +
+	"\x14put_partition_delete\x18\x05 \x01(\v2\".rlmm.v1.PutPartitionDeleteRequestH\x00R\x12putPartitionDeleteB\n" +
+	"\n" +
+	"\bmutation\"O\n" +
+	"\x12MutationFrameReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12)\n" +
+	"\x05error\x18\x02 \x01(\v2\x13.rlmm.v1.CallStatusR\x05error\"j\n" +
 	"\n" +
 	"CallStatus\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
@@ -2263,7 +2451,7 @@ func file_rlmm_v1_rlmm_proto_rawDescGZIP() []byte {
 }
 
 var file_rlmm_v1_rlmm_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(SegmentState)(0),                      // 0: rlmm.v1.SegmentState
 	(PartitionDeleteState)(0),              // 1: rlmm.v1.PartitionDeleteState
@@ -2282,26 +2470,28 @@ var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(*SegmentReply)(nil),                   // 14: rlmm.v1.SegmentReply
 	(*SegmentForOffsetStreamRequest)(nil),  // 15: rlmm.v1.SegmentForOffsetStreamRequest
 	(*SegmentForOffsetStreamReply)(nil),    // 16: rlmm.v1.SegmentForOffsetStreamReply
-	(*CallStatus)(nil),                     // 17: rlmm.v1.CallStatus
-	(*HighestOffsetForEpochRequest)(nil),   // 18: rlmm.v1.HighestOffsetForEpochRequest
-	(*HighestOffsetForEpochReply)(nil),     // 19: rlmm.v1.HighestOffsetForEpochReply
-	(*ListSegmentsRequest)(nil),            // 20: rlmm.v1.ListSegmentsRequest
-	(*SegmentBatch)(nil),                   // 21: rlmm.v1.SegmentBatch
-	(*RemoteLogSizeRequest)(nil),           // 22: rlmm.v1.RemoteLogSizeRequest
-	(*RemoteLogSizeReply)(nil),             // 23: rlmm.v1.RemoteLogSizeReply
-	(*NextSegmentWithTxnIndexRequest)(nil), // 24: rlmm.v1.NextSegmentWithTxnIndexRequest
-	(*IsReadyRequest)(nil),                 // 25: rlmm.v1.IsReadyRequest
-	(*IsReadyReply)(nil),                   // 26: rlmm.v1.IsReadyReply
-	(*WatchReadinessRequest)(nil),          // 27: rlmm.v1.WatchReadinessRequest
-	(*PartitionReadiness)(nil),             // 28: rlmm.v1.PartitionReadiness
-	(*ReadinessUpdate)(nil),                // 29: rlmm.v1.ReadinessUpdate
-	(*LeadershipChangesRequest)(nil),       // 30: rlmm.v1.LeadershipChangesRequest
-	(*StopPartitionsRequest)(nil),          // 31: rlmm.v1.StopPartitionsRequest
-	(*AssignmentReply)(nil),                // 32: rlmm.v1.AssignmentReply
-	(*ServerInfoRequest)(nil),              // 33: rlmm.v1.ServerInfoRequest
-	(*ServerInfoReply)(nil),                // 34: rlmm.v1.ServerInfoReply
-	(*ErrorInfo)(nil),                      // 35: rlmm.v1.ErrorInfo
-	(*anypb.Any)(nil),                      // 36: google.protobuf.Any
+	(*MutationFrameRequest)(nil),           // 17: rlmm.v1.MutationFrameRequest
+	(*MutationFrameReply)(nil),             // 18: rlmm.v1.MutationFrameReply
+	(*CallStatus)(nil),                     // 19: rlmm.v1.CallStatus
+	(*HighestOffsetForEpochRequest)(nil),   // 20: rlmm.v1.HighestOffsetForEpochRequest
+	(*HighestOffsetForEpochReply)(nil),     // 21: rlmm.v1.HighestOffsetForEpochReply
+	(*ListSegmentsRequest)(nil),            // 22: rlmm.v1.ListSegmentsRequest
+	(*SegmentBatch)(nil),                   // 23: rlmm.v1.SegmentBatch
+	(*RemoteLogSizeRequest)(nil),           // 24: rlmm.v1.RemoteLogSizeRequest
+	(*RemoteLogSizeReply)(nil),             // 25: rlmm.v1.RemoteLogSizeReply
+	(*NextSegmentWithTxnIndexRequest)(nil), // 26: rlmm.v1.NextSegmentWithTxnIndexRequest
+	(*IsReadyRequest)(nil),                 // 27: rlmm.v1.IsReadyRequest
+	(*IsReadyReply)(nil),                   // 28: rlmm.v1.IsReadyReply
+	(*WatchReadinessRequest)(nil),          // 29: rlmm.v1.WatchReadinessRequest
+	(*PartitionReadiness)(nil),             // 30: rlmm.v1.PartitionReadiness
+	(*ReadinessUpdate)(nil),                // 31: rlmm.v1.ReadinessUpdate
+	(*LeadershipChangesRequest)(nil),       // 32: rlmm.v1.LeadershipChangesRequest
+	(*StopPartitionsRequest)(nil),          // 33: rlmm.v1.StopPartitionsRequest
+	(*AssignmentReply)(nil),                // 34: rlmm.v1.AssignmentReply
+	(*ServerInfoRequest)(nil),              // 35: rlmm.v1.ServerInfoRequest
+	(*ServerInfoReply)(nil),                // 36: rlmm.v1.ServerInfoReply
+	(*ErrorInfo)(nil),                      // 37: rlmm.v1.ErrorInfo
+	(*anypb.Any)(nil),                      // 38: google.protobuf.Any
 }
 var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
 	3,  // 0: rlmm.v1.TopicIdPartition.topic_id:type_name -> rlmm.v1.Uuid
@@ -2321,53 +2511,57 @@ var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
 	6,  // 14: rlmm.v1.SegmentReply.segment:type_name -> rlmm.v1.SegmentMetadata
 	13, // 15: rlmm.v1.SegmentForOffsetStreamRequest.request:type_name -> rlmm.v1.SegmentForOffsetRequest
 	14, // 16: rlmm.v1.SegmentForOffsetStreamReply.reply:type_name -> rlmm.v1.SegmentReply
-	17, // 17: rlmm.v1.SegmentForOffsetStreamReply.error:type_name -> rlmm.v1.CallStatus
-	36, // 18: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
-	4,  // 19: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 20: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	6,  // 21: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
-	4,  // 22: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 23: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 24: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 25: rlmm.v1.PartitionReadiness.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	28, // 26: rlmm.v1.ReadinessUpdate.partitions:type_name -> rlmm.v1.PartitionReadiness
-	4,  // 27: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 28: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 29: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
-	2,  // 30: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
-	9,  // 31: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
-	10, // 32: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
-	11, // 33: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
-	13, // 34: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
-	15, // 35: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
-	18, // 36: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
-	20, // 37: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
-	22, // 38: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
-	24, // 39: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
-	25, // 40: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
-	27, // 41: rlmm.v1.RemoteLogMetadata.WatchReadiness:input_type -> rlmm.v1.WatchReadinessRequest
-	30, // 42: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
-	31, // 43: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
-	33, // 44: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
-	12, // 45: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
-	12, // 46: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
-	12, // 47: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
-	14, // 48: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
-	16, // 49: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
-	19, // 50: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
-	21, // 51: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
-	23, // 52: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
-	14, // 53: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
-	26, // 54: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
-	29, // 55: rlmm.v1.RemoteLogMetadata.WatchReadiness:output_type -> rlmm.v1.ReadinessUpdate
-	32, // 56: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
-	32, // 57: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
-	34, // 58: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
-	45, // [45:59] is the sub-list for method output_type
-	31, // [31:45] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	19, // 17: rlmm.v1.SegmentForOffsetStreamReply.error:type_name -> rlmm.v1.CallStatus
+	9,  // 18: rlmm.v1.MutationFrameRequest.add_segment:type_name -> rlmm.v1.AddSegmentRequest
+	10, // 19: rlmm.v1.MutationFrameRequest.update_segment:type_name -> rlmm.v1.UpdateSegmentRequest
+	11, // 20: rlmm.v1.MutationFrameRequest.put_partition_delete:type_name -> rlmm.v1.PutPartitionDeleteRequest
+	19, // 21: rlmm.v1.MutationFrameReply.error:type_name -> rlmm.v1.CallStatus
+	38, // 22: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
+	4,  // 23: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 24: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	6,  // 25: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
+	4,  // 26: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 27: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 28: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 29: rlmm.v1.PartitionReadiness.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	30, // 30: rlmm.v1.ReadinessUpdate.partitions:type_name -> rlmm.v1.PartitionReadiness
+	4,  // 31: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 32: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 33: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
+	2,  // 34: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
+	9,  // 35: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
+	10, // 36: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
+	11, // 37: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
+	13, // 38: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
+	15, // 39: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
+	20, // 40: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
+	22, // 41: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
+	24, // 42: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
+	26, // 43: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
+	27, // 44: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
+	29, // 45: rlmm.v1.RemoteLogMetadata.WatchReadiness:input_type -> rlmm.v1.WatchReadinessRequest
+	32, // 46: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
+	33, // 47: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
+	35, // 48: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
+	12, // 49: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
+	12, // 50: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
+	12, // 51: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
+	14, // 52: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
+	16, // 53: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
+	21, // 54: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
+	23, // 55: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
+	25, // 56: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
+	14, // 57: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
+	28, // 58: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
+	31, // 59: rlmm.v1.RemoteLogMetadata.WatchReadiness:output_type -> rlmm.v1.ReadinessUpdate
+	34, // 60: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
+	34, // 61: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
+	36, // 62: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
+	49, // [49:63] is the sub-list for method output_type
+	35, // [35:49] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_rlmm_v1_rlmm_proto_init() }
@@ -2381,14 +2575,19 @@ func file_rlmm_v1_rlmm_proto_init() {
 		(*SegmentForOffsetStreamReply_Reply)(nil),
 		(*SegmentForOffsetStreamReply_Error)(nil),
 	}
-	file_rlmm_v1_rlmm_proto_msgTypes[17].OneofWrappers = []any{}
+	file_rlmm_v1_rlmm_proto_msgTypes[14].OneofWrappers = []any{
+		(*MutationFrameRequest_AddSegment)(nil),
+		(*MutationFrameRequest_UpdateSegment)(nil),
+		(*MutationFrameRequest_PutPartitionDelete)(nil),
+	}
+	file_rlmm_v1_rlmm_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rlmm_v1_rlmm_proto_rawDesc), len(file_rlmm_v1_rlmm_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

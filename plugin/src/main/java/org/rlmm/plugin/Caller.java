@@ -11,6 +11,7 @@ import java.util.function.Supplier;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.rlmm.plugin.proto.IsReadyRequest;
+import org.rlmm.plugin.proto.MutationFrameRequest;
 import org.rlmm.plugin.proto.MutationReply;
 import org.rlmm.plugin.proto.RemoteLogMetadataGrpc;
 import org.slf4j.Logger;
@@ -145,16 +146,22 @@ final class Caller {
      * A mutation: sent once a session is open (the broker's thread does not wait for it), its
      * future settled from gRPC's callback with the answer or the mapped failure
      * ({@link MutationFuture}: a caller waiting in get() is woken from the I/O thread itself,
-     * stages chained on the future run on the plugin's callback pool).
+     * stages chained on the future run on the plugin's callback pool). When the session is open
+     * and has a framed mutation pool ({@code rlmm.serve.mutation.transport=framed}), the mutation
+     * runs there instead, in the broker's thread, which returns with the future settled
+     * ({@link #framed}); framed is the same request for it.
      */
-    CompletableFuture<Void> mutate(String rpc, String what, AsyncCall call) {
+    CompletableFuture<Void> mutate(String rpc, String what, MutationFrameRequest.Builder framed, AsyncCall call) {
         long began = System.nanoTime();
         long boundMs = cfg.mutationTimeout.toMillis();
         Deadline deadline = Deadline.after(boundMs, TimeUnit.MILLISECONDS);
         MutationFuture result = new MutationFuture(callbacks);
         CompletableFuture<Session> session = supervisor.whenReady(what, boundMs);
         if (session.isDone() && !session.isCompletedExceptionally()) {
-            send(session.getNow(null), call, rpc, what, began, deadline, result);
+            Session s = session.getNow(null);
+            if (!framed(s, framed, rpc, what, began, deadline, result)) {
+                send(s, call, rpc, what, began, deadline, result);
+            }
         } else {
             session.whenComplete((s, err) -> {
                 if (err != null) {
@@ -165,6 +172,35 @@ final class Caller {
             });
         }
         return result;
+    }
+
+    /**
+     * Runs the mutation on s's framed mutation pool in the calling thread and settles result with
+     * its answer; false when s has no pool or it cannot be used now (nothing was sent: the caller
+     * sends the gRPC call). Why the caller's own thread: the broker waits for every add and finish
+     * at once (RemoteLogManager calls get() on the future), and a gRPC call's hand-overs between its
+     * thread, Netty's I/O thread and grpc-go's goroutines cost more than the blocking round trip on a
+     * Unix socket (docs/BENCHMARKS.md, "Broker plugin").
+     */
+    private boolean framed(Session s, MutationFrameRequest.Builder framed, String rpc, String what, long began, Deadline deadline,
+            MutationFuture result) {
+        FramedPool pool = s.framedMutations();
+        if (pool == null) {
+            return false;
+        }
+        try {
+            if (!pool.mutate(framed, deadline)) {
+                return false;
+            }
+            lastSettled = System.nanoTime();
+            settle(result, rpc, began, null);
+        } catch (StatusRuntimeException e) {
+            settle(result, rpc, began, Errors.map(e, what, cfg.target(), Errors.Call.MUTATION));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            settle(result, rpc, began, Errors.interrupted(what, e));
+        }
+        return true;
     }
 
     /**
@@ -245,7 +281,7 @@ final class Caller {
         }
     }
 
-    /** System.nanoTime() when gRPC's callback last answered a mutation with success (0: none yet). */
+    /** System.nanoTime() when a mutation was last answered with success (0: none yet). */
     long lastSettled() {
         return lastSettled;
     }

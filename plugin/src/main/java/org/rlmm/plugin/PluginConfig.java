@@ -59,6 +59,8 @@ final class PluginConfig {
     static final String TRANSPORT = "rlmm.serve.transport";
     /** {@link LookupTransport}. */
     static final String LOOKUP_TRANSPORT = "rlmm.serve.lookup.transport";
+    /** {@link MutationTransport}. */
+    static final String MUTATION_TRANSPORT = "rlmm.serve.mutation.transport";
     /** Deadline of a read (lookup, list, size, isReady) and of an assignment change. */
     static final String CALL_TIMEOUT = "rlmm.serve.call.timeout.ms";
     /** Deadline of a mutation (add, update, partition delete). */
@@ -150,6 +152,12 @@ final class PluginConfig {
                             + " socket, no gRPC: the broker's thread writes and reads a blocking Unix socket itself; on the"
                             + " stream when the server has none or in TCP mode), stream (one long-lived gRPC stream) or"
                             + " unary (one gRPC call each). Every path answers and fails alike.")
+            .define(MUTATION_TRANSPORT, Type.STRING, "framed", ConfigDef.ValidString.in("framed", "grpc"), Importance.LOW,
+                    "How a mutation (add, update, partition delete) reaches rlmm serve: framed (a mutation connection"
+                            + " of its framed socket, no gRPC: the broker's thread writes the request and blocks in the"
+                            + " read of its answer, within the mutation timeout; as a gRPC call when the server has no"
+                            + " framed socket, does not accept it, or in TCP mode) or grpc (one asynchronous gRPC call"
+                            + " each, the broker's thread returning at once with the future). Both answer and fail alike.")
             .define(CALL_TIMEOUT, Type.LONG, 10_000L, atLeast(1), Importance.MEDIUM,
                     "Bound of a read (lookup, list, size, isReady) and of each try of an assignment change, the wait"
                             + " for a restarting child included.")
@@ -235,7 +243,7 @@ final class PluginConfig {
 
     /** The lookup's path to the server ({@link #LOOKUP_TRANSPORT}). */
     enum LookupTransport {
-        /** The framed lookup socket (FramedLookups), on the stream where there is none. */
+        /** The framed socket's lookup connections (FramedPool), on the stream where there is none. */
         FRAMED,
         /** The gRPC lookup stream (LookupStream). */
         STREAM,
@@ -243,9 +251,18 @@ final class PluginConfig {
         UNARY
     }
 
+    /** A mutation's path to the server ({@link #MUTATION_TRANSPORT}). */
+    enum MutationTransport {
+        /** The framed socket's mutation connections (FramedPool), as a gRPC call where they cannot be used. */
+        FRAMED,
+        /** One asynchronous unary gRPC call per mutation. */
+        GRPC
+    }
+
     final Mode mode;
     final Transport transport;
     final LookupTransport lookupTransport;
+    final MutationTransport mutationTransport;
     final int brokerId;
     final String clusterId;
     final Path logDir;
@@ -345,6 +362,7 @@ final class PluginConfig {
         String work = string(values, WORK_DIR);
         transport = Transport.valueOf(string(values, TRANSPORT).toUpperCase(java.util.Locale.ROOT));
         lookupTransport = LookupTransport.valueOf(string(values, LOOKUP_TRANSPORT).toUpperCase(java.util.Locale.ROOT));
+        mutationTransport = MutationTransport.valueOf(string(values, MUTATION_TRANSPORT).toUpperCase(java.util.Locale.ROOT));
         callTimeout = millis(values, CALL_TIMEOUT);
         lookupReadyWait = millis(values, LOOKUP_READY_WAIT);
         startTimeout = millis(values, START_TIMEOUT);

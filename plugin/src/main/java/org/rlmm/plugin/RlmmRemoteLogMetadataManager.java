@@ -25,6 +25,7 @@ import org.rlmm.plugin.proto.HighestOffsetForEpochReply;
 import org.rlmm.plugin.proto.HighestOffsetForEpochRequest;
 import org.rlmm.plugin.proto.LeadershipChangesRequest;
 import org.rlmm.plugin.proto.ListSegmentsRequest;
+import org.rlmm.plugin.proto.MutationFrameRequest;
 import org.rlmm.plugin.proto.NextSegmentWithTxnIndexRequest;
 import org.rlmm.plugin.proto.PutPartitionDeleteRequest;
 import org.rlmm.plugin.proto.RemoteLogSizeRequest;
@@ -228,7 +229,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     + RemoteLogSegmentState.COPY_SEGMENT_STARTED + " but it contains state as: " + metadata.state());
         }
         AddSegmentRequest req = AddSegmentRequest.newBuilder().setSegment(Convert.segment(metadata)).build();
-        return caller().mutate("add", "adding segment " + metadata.remoteLogSegmentId(), (stub, obs) -> stub.addSegment(req, obs));
+        return caller().mutate("add", "adding segment " + metadata.remoteLogSegmentId(),
+                MutationFrameRequest.newBuilder().setAddSegment(req), (stub, obs) -> stub.addSegment(req, obs));
     }
 
     @Override
@@ -241,7 +243,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         }
         UpdateSegmentRequest req = UpdateSegmentRequest.newBuilder().setUpdate(Convert.update(update)).build();
         return caller().mutate("update", "updating segment " + update.remoteLogSegmentId() + " to " + update.state(),
-                (stub, obs) -> stub.updateSegment(req, obs));
+                MutationFrameRequest.newBuilder().setUpdateSegment(req), (stub, obs) -> stub.updateSegment(req, obs));
     }
 
     @Override
@@ -250,7 +252,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         Objects.requireNonNull(metadata, "remotePartitionDeleteMetadata can not be null");
         PutPartitionDeleteRequest req = PutPartitionDeleteRequest.newBuilder().setDelete(Convert.partitionDelete(metadata)).build();
         return caller().mutate("partition-delete", "recording " + metadata.state() + " of partition " + metadata.topicIdPartition(),
-                (stub, obs) -> stub.putPartitionDelete(req, obs));
+                MutationFrameRequest.newBuilder().setPutPartitionDelete(req), (stub, obs) -> stub.putPartitionDelete(req, obs));
     }
 
     // ---- assignment ------------------------------------------------------------------------
@@ -366,6 +368,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     /** How many framed lookup connections this instance opened, over every session. */
     int framedConnectionsOpened() {
         return supervisor == null ? 0 : supervisor.framedConnectionsOpened();
+    }
+
+    /** How many framed mutation connections this instance opened, over every session. */
+    int framedMutationConnectionsOpened() {
+        return supervisor == null ? 0 : supervisor.framedMutationConnectionsOpened();
     }
 
     /** System.nanoTime() when the server's answer to a mutation last reached the plugin (the benchmark's split). */

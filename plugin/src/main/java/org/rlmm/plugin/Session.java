@@ -49,11 +49,15 @@ final class Session implements AutoCloseable {
     /** The channel's I/O thread, where mutations are started ({@link Channels.Conn#loop}). */
     final java.util.concurrent.Executor loop;
     final LookupStream lookups;
-    /** The framed lookup socket's pool, set by {@link #handOver} when the server has one; null before or without. */
-    private volatile FramedLookups framed;
+    /** The framed socket's lookup pool, set by {@link #handOver} when the server has one; null before or without. */
+    private volatile FramedPool framed;
+    /** The framed socket's mutation pool, set with {@link #framed} when mutations go framed; null before or without. */
+    private volatile FramedPool framedMutations;
     /** Framed lookup connections opened, counted across sessions (for tests). */
     private final AtomicInteger framedOpened;
-    /** The server's last answer to ServerInfo (it names the framed lookup socket), or null. */
+    /** Framed mutation connections opened, counted across sessions (for tests). */
+    private final AtomicInteger framedMutationsOpened;
+    /** The server's last answer to ServerInfo (it names the framed socket), or null. */
     private volatile ServerInfoReply lastInfo;
     final ReadinessWatch readiness;
     private volatile boolean closed;
@@ -63,9 +67,11 @@ final class Session implements AutoCloseable {
     private volatile String lastProbeFailure = "";
 
     /** Opens the channel and the readiness stream (which waits for the server by itself). */
-    Session(PluginConfig cfg, Logger log, int generation, AtomicInteger lookupStreams, AtomicInteger framedOpened) {
+    Session(PluginConfig cfg, Logger log, int generation, AtomicInteger lookupStreams, AtomicInteger framedOpened,
+            AtomicInteger framedMutationsOpened) {
         this.cfg = cfg;
         this.framedOpened = framedOpened;
+        this.framedMutationsOpened = framedMutationsOpened;
         this.log = log;
         this.generation = generation;
         this.conn = Channels.open(cfg);
@@ -99,13 +105,32 @@ final class Session implements AutoCloseable {
         if (closed) {
             return true;
         }
-        io.grpc.Status.Code code = e.getStatus().getCode();
-        if (cfg.mode != PluginConfig.Mode.SPAWN || (code != io.grpc.Status.Code.UNAVAILABLE && code != io.grpc.Status.Code.CANCELLED)
-                || Errors.info(e) != null) {
+        if (cfg.mode != PluginConfig.Mode.SPAWN || !transportFailed(e) || Errors.info(e) != null) {
             return false;
         }
         long p = pid;
         return p > 0 && !ProcessHandle.of(p).map(ProcessHandle::isAlive).orElse(false);
+    }
+
+    /**
+     * Whether e is the transport's failure: UNAVAILABLE or CANCELLED, or UNKNOWN from a write on a
+     * channel already closed (grpc-java's status when a call starts on a connection that a dead
+     * child closed just before).
+     */
+    private static boolean transportFailed(StatusRuntimeException e) {
+        io.grpc.Status.Code code = e.getStatus().getCode();
+        if (code == io.grpc.Status.Code.UNAVAILABLE || code == io.grpc.Status.Code.CANCELLED) {
+            return true;
+        }
+        if (code != io.grpc.Status.Code.UNKNOWN) {
+            return false;
+        }
+        for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+            if (c instanceof java.nio.channels.ClosedChannelException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether the channel is connected (connect mode's child-up gauge). */
@@ -200,25 +225,51 @@ final class Session implements AutoCloseable {
     }
 
     /**
-     * Opens the framed lookup pool when lookups go framed ({@code rlmm.serve.lookup.transport}), the
-     * plugin reaches its server on a Unix socket, and the server's ServerInfo, from this pid, named
-     * its framed socket (an older server names none: lookups stay on the stream).
+     * Opens the framed socket's pools when the plugin reaches its server on a Unix socket and the
+     * server's ServerInfo, from this pid, named its framed socket (an older server names none: calls
+     * stay on gRPC): the lookup pool when lookups go framed ({@code rlmm.serve.lookup.transport}), the
+     * mutation pool when mutations do ({@code rlmm.serve.mutation.transport}).
      */
     private void openFramed(long serverPid) {
         ServerInfoReply info = lastInfo;
-        if (cfg.lookupTransport != PluginConfig.LookupTransport.FRAMED || cfg.mode == PluginConfig.Mode.TCP
-                || info == null || info.getPid() != serverPid || info.getLookupSocket().isEmpty() || framed != null) {
-            if (cfg.lookupTransport == PluginConfig.LookupTransport.FRAMED && cfg.mode != PluginConfig.Mode.TCP
-                    && info != null && info.getLookupSocket().isEmpty()) {
-                log.info("rlmm plugin: rlmm serve pid {} has no framed lookup socket (an older version, or --lookup-socket"
-                        + " none); lookups go on the lookup stream", serverPid);
-            }
+        boolean lookups = cfg.lookupTransport == PluginConfig.LookupTransport.FRAMED;
+        boolean mutations = cfg.mutationTransport == PluginConfig.MutationTransport.FRAMED;
+        if (!(lookups || mutations) || cfg.mode == PluginConfig.Mode.TCP || info == null || info.getPid() != serverPid
+                || framed != null || framedMutations != null) {
             return;
         }
-        framed = new FramedLookups(java.nio.file.Path.of(info.getLookupSocket()), serverPid, cfg.callTimeout.toMillis(), log,
-                cfg.target(), framedOpened);
+        if (info.getLookupSocket().isEmpty()) {
+            log.info("rlmm plugin: rlmm serve pid {} has no framed socket (an older version, or --lookup-socket"
+                    + " none); lookups go on the lookup stream, mutations as gRPC calls", serverPid);
+            return;
+        }
+        java.nio.file.Path path = java.nio.file.Path.of(info.getLookupSocket());
+        if (lookups) {
+            framed = new FramedPool(FramedPool.Kind.LOOKUPS, path, serverPid, cfg.callTimeout.toMillis(), log,
+                    cfg.target(), framedOpened);
+        }
+        if (mutations) {
+            framedMutations = new FramedPool(FramedPool.Kind.MUTATIONS, path, serverPid, cfg.mutationTimeout.toMillis(), log,
+                    cfg.target(), framedMutationsOpened);
+        }
         if (closed) {
-            framed.close(); // closed meanwhile: close() may have missed it
+            closeFramed(); // closed meanwhile: close() may have missed them
+        }
+    }
+
+    /** This session's framed mutation pool, or null (mutations go as gRPC calls). */
+    FramedPool framedMutations() {
+        return framedMutations;
+    }
+
+    private void closeFramed() {
+        FramedPool f = framed;
+        if (f != null) {
+            f.close();
+        }
+        FramedPool m = framedMutations;
+        if (m != null) {
+            m.close();
         }
     }
 
@@ -251,7 +302,7 @@ final class Session implements AutoCloseable {
 
     /**
      * The fetch path's lookup, by {@code path}: on this session's framed lookup socket
-     * ({@link FramedLookups}; on the stream when the server has none or it cannot be used now), on
+     * ({@link FramedPool}; on the stream when the server has none or it cannot be used now), on
      * its lookup stream, or as a unary call (also when the server has no stream, an older rlmm
      * serve). Waited for within the deadline; a failure is thrown as its status.
      */
@@ -260,7 +311,7 @@ final class Session implements AutoCloseable {
         if (path == PluginConfig.LookupTransport.UNARY || lookups.unimplemented()) {
             return unary(RemoteLogMetadataGrpc.getSegmentForOffsetMethod(), req, deadline);
         }
-        FramedLookups f = framed;
+        FramedPool f = framed;
         if (path == PluginConfig.LookupTransport.FRAMED && f != null) {
             SegmentReply r = f.lookup(req, deadline);
             if (r != null) {
@@ -306,10 +357,7 @@ final class Session implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        FramedLookups f = framed;
-        if (f != null) {
-            f.close();
-        }
+        closeFramed();
         readiness.close();
         conn.close();
     }

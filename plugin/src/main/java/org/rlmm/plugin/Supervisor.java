@@ -47,6 +47,8 @@ final class Supervisor implements AutoCloseable {
     private final AtomicInteger generations = new AtomicInteger();
     private final AtomicInteger lookupStreams = new AtomicInteger();
     private final AtomicInteger framedConnections = new AtomicInteger();
+    /** Framed mutation connections the sessions opened (for tests). */
+    private final AtomicInteger framedMutationConnections = new AtomicInteger();
     /** Reads that found no session since the last one opened (logged when the next one opens). */
     private final AtomicLong readsHeld = new AtomicLong();
     /** Completed with the open session; replaced by an incomplete one between generations. */
@@ -235,7 +237,8 @@ final class Supervisor implements AutoCloseable {
     private Session pendingSession() {
         synchronized (lock) {
             if (pending == null || pending.closed()) {
-                pending = new Session(cfg, log, generations.incrementAndGet(), lookupStreams, framedConnections);
+                pending = new Session(cfg, log, generations.incrementAndGet(), lookupStreams, framedConnections,
+                        framedMutationConnections);
             }
             return pending;
         }
@@ -467,6 +470,11 @@ final class Supervisor implements AutoCloseable {
     /** How many framed lookup connections the sessions opened (for tests). */
     int framedConnectionsOpened() {
         return framedConnections.get();
+    }
+
+    /** How many framed mutation connections the sessions opened (for tests). */
+    int framedMutationConnectionsOpened() {
+        return framedMutationConnections.get();
     }
 
     /** Waits until a session is open, at most timeout; false when none opened or the plugin gave up. */

@@ -169,15 +169,21 @@ class CallerTest {
     @Test
     void aMutationsRefusalFailsItsFutureMapped() throws Exception {
         answer.set(refusal(io.grpc.Status.Code.FAILED_PRECONDITION, ErrorKind.NOT_ASSIGNED));
-        java.util.concurrent.CompletableFuture<Void> f = caller.mutate("partition-delete", "recording a delete",
+        java.util.concurrent.CompletableFuture<Void> f = caller.mutate("partition-delete", "recording a delete", framedDelete(),
                 (stub, obs) -> stub.putPartitionDelete(PutPartitionDeleteRequest.getDefaultInstance(), obs));
         ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
         assertSame(RemoteStorageException.class, e.getCause().getClass(), e.getCause().toString());
         assertTrue(e.getCause().getMessage().contains("recording a delete") && e.getCause().getMessage().contains(address),
                 e.getCause().getMessage());
         answer.set(null);
-        caller.mutate("partition-delete", "recording a delete",
+        caller.mutate("partition-delete", "recording a delete", framedDelete(),
                 (stub, obs) -> stub.putPartitionDelete(PutPartitionDeleteRequest.getDefaultInstance(), obs)).get(10, TimeUnit.SECONDS);
+    }
+
+    /** The framed form of an empty partition delete (unused here: this server has no framed socket). */
+    private static org.rlmm.plugin.proto.MutationFrameRequest.Builder framedDelete() {
+        return org.rlmm.plugin.proto.MutationFrameRequest.newBuilder()
+                .setPutPartitionDelete(PutPartitionDeleteRequest.getDefaultInstance());
     }
 
     @Test

@@ -8,6 +8,7 @@ import static org.rlmm.plugin.TestSupport.assignAndAwaitReady;
 import static org.rlmm.plugin.TestSupport.embeddedConfig;
 import static org.rlmm.plugin.TestSupport.newPartition;
 import static org.rlmm.plugin.TestSupport.segment;
+import static org.rlmm.plugin.TestSupport.signal;
 import static org.rlmm.plugin.TestSupport.update;
 
 import java.time.Duration;
@@ -28,11 +29,11 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.junit.jupiter.api.Test;
 
-/** The lookup by (epoch, offset) on rlmm serve's framed lookup socket (FramedLookups), the default path. */
+/** The lookup by (epoch, offset) on rlmm serve's framed socket (FramedPool), the default path. */
 class FramedLookupsTest extends ManagerFixture {
 
     /** Finished segments [i*10, i*10+9] in epoch 0 (epoch 1 from i*10+5), returned as the plugin reads them. */
-    private static List<RemoteLogSegmentMetadata> copy(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, int n)
+    static List<RemoteLogSegmentMetadata> copy(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, int n)
             throws Exception {
         List<RemoteLogSegmentMetadata> out = new ArrayList<>();
         for (int i = 0; i < n; i++) {
@@ -53,12 +54,6 @@ class FramedLookupsTest extends ManagerFixture {
         } catch (RemoteStorageException | RuntimeException e) {
             return e.getClass().getName() + ": " + e.getMessage();
         }
-    }
-
-    /** Sends sig (STOP, CONT) to pid. */
-    private static void signal(long pid, String sig) throws Exception {
-        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-        assertTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "kill -" + sig + " " + pid);
     }
 
     @Test

@@ -22,7 +22,7 @@ import org.rlmm.plugin.proto.SegmentForOffsetStreamRequest;
 /**
  * PluginBenchmark's {@code --framed-wait N}: how a caller of the framed lookup socket should wait
  * for its reply within a deadline, measured on raw connections to the bench's child, rounds taking
- * turns. "blocking" is what {@link FramedLookups} does (a blocking read; a watchdog closes an
+ * turns. "blocking" is what {@link FramedPool} does (a blocking read; a watchdog closes an
  * overdue channel, which costs the lookup two volatile writes, included here); "selector" is a
  * non-blocking channel whose caller waits in a per-connection Selector with the remaining time.
  */

@@ -27,7 +27,7 @@ import org.rlmm.plugin.proto.SegmentForOffsetRequest;
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
  *                           [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]
- *                           [--split] [--framed-wait N]
+ *                           [--split] [--framed-wait N] [--mutations framed|grpc]
  * </pre>
  *
  * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
@@ -48,7 +48,8 @@ import org.rlmm.plugin.proto.SegmentForOffsetRequest;
  * (the rest, to the return of get(), is the hand-over to the caller), and the child's own
  * histograms of the same mutations ({@link SidecarMetrics}: the manager's whole mutation, and its
  * phases ready, encode, publish, fetch, apply, wake). What the child does not see of the call is
- * the JVM's, gRPC's and the socket's.
+ * the JVM's, gRPC's and the socket's. {@code --mutations} sets rlmm.serve.mutation.transport
+ * (default framed, the plugin's): with framed the "gRPC's answer" lines time the framed round trip.
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -58,6 +59,7 @@ public final class PluginBenchmark {
         String bootstrap = System.getenv("RLMM_KAFKA_BOOTSTRAP");
         int segments = 500;
         int lookups = 200_000;
+        String mutations = "framed";
         int warmup = 50_000;
         List<String> paths = List.of("framed");
         int rounds = 10;
@@ -78,10 +80,11 @@ public final class PluginBenchmark {
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
                 case "--split" -> split = true;
                 case "--framed-wait" -> framedWait = Integer.parseInt(args[++i]);
+                case "--mutations" -> mutations = args[++i];
                 default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
                             + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R]"
-                            + " [--threads T] [--split] [--framed-wait N]");
+                            + " [--threads T] [--split] [--framed-wait N] [--mutations framed|grpc]");
                     System.exit(2);
                 }
             }
@@ -94,6 +97,7 @@ public final class PluginBenchmark {
         if (sidecar != null) {
             c.put("rlmm.serve.args", sidecar.listenFlag());
         }
+        c.put(PluginConfig.MUTATION_TRANSPORT, mutations);
         RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
         try {
             m.configure(c);

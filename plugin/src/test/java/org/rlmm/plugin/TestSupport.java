@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.Uuid;
@@ -154,6 +155,12 @@ final class TestSupport {
     static void assignAndAwaitReady(RemoteLogMetadataManager m, TopicIdPartition tp, Duration timeout) {
         m.onPartitionLeadershipChanges(java.util.Set.of(tp), java.util.Set.of());
         await("isReady(" + tp + ")", timeout, () -> m.isReady(tp));
+    }
+
+    /** Sends sig (STOP, CONT) to pid. */
+    static void signal(long pid, String sig) throws Exception {
+        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
+        assertTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "kill -" + sig + " " + pid);
     }
 
     /** Whether any live process's command line names this path (a child left behind). */

@@ -1,8 +1,12 @@
 package org.rlmm.plugin;
 
 import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.MessageLite;
+import com.google.protobuf.Parser;
 import io.grpc.Deadline;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -18,6 +22,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import org.rlmm.plugin.proto.MutationFrameReply;
+import org.rlmm.plugin.proto.MutationFrameRequest;
 import org.rlmm.plugin.proto.SegmentForOffsetRequest;
 import org.rlmm.plugin.proto.SegmentForOffsetStreamReply;
 import org.rlmm.plugin.proto.SegmentForOffsetStreamRequest;
@@ -25,40 +31,63 @@ import org.rlmm.plugin.proto.SegmentReply;
 import org.slf4j.Logger;
 
 /**
- * The fetch path's lookup on {@code rlmm serve}'s framed lookup socket (the Go package
- * rpc/lookupframe documents the format): no gRPC, no I/O thread. The broker's calling thread takes
- * a connection from a small pool of blocking Unix-socket {@link SocketChannel}s, writes its request
- * frame and reads the reply frame itself, so a lookup is one write and one read of the caller's
- * own thread against the server's one goroutine per connection. The frames carry the gRPC
- * stream's own messages, and an error reply is thrown as the stream's is
- * ({@link LookupStream#toException}), so the caller maps it exactly as before.
+ * A pool of connections to {@code rlmm serve}'s framed socket (the Go package rpc/lookupframe
+ * documents the format), of one kind: the fetch path's lookups ({@link #lookup}) or the copy
+ * path's mutations ({@link #mutate}). No gRPC, no I/O thread: the broker's calling thread takes a
+ * connection from a small pool of blocking Unix-socket {@link SocketChannel}s, writes its request
+ * frame and reads the reply frame itself, so a call is one write and one read of the caller's own
+ * thread against the server's one goroutine per connection. The frames carry the gRPC calls' own
+ * messages, and an error reply is thrown as gRPC's status is ({@link LookupStream#toException}),
+ * so the caller maps it exactly as before.
  *
  * <p>The caller's deadline holds even when the server hangs (SIGSTOP): a connection in use carries
  * its deadline, and one watchdog thread per pool, which wakes every tick (a twentieth of the call
  * timeout, 1 to 50 ms), closes a connection whose deadline passed; the blocked read then fails and the
- * lookup fails as a deadline does. That costs the lookup two volatile writes; a non-blocking channel
- * waiting in a Selector instead would cost every lookup whose reply is not already there a
+ * call fails as a deadline does. That costs the call two volatile writes; a non-blocking channel
+ * waiting in a Selector instead would cost every call whose reply is not already there a
  * select and a second read, two more system calls per round trip (docs/BENCHMARKS.md).
  *
- * <p>A connection that breaks (the server died, restarted, closed it) is dropped, never reused;
- * a reused one that breaks before its reply is tried once more on a new connection, since a
- * lookup may be repeated. A server that does not accept connections (it is restarting, its socket
- * is gone) makes {@link #lookup} return null: that lookup goes on the lookup stream, which waits
- * for the server within the same deadline as today. A socket whose server answers the hello with
- * another pid than the session's, or refuses it, turns the pool off for the session (logged
- * once): every lookup then goes on the stream.
+ * <p>A connection that breaks (the server died, restarted, closed it) is dropped, never reused.
+ * A lookup on a reused one that breaks before its reply is tried once more on a new connection,
+ * since a lookup may be repeated; a mutation is not, since its event may already be recorded (it
+ * fails UNAVAILABLE, as a gRPC mutation whose channel broke). A server that does not accept
+ * connections (it is restarting, its socket is gone) makes a call return null: the caller sends it
+ * on gRPC instead (the lookup stream, the unary mutation), which waits for the server within the
+ * same deadline as before. A socket whose server answers the hello with another pid than the
+ * session's, or refuses it (an older server knows no mutation hello), turns the pool off for the
+ * session (logged once): every call of its kind then goes on gRPC.
  */
-final class FramedLookups implements AutoCloseable {
-    /** rpc/lookupframe's constants. */
-    private static final byte[] MAGIC = "RLMMLOOKUP".getBytes(StandardCharsets.US_ASCII);
+final class FramedPool implements AutoCloseable {
+    /** The kinds of connection (rpc/lookupframe.Kind): each names its hello's magic. */
+    enum Kind {
+        /** SegmentForOffsetStreamRequest, answered by SegmentForOffsetStreamReply. */
+        LOOKUPS("RLMMLOOKUP", "lookup", "the stream"),
+        /** MutationFrameRequest, answered by MutationFrameReply when the mutation is applied or failed. */
+        MUTATIONS("RLMMMUTATE", "mutation", "unary gRPC calls");
+
+        final byte[] magic;
+        final String noun;
+        /** Where calls of this kind go when the pool cannot be used. */
+        final String fallback;
+
+        Kind(String magic, String noun, String fallback) {
+            this.magic = magic.getBytes(StandardCharsets.US_ASCII);
+            this.noun = noun;
+            this.fallback = fallback;
+        }
+    }
+
+    /** rpc/lookupframe.Version. */
     private static final byte VERSION = 1;
     /** rpc/lookupframe.MaxReply: the largest reply body read. */
     static final int MAX_REPLY = 64 << 20;
     /** Idle connections kept; more are closed when they are handed back. */
     static final int MAX_IDLE = 8;
 
+    private final Kind kind;
     private final Path socket;
     private final long serverPid;
+    /** The bound of a call of this kind, as a deadline's failure names it. */
     private final long callTimeoutMs;
     private final Logger log;
     private final String target;
@@ -72,12 +101,13 @@ final class FramedLookups implements AutoCloseable {
     private final Set<Conn> live = ConcurrentHashMap.newKeySet();
     private final Thread watchdog;
     private volatile boolean closed;
-    /** Why the pool was turned off for good (every lookup on the stream), or null. */
+    /** Why the pool was turned off for good (every call of its kind on gRPC), or null. */
     private volatile String off;
     /** The last reason a dial failed (logged once per distinct reason). */
     private volatile String lastDialFailure = "";
 
-    FramedLookups(Path socket, long serverPid, long callTimeoutMs, Logger log, String target, AtomicInteger opened) {
+    FramedPool(Kind kind, Path socket, long serverPid, long callTimeoutMs, Logger log, String target, AtomicInteger opened) {
+        this.kind = kind;
         this.socket = socket;
         this.serverPid = serverPid;
         this.callTimeoutMs = callTimeoutMs;
@@ -86,12 +116,12 @@ final class FramedLookups implements AutoCloseable {
         this.opened = opened;
         // The deadline is overshot by at most a tick: a twentieth of the bound, 1 to 50 ms.
         this.tick = TimeUnit.MILLISECONDS.toNanos(Math.max(1, Math.min(50, callTimeoutMs / 20)));
-        this.watchdog = new Thread(this::watch, "rlmm-plugin-lookup-watchdog");
+        this.watchdog = new Thread(this::watch, "rlmm-plugin-" + kind.noun + "-watchdog");
         this.watchdog.setDaemon(true);
         this.watchdog.start();
     }
 
-    /** Why the pool is off for this session (lookups on the stream), or null. */
+    /** Why the pool is off for this session (its calls on gRPC), or null. */
     String off() {
         return off;
     }
@@ -103,11 +133,62 @@ final class FramedLookups implements AutoCloseable {
      * a passed deadline as {@link Errors#deadline}.
      */
     SegmentReply lookup(SegmentForOffsetRequest req, Deadline deadline) throws InterruptedException {
+        SegmentForOffsetStreamRequest framed = SegmentForOffsetStreamRequest.newBuilder()
+                .setId(ids.incrementAndGet()).setRequest(req).build();
+        SegmentForOffsetStreamReply r = exchange(framed, framed.getId(), SegmentForOffsetStreamReply.parser(), deadline, true);
+        if (r == null) {
+            return null;
+        }
+        if (r.getId() != framed.getId()) {
+            throw wrongId(r.getId(), framed.getId());
+        }
+        if (r.hasError()) {
+            throw LookupStream.toException(r.getError());
+        }
+        return r.getReply();
+    }
+
+    /**
+     * Runs a mutation on the framed socket within deadline (its time left goes to the server as the
+     * request's timeout_ms) and returns true when it was applied; false when the framed socket
+     * cannot be used now and nothing was sent (the caller sends it as a unary gRPC call). A failure
+     * is thrown as the unary call's would be (a StatusRuntimeException with the ErrorInfo detail),
+     * a broken connection as UNAVAILABLE, a passed deadline as {@link Errors#deadline}: the caller
+     * maps each as a mutation's ({@link Errors#map}).
+     */
+    boolean mutate(MutationFrameRequest.Builder req, Deadline deadline) throws InterruptedException {
+        long id = ids.incrementAndGet();
+        long leftMs = Math.max(1, deadline.timeRemaining(TimeUnit.MILLISECONDS));
+        MutationFrameRequest framed = req.setId(id).setTimeoutMs(leftMs).build();
+        MutationFrameReply r = exchange(framed, id, MutationFrameReply.parser(), deadline, false);
+        if (r == null) {
+            return false;
+        }
+        if (r.getId() != id) {
+            throw wrongId(r.getId(), id);
+        }
+        if (r.hasError()) {
+            throw LookupStream.toException(r.getError());
+        }
+        return true;
+    }
+
+    private StatusRuntimeException wrongId(long got, long want) {
+        return Status.INTERNAL.withDescription("the framed " + kind.noun + " socket " + socket + " answered id " + got
+                + " to request " + want).asRuntimeException();
+    }
+
+    /**
+     * One request and its reply on a pooled connection, within deadline; null when no connection
+     * can be had now (nothing was sent). A reused connection that breaks is tried once more on a new
+     * one when mayRepeat (the request may be sent twice). A reply with another id drops the
+     * connection (the caller throws).
+     */
+    private <R extends MessageLite> R exchange(MessageLite framed, long id, Parser<R> parser, Deadline deadline,
+            boolean mayRepeat) throws InterruptedException {
         if (off != null || closed) {
             return null;
         }
-        SegmentForOffsetStreamRequest framed = SegmentForOffsetStreamRequest.newBuilder()
-                .setId(ids.incrementAndGet()).setRequest(req).build();
         boolean retried = false;
         while (true) {
             long remaining = deadline.timeRemaining(TimeUnit.NANOSECONDS);
@@ -123,46 +204,54 @@ final class FramedLookups implements AutoCloseable {
                     return null;
                 }
             }
-            SegmentForOffsetStreamReply r;
+            R r;
             try {
-                r = c.roundTrip(framed, due);
+                r = c.roundTrip(framed, parser, due);
+            } catch (InvalidProtocolBufferException e) {
+                drop(c);
+                throw Status.INTERNAL.withDescription("the framed " + kind.noun + " socket " + socket
+                        + " answered a reply that does not decode: " + e.getMessage()).withCause(e).asRuntimeException();
             } catch (IOException e) {
                 drop(c);
                 if (c.expired) {
                     throw Errors.deadline(callTimeoutMs);
                 }
                 if (e instanceof ClosedByInterruptException) {
-                    throw new InterruptedException("interrupted in a lookup on " + socket);
+                    throw new InterruptedException("interrupted in a " + kind.noun + " on " + socket);
                 }
                 if (closed) {
                     throw Status.UNAVAILABLE.withDescription("the plugin's session with rlmm serve ended").withCause(e)
                             .asRuntimeException();
                 }
-                if (reused && !retried) {
+                if (mayRepeat && reused && !retried) {
                     retried = true; // an idle connection the server may have closed since: once more, on a new one
                     continue;
                 }
-                throw Status.UNAVAILABLE.withDescription("the framed lookup connection to " + socket + " broke: " + e)
+                throw Status.UNAVAILABLE.withDescription("the framed " + kind.noun + " connection to " + socket + " broke: " + e)
                         .withCause(e).asRuntimeException();
             }
-            if (r.getId() != framed.getId()) {
+            if (idOf(r) != id) {
                 drop(c);
-                throw Status.INTERNAL.withDescription("the framed lookup socket " + socket + " answered id " + r.getId()
-                        + " to request " + framed.getId()).asRuntimeException();
+            } else {
+                release(c);
             }
-            release(c);
-            if (r.hasError()) {
-                throw LookupStream.toException(r.getError());
-            }
-            return r.getReply();
+            return r;
         }
     }
 
-    /** A new connection that passed the hello, or null (the lookup goes on the stream). */
+    /** The id of a reply of either kind. */
+    private static long idOf(MessageLite reply) {
+        if (reply instanceof SegmentForOffsetStreamReply l) {
+            return l.getId();
+        }
+        return ((MutationFrameReply) reply).getId();
+    }
+
+    /** A new connection that passed the hello, or null (the call goes on gRPC). */
     private Conn dial(long due) throws InterruptedException {
         Conn c;
         try {
-            c = new Conn(SocketChannel.open(StandardProtocolFamily.UNIX));
+            c = new Conn(kind, SocketChannel.open(StandardProtocolFamily.UNIX));
         } catch (IOException e) {
             dialFailed("cannot open a socket: " + e);
             return null;
@@ -205,15 +294,16 @@ final class FramedLookups implements AutoCloseable {
     private void dialFailed(String why) {
         if (!why.equals(lastDialFailure)) {
             lastDialFailure = why;
-            log.info("rlmm plugin: the framed lookup socket {} of {} does not answer ({}); lookups go on the stream meanwhile",
-                    socket, target, why);
+            log.info("rlmm plugin: the framed {} socket {} of {} does not answer ({}); {}s go on {} meanwhile",
+                    kind.noun, socket, target, why, kind.noun, kind.fallback);
         }
     }
 
     private void turnOff(String why) {
         if (off == null) {
             off = why;
-            log.warn("rlmm plugin: not using the framed lookup socket {} of {}: {}; lookups go on the stream", socket, target, why);
+            log.warn("rlmm plugin: not using the framed socket {} of {} for {}s: {}; they go on {}", socket, target,
+                    kind.noun, why, kind.fallback);
         }
     }
 
@@ -235,7 +325,7 @@ final class FramedLookups implements AutoCloseable {
         c.close();
     }
 
-    /** The watchdog: closes every connection whose lookup's deadline passed. */
+    /** The watchdog: closes every connection whose call's deadline passed. */
     private void watch() {
         while (!closed) {
             long now = System.nanoTime();
@@ -250,7 +340,7 @@ final class FramedLookups implements AutoCloseable {
         }
     }
 
-    /** Closes every connection (lookups in flight fail UNAVAILABLE) and stops the watchdog. */
+    /** Closes every connection (calls in flight fail UNAVAILABLE) and stops the watchdog. */
     @Override
     public void close() {
         closed = true;
@@ -265,7 +355,7 @@ final class FramedLookups implements AutoCloseable {
         }
     }
 
-    /** The hello was refused, or answered by something that is not a framed lookup socket. */
+    /** The hello was refused, or answered by something that is not a framed socket of this kind. */
     private static final class Refused extends Exception {
         Refused(String why) {
             super(why);
@@ -274,31 +364,34 @@ final class FramedLookups implements AutoCloseable {
 
     /** One blocking connection and its buffers, used by one caller at a time. */
     private static final class Conn {
+        final Kind kind;
         final SocketChannel ch;
-        /** System.nanoTime() by which the lookup in flight must be answered; 0 when idle. */
+        /** System.nanoTime() by which the call in flight must be answered; 0 when idle. */
         volatile long due;
         /** Set by the watchdog when it closed this connection for its deadline. */
         volatile boolean expired;
         private ByteBuffer out = ByteBuffer.allocateDirect(1024);
         private ByteBuffer in = ByteBuffer.allocateDirect(8192);
 
-        Conn(SocketChannel ch) {
+        Conn(Kind kind, SocketChannel ch) {
+            this.kind = kind;
             this.ch = ch;
         }
 
         /** Says hello and returns the server's pid from its answer. */
         long hello() throws IOException, Refused {
             out.clear();
-            out.putInt(MAGIC.length + 1).put(MAGIC).put(VERSION).flip();
+            byte[] magic = kind.magic;
+            out.putInt(magic.length + 1).put(magic).put(VERSION).flip();
             writeAll();
             ByteBuffer body = readFrame(1024);
-            byte[] magic = new byte[MAGIC.length];
-            if (body.remaining() < MAGIC.length + 2) {
+            byte[] got = new byte[magic.length];
+            if (body.remaining() < magic.length + 2) {
                 throw new Refused("its answer to the hello (" + body.remaining() + " bytes) is not one");
             }
-            body.get(magic);
-            if (!java.util.Arrays.equals(magic, MAGIC) || body.get() != VERSION) {
-                throw new Refused("its answer to the hello is not rlmm's framed lookup format, version " + VERSION);
+            body.get(got);
+            if (!java.util.Arrays.equals(got, magic) || body.get() != VERSION) {
+                throw new Refused("its answer to the " + kind.noun + " hello is not rlmm's framed format, version " + VERSION);
             }
             byte status = body.get();
             if (status == 0 && body.remaining() == 8) {
@@ -310,7 +403,7 @@ final class FramedLookups implements AutoCloseable {
         }
 
         /** Writes one request frame and reads its reply; due is for the watchdog. */
-        SegmentForOffsetStreamReply roundTrip(SegmentForOffsetStreamRequest req, long dueNanos) throws IOException {
+        <R extends MessageLite> R roundTrip(MessageLite req, Parser<R> parser, long dueNanos) throws IOException {
             due = dueNanos;
             try {
                 int n = req.getSerializedSize();
@@ -324,7 +417,7 @@ final class FramedLookups implements AutoCloseable {
                 cos.flush();
                 out.flip();
                 writeAll();
-                return SegmentForOffsetStreamReply.parseFrom(readFrame(MAX_REPLY));
+                return parser.parseFrom(readFrame(MAX_REPLY));
             } finally {
                 due = 0;
             }
