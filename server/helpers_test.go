@@ -453,6 +453,20 @@ func (fc *framedClient) lookup(id uint64, q *rlmmpb.SegmentForOffsetRequest) *rl
 	return r
 }
 
+// mutationConn is a fixture with a partition assigned and a framed
+// mutation connection to it.
+func mutationConn(t *testing.T) (*fixture, rlmm.TopicIDPartition, *framedClient) {
+	t.Helper()
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	c, err := dialFramedAs(t, f.serveFramed(t, nil), lookupframe.Mutations, nil)
+	if err != nil {
+		t.Fatalf("mutation hello refused: %v", err)
+	}
+	return f, tp, c
+}
+
 // mutate sends one mutation request on a mutation connection and returns
 // its reply, checking the id.
 func (fc *framedClient) mutate(req *rlmmpb.MutationFrameRequest) *rlmmpb.MutationFrameReply {

@@ -117,13 +117,7 @@ func TestFramedMutationsAsUnary(t *testing.T) {
 // INVALID_ARGUMENT naming what was wrong, with the request's id as far as
 // its bytes give it, and the connection goes on.
 func TestFramedMutationRefusals(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	tp := newTP()
-	f.assign(t, tp)
-	c, err := dialFramedAs(t, f.serveFramed(t, nil), lookupframe.Mutations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tp, c := mutationConn(t)
 	md := segment(tp, 0)
 	add := &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}
 	noTimeout := addFrame(1, add)
@@ -164,13 +158,7 @@ func TestFramedMutationRefusals(t *testing.T) {
 // the server stops is ended, not waited for (its connection closes), and
 // no goroutine is left behind (TestMain's goleak).
 func TestStopEndsAFramedMutation(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	tp := newTP()
-	f.assign(t, tp)
-	c, err := dialFramedAs(t, f.serveFramed(t, nil), lookupframe.Mutations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, tp, c := mutationConn(t)
 	f.gate.hold()
 	defer f.gate.release()
 	md := segment(tp, 0)

@@ -108,9 +108,8 @@ class FramedMutationsTest extends ManagerFixture {
         Map<String, Object> c = embeddedConfig(dir);
         long timeoutMs = 1000;
         c.put(PluginConfig.MUTATION_TIMEOUT, Long.toString(timeoutMs));
-        RlmmRemoteLogMetadataManager m = started(c);
-        TopicIdPartition tp = newPartition("framed-mutation-hung");
-        assignAndAwaitReady(m, tp, READY);
+        TopicIdPartition tp = startedWithPartition(c, "framed-mutation-hung");
+        RlmmRemoteLogMetadataManager m = rlmm;
         FramedLookupsTest.copy(m, tp, 2);
         int opened = m.framedMutationConnectionsOpened();
         long pid = m.childPid();
@@ -140,9 +139,8 @@ class FramedMutationsTest extends ManagerFixture {
     void closeReleasesAFramedMutationInFlight() throws Exception {
         Map<String, Object> c = embeddedConfig(dir);
         c.put(PluginConfig.MUTATION_TIMEOUT, "60000");
-        RlmmRemoteLogMetadataManager m = started(c);
-        TopicIdPartition tp = newPartition("framed-mutation-close");
-        assignAndAwaitReady(m, tp, READY);
+        TopicIdPartition tp = startedWithPartition(c, "framed-mutation-close");
+        RlmmRemoteLogMetadataManager m = rlmm;
         FramedLookupsTest.copy(m, tp, 1);
         long pid = m.childPid();
         RemoteLogSegmentMetadata s = segment(tp, 10, 19, Optional.empty(), true, 0, 10L);
@@ -171,9 +169,8 @@ class FramedMutationsTest extends ManagerFixture {
     void aServerWithoutTheFramedSocketGetsGrpcMutations() throws Exception {
         Map<String, Object> c = embeddedConfig(dir);
         c.put(PluginConfig.EXTRA_ARGS, "--lookup-socket none");
-        RlmmRemoteLogMetadataManager m = started(c);
-        TopicIdPartition tp = newPartition("framed-mutations-none");
-        assignAndAwaitReady(m, tp, READY);
+        TopicIdPartition tp = startedWithPartition(c, "framed-mutations-none");
+        RlmmRemoteLogMetadataManager m = rlmm;
         Set<RemoteLogSegmentMetadata> want = new HashSet<>(FramedLookupsTest.copy(m, tp, 3));
         assertEquals(want, new HashSet<>(toList(m.listRemoteLogSegments(tp))));
         assertEquals(0, m.framedMutationConnectionsOpened(), "no framed connection to a server without the socket");

@@ -23,6 +23,14 @@ abstract class ManagerFixture {
         }
     }
 
+    /** A new plugin configured with config (closed after the test) and a new partition of topic assigned and ready. */
+    org.apache.kafka.common.TopicIdPartition startedWithPartition(Map<String, Object> config, String topic) {
+        started(config);
+        org.apache.kafka.common.TopicIdPartition tp = TestSupport.newPartition(topic);
+        TestSupport.assignAndAwaitReady(rlmm, tp, READY);
+        return tp;
+    }
+
     /** A new plugin configured with config, closed after the test. */
     RlmmRemoteLogMetadataManager started(Map<String, Object> config) {
         rlmm = new RlmmRemoteLogMetadataManager();
