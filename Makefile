@@ -55,7 +55,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee /tmp/rlmm-bench.txt
 
 # Kafka's Java RLMM and rlmm side by side on fresh brokers; writes the tables
-# into docs/BENCHMARKS.md between the bench-compare markers.
+# into docs/bench/compare.md (and docs/bench/broker.md) between their markers.
 bench-compare:
 	bash scripts/bench-compare.sh
 

@@ -8,7 +8,7 @@
 #      and its floor, `none`: the same restart with tiered storage off;
 #   2. per copied segment the COPY_SEGMENT_STARTED-to-FINISHED span, and
 #      segments copied per second, under a produce load.
-# Writes the tables into docs/BENCHMARKS.md between
+# Writes the tables into docs/bench/broker.md between
 #   <!-- bench-broker:begin --> and <!-- bench-broker:end -->
 #
 # `scripts/bench-broker.sh memory` runs instead the per-broker memory workload
@@ -25,7 +25,7 @@
 #   BENCH_BROKER_PARTITIONS [4]     partitions of the copy run
 #   BENCH_BROKER_RUNS [3]           restart runs per mode and event count (medians reported)
 #   BENCH_OUT [a temp dir]          where the JSON results go (kept)
-#   BENCH_WRITE [1]                 0: print the tables, do not edit docs/BENCHMARKS.md
+#   BENCH_WRITE [1]                 0: print the tables, do not edit docs/bench/broker.md
 #   RLMM_PLUGIN_JAR                 the plugin jar (default: scripts/kafka.sh plugin-jar builds it)
 set -euo pipefail
 
@@ -78,7 +78,7 @@ if [[ "${1:-}" == memory ]]; then
 	note+="${note:+ }Load average (1/5/15 min) $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (memory only: no timing is reported)."
 	args=(memory-report --dir "$OUT" --configs "$CONFIGS" --note "$note")
 	if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
-		args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
+		args+=(--benchmarks "$ROOT/docs/bench/broker.md")
 	fi
 	"$WORK/brokerbench" "${args[@]}" | tee "$OUT/memory.md"
 	log "raw results kept in $OUT"
@@ -100,7 +100,7 @@ done
 
 args=(report --dir "$OUT" --events "$EVENTS" --runs "$RUNS" --load "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end")
 if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
-	args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
+	args+=(--benchmarks "$ROOT/docs/bench/broker.md")
 fi
 "$WORK/brokerbench" "${args[@]}" | tee "$OUT/tables.md"
 log "raw results kept in $OUT; load average $(cut -d' ' -f1-3 /proc/loadavg)"

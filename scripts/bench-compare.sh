@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench-compare: Apache Kafka 4.4.0's own Java RLMM and rlmm, side by side,
 # on the same fresh broker(s), same workloads, in one run; Java first, then Go.
-# Writes the tables into docs/BENCHMARKS.md between the markers
+# Writes the tables into docs/bench/compare.md between the markers
 #   <!-- bench-compare:begin --> and <!-- bench-compare:end -->
 # (appended to the file if absent; nothing else in the file is touched).
 #
@@ -25,7 +25,7 @@
 #   BENCH_COLDSTART_RUNS [3]       cold starts per side and count (median reported)
 #   BENCH_HEAP_SEGMENTS [1000000]  segments of the heap benchmarks
 #   BENCH_OUT [a temp dir]         where the raw JSON and text results go (kept)
-#   BENCH_WRITE [1]                0: print the tables, do not edit docs/BENCHMARKS.md
+#   BENCH_WRITE [1]                0: print the tables, do not edit docs/bench/compare.md
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -152,13 +152,13 @@ go test -run '^$' -bench 'BenchmarkRetainedHeap/100x10000$' -benchtime 1x -count
 # The tables.
 report_args=(report --dir "$OUT" --events "$EVENTS" --runs "$RUNS" --mut1 "$MUT1" --mut16 "$MUT16" --heap-segments "$HEAP_SEGMENTS")
 if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
-	report_args+=(--benchmarks "$ROOT/docs/BENCHMARKS.md")
+	report_args+=(--benchmarks "$ROOT/docs/bench/compare.md")
 fi
 "$WORK/rlmmbench" "${report_args[@]}" | tee "$OUT/tables.md"
 log "raw results kept in $OUT"
 
 # 5. The broker workload (Kafka 4.3.1 + tiered storage, Kafka's RLMM vs rlmm's
-# plugin): its own script and section of docs/BENCHMARKS.md. BENCH_BROKER=0 skips it.
+# plugin): its own script, tables in docs/bench/broker.md. BENCH_BROKER=0 skips it.
 if [[ "${BENCH_BROKER:-1}" == 1 ]]; then
 	BENCH_OUT="$OUT/broker" bash scripts/bench-broker.sh
 fi

@@ -6,7 +6,7 @@
 //	rlmmbench mutations --bootstrap B --callers C --count N [--warmup W] [--warmup-seconds S]
 //	rlmmbench coldstart --bootstrap B --topic-id ID [--topic T] [--user-partitions P]
 //	                    [--snapshot-dir D [--prepare]]
-//	rlmmbench report --dir RESULTS [--benchmarks docs/BENCHMARKS.md] ...
+//	rlmmbench report --dir RESULTS [--benchmarks docs/bench/compare.md] ...
 //
 // mutations: a fresh topic id with C user partitions, all led by one
 // manager; each of C goroutines copies N/C segments of its partition (add in

@@ -16,7 +16,7 @@ import (
 	"strings"
 )
 
-// The markers of the generated section of docs/BENCHMARKS.md.
+// The markers of the generated section of docs/bench/compare.md.
 const (
 	beginMarker = "<!-- bench-compare:begin -->"
 	endMarker   = "<!-- bench-compare:end -->"
@@ -307,7 +307,7 @@ func (r *reporter) build(o *reportOptions) string {
 	}{{1, o.mut1}, {16, o.mut16}} {
 		j, g := r.json(fmt.Sprintf("java-mut-%d.json", c.callers)), r.json(fmt.Sprintf("go-mut-%d.json", c.callers))
 		if j == nil || g == nil {
-			p("| %d | %s | not run in this session | | | | | | | | | | |\n", c.callers, withCommas(c.count))
+			p("| %d | %s | not measured in this run | | | | | | | | | | |\n", c.callers, withCommas(c.count))
 			continue
 		}
 		jp50, _ := num(j, "latencyUs.p50")
@@ -365,7 +365,7 @@ func (r *reporter) build(o *reportOptions) string {
 		}
 		count, _ := strconv.Atoi(n)
 		if len(jv) == 0 || len(sv) == 0 || len(nv) == 0 {
-			p("| %s | not run in this session | | | | | | |\n", withCommas(count))
+			p("| %s | not measured in this run | | | | | | |\n", withCommas(count))
 			continue
 		}
 		jm, sm, nm := median(jv), median(sv), median(nv)
@@ -433,7 +433,7 @@ func (r *reporter) build(o *reportOptions) string {
 			p("\nrlmm's CPU time per op (the benchmark's cpu-ns/op, which leaves out time spent waiting for a CPU), medians: %s.\n", strings.Join(cpuNotes, ", "))
 		}
 	} else {
-		p("| median | not run in this session | | | |\n")
+		p("| median | not measured in this run | | | |\n")
 	}
 
 	// Heap.
@@ -451,7 +451,7 @@ func (r *reporter) build(o *reportOptions) string {
 		}
 		p("| %s | %.1f | %.1f | %.2f | %s |\n", withCommas(o.heapSegments), jb, gb, ratio, yesNo(ratio <= 0.5))
 	} else {
-		p("| %s | not run in this session | | | |\n", withCommas(o.heapSegments))
+		p("| %s | not measured in this run | | | |\n", withCommas(o.heapSegments))
 	}
 
 	p("\n")
