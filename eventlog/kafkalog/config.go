@@ -242,7 +242,7 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("SASL mechanism GSSAPI needs the client's keytab (sasl.jaas.config: useKeyTab=true keyTab=\"<file>\")")
 		}
 	default:
-		return bad("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or GSSAPI (not OAUTHBEARER: see the README)", c.SASLMechanism)
+		return bad("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or GSSAPI (not OAUTHBEARER: see docs/operations.md)", c.SASLMechanism)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
