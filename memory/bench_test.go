@@ -228,8 +228,8 @@ func BenchmarkAddFinish(b *testing.B) {
 // BenchmarkRetainedHeap measures the heap retained per live single-epoch
 // finished segment without custom metadata, at 1,000,000 segments, with
 // runtime.MemStats after a GC. The time per op is the cost of building it.
-// It fails above retainedHeapLimit bytes per segment (issue 21's target at
-// 10,000,000 segments), so make test's memory step holds the figure.
+// It fails above retainedHeapLimit bytes per segment (the bound that holds
+// at 10,000,000 segments), so make test's memory step holds the figure.
 func BenchmarkRetainedHeap(b *testing.B) {
 	for _, shape := range []struct{ partitions, perPartition int }{{1000, 1000}, {100, 10_000}, {10, 100_000}} {
 		b.Run(fmt.Sprintf("%dx%d", shape.partitions, shape.perPartition), func(b *testing.B) {
@@ -298,7 +298,7 @@ func retainedPerSegment(segments int, build func(*Manager)) float64 {
 }
 
 // retainedHeapLimit is the most heap a live single-epoch finished segment
-// may retain (issue 21: 10,000,000 segments in at most 1.5 GB).
+// may retain: 10,000,000 segments in at most 1.5 GB.
 const retainedHeapLimit = 150
 
 // BenchmarkImport imports the Export of 1,000,000 finished single-epoch

@@ -11,7 +11,7 @@ import (
 	"github.com/rlmm-go/rlmm"
 )
 
-// The scale curves of issue 21 (docs/BENCHMARKS.md, "Scale"): memory only,
+// The scale curves (docs/bench/scale.md): memory only,
 // so they may run on a busy machine. Sizes come from the environment, as
 // the largest need minutes and gigabytes:
 //

@@ -53,7 +53,7 @@ cross_build() {
 # $BIN_RESOURCES/org/rlmm/plugin/bin/<platform>/rlmm with rlmm.sha256 beside it. The jar's binary
 # is the broker's sidecar: built with -tags rlmm_nos3, without the AWS SDK that only scrub, rebuild
 # and repair use on S3 (13 MB of binary, and 0.7 MB of heap its package initialisation allocates
-# at every start: docs/BENCHMARKS.md, issue 18). A binary whose bytes did not change is left as it
+# at every start: docs/bench/broker.md). A binary whose bytes did not change is left as it
 # was (its file's time too), so an unchanged tree does not repackage the jar.
 build_bundled() {
 	local platform dir

@@ -129,7 +129,7 @@ fi
 step "go test -race ./... (but faulttest/, brokertest/ and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and console/browsertest/, the step after this one)"
 go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/kerberostest$' -e '/console/browsertest$')
 
-# --- the console in a browser (issue 20): `rlmm console` on a known partition in a real headless
+# --- the console in a browser: `rlmm console` on a known partition in a real headless
 # Chromium (Debian's chromium, installed when missing), on an embedded log and on a topic of the
 # broker above, and scrub's findings on the S3 server above; the timeline checked from the DOM,
 # screenshots saved. 45 to 85 s on a loaded 2-core machine (Chromium's install, when missing,
@@ -138,7 +138,7 @@ step "the console in headless Chromium (scripts/browser-test.sh)"
 bash scripts/browser-test.sh
 # --- end of the console in a browser ---
 
-# Memory targets held by benchmarks (issue 21 item 6): each runs once and fails above its bound
+# Memory targets held by benchmarks: each runs once and fails above its bound
 # (heap per live segment, heap after leader-epoch churn against before, a snapshot write's peak
 # against the cache). Memory only, so the load on the machine does not change them; no timing here.
 step "memory targets: go test -bench (RetainedHeap, EpochChurnHeap, SnapshotWriteMemory) -benchtime 1x"
@@ -150,7 +150,7 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
 fi
 
-# --- broker tests (issue 11): Kafka 4.3.1 + tiered storage + rlmm's plugin ---
+# --- broker tests: Kafka 4.3.1 + tiered storage + rlmm's plugin ---
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
 	# One plugin build for both runs below.
@@ -158,7 +158,7 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
 	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
-	# Issue 19: every other 4.x line hosts the plugin too; 2.5 to 5 minutes on 2 busy cores
+	# Every other 4.x line hosts the plugin too; 2.5 to 5 minutes on 2 busy cores
 	# (the first run on a machine also fetches three Kafka versions' jars and builds the fixture RSM).
 	step "broker tests on Kafka 4.0.1 and 4.4.0 (TestTieringLifecycle), 4.1.1 and 4.2.1 (TestTieringCheck) (make broker-test-versions)"
 	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh versions rlmm
@@ -167,7 +167,7 @@ else
 fi
 # --- end of broker tests ---
 
-# --- GSSAPI (issue 19): an MIT Kerberos KDC (Debian's krb5-kdc, installed when missing) and a
+# --- GSSAPI: an MIT Kerberos KDC (Debian's krb5-kdc, installed when missing) and a
 # Kafka 4.3.1 broker with a SASL_SSL listener taking GSSAPI; kafkalog over it with JKS and PKCS12
 # stores (about 2 minutes). Without root to install the KDC it skips saying why, but not in CI.
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then

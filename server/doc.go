@@ -106,8 +106,8 @@
 //     /readyz is 200 once the manager is up and every metadata partition
 //     assigned so far is caught up, else 503 with a line saying which is not.
 //
-// Libraries: google.golang.org/grpc (the RPC the issue names; Java's
-// grpc-java speaks it), github.com/prometheus/client_golang (the Prometheus
+// Libraries: google.golang.org/grpc (the plugin's RPC; Java's grpc-java
+// speaks it), github.com/prometheus/client_golang (the Prometheus
 // exposition format and its registry), the standard library for the rest.
 //
 // # rlmm serve's command line (cmd/rlmm/serve.go)

@@ -22,7 +22,7 @@ func (s *Server) OpsHandler(g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	// Uncompressed: promhttp's gzip writer is a compress/flate compressor of
 	// 0.5 to 0.9 MB kept in a pool between scrapes, a tenth of a small
-	// sidecar's live heap (docs/BENCHMARKS.md, issue 18), for a page of a
+	// sidecar's live heap (docs/bench/broker.md), for a page of a
 	// few tens of KiB, usually read over loopback.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{g, s.stats},
 		promhttp.HandlerOpts{ErrorLog: slogPrinter{s}, DisableCompression: true}))

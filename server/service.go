@@ -166,8 +166,8 @@ func (v *service) ListSegments(req *rlmmpb.ListSegmentsRequest, stream rlmmpb.Re
 // 4, 16 and 32 KiB, then 1 MiB) and keeps returned buffers in a sync.Pool
 // across a collection: batches just over 32 KiB each took a 1 MiB buffer,
 // and the broker's periodic lists of every leader partition left 2 to 7 MiB
-// of them in a sidecar's live heap of 10 (docs/BENCHMARKS.md, issue 18's
-// memory row). One segment larger than this still goes, alone.
+// of them in a sidecar's live heap of 10 (docs/bench/broker.md, the
+// memory rows). One segment larger than this still goes, alone.
 const maxBatchBytes = 32<<10 - 64
 
 // RemoteLogSize sums the sizes of an epoch's segments.

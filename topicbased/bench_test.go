@@ -26,7 +26,7 @@ import (
 	"github.com/rlmm-go/rlmm/wire"
 )
 
-// Benchmarks of docs/bench/topicbased.md. Targets (issue 5): mutation p50
+// Benchmarks of docs/bench/topicbased.md. Targets: mutation p50
 // over filelog within 1.5 x one fsync; 64 concurrent mutators >= 20,000
 // mutations/s; restart with 1,000,000 live segments from a snapshot < 2 s
 // to ready and >= 10 x faster than a full replay. The restart size defaults

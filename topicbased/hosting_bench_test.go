@@ -15,8 +15,8 @@ import (
 	"github.com/rlmm-go/rlmm/wire"
 )
 
-// Benchmarks of hosted-only state (docs/BENCHMARKS.md, "A broker in a
-// cluster"): what the pump pays per event of a partition it does not host
+// Benchmarks of hosted-only state (docs/bench/topicbased.md, "A broker
+// keeps what it hosts"): what the pump pays per event of a partition it does not host
 // against one it applies, and the time to ready of partitions hosted after
 // their metadata partitions were consumed. The log holds
 // RLMM_BENCH_HOSTING_EVENTS events (default 200,000; the target is

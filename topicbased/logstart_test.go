@@ -16,9 +16,9 @@ import (
 	"github.com/rlmm-go/rlmm/memory"
 )
 
-// Readiness and replay from the log start offset (issue 14, "records
-// deleted at the start" and "a metadata partition whose records were all
-// deleted never becomes ready"), over memlog's DeleteRecordsBefore and a
+// Readiness and replay from the log start offset (records deleted at the
+// start, and a metadata partition whose records were all deleted, which
+// must still become ready), over memlog's DeleteRecordsBefore and a
 // real broker's DeleteRecords.
 
 // truncater is a log whose records a test can delete: memlog, or a real

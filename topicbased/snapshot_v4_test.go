@@ -256,5 +256,5 @@ func BenchmarkSnapshotWriteMemory(b *testing.B) {
 }
 
 // snapshotPeakLimit is the most live heap a snapshot write may add at its
-// peak, as a share of the cache's own heap (issue 21's target).
+// peak, as a share of the cache's own heap.
 const snapshotPeakLimit = 0.10

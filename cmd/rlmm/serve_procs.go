@@ -29,7 +29,7 @@ func checkServingProcs(n int) error {
 // hand-offs between goroutines (the connection's reader, a stream worker,
 // gRPC's writer); with more than one processor a hand-off may wake another
 // OS thread that spins and parks again: 10–20 µs of CPU per lookup
-// (docs/BENCHMARKS.md, "Broker plugin", session 4).
+// (docs/bench/plugin.md).
 // It returns at once; the wait runs on a goroutine that ends with ctx.
 func narrowProcsWhenRestored(ctx context.Context, restored <-chan struct{}, procs int, logger *slog.Logger) {
 	if procs == 0 {

@@ -11,7 +11,7 @@ import (
 // BenchmarkRecord is the one event path's cost per event, alone (no log,
 // no pump): an add and a finish applied to a cache, against the same two
 // records of a partition the caller does not keep (routed from the
-// record's bytes and skipped before the decode). The target: the
+// record's bytes and skipped before the decode). The target: the
 // skip costs at most a quarter of an apply.
 func BenchmarkRecord(b *testing.B) {
 	const n = 50

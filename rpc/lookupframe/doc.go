@@ -8,8 +8,8 @@
 // Over gRPC the lookup as the broker sees it costs about 100 µs, of which
 // the lookup itself is 3 µs: the rest is HTTP/2 framing and the hand-over
 // between the caller's thread and an I/O thread on the JVM side, and
-// grpc-go's transport goroutines on the Go side (docs/BENCHMARKS.md, "Broker
-// plugin"). A bare blocking round trip on a Unix socket is 28 µs. A
+// grpc-go's transport goroutines on the Go side (docs/bench/plugin.md).
+// A bare blocking round trip on a Unix socket is 28 µs. A
 // mutation pays the same gRPC cost on top of its produce and fetch back
 // (0.3–0.5 ms per call measured around the server's own mutation time). This
 // format is the least on top of that round trip that still carries the

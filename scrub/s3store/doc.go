@@ -18,6 +18,6 @@
 // scripts/plugin.sh), the package holds no S3 client: New answers
 // ErrNotBuilt (wrapping errors.ErrUnsupported) and the AWS SDK is not
 // linked, which takes 13 MB off the binary and the 0.7 MB of heap the SDK's
-// package initialisation allocates at every start off the sidecar (issue 18's
-// memory target); Config stays, so the commands' flags are the same.
+// package initialisation allocates at every start off the sidecar
+// (docs/bench/broker.md, its heap against Kafka's RLMM's); Config stays, so the commands' flags are the same.
 package s3store

@@ -45,7 +45,7 @@ class SuiteCoverageTest {
             }
         }
         assertTrue(missing.isEmpty(), "classes of " + jar.getName() + " without a wrapper: " + missing);
-        // The count named in issue 12 for kafka-storage 4.3.1; a different jar must update the docs too.
+        // kafka-storage 4.3.1's count (docs/COMPATIBILITY.md); a different jar must update the docs too.
         assertEquals(17, concrete.size(), "concrete test classes in " + jar.getName() + ": " + concrete);
     }
 

@@ -41,9 +41,9 @@ import org.slf4j.LoggerFactory;
  * for the relocated package) or NIO (the JDK's own {@code UnixDomainSocketAddress}, no native
  * code), or TCP with optional TLS and bearer token. Epoll because the lookup is a ping-pong whose
  * time is mostly the I/O thread's system calls and wake-ups: epoll's event loop makes fewer than
- * the JDK's selector (docs/BENCHMARKS.md, "Broker plugin"). Its library binds to one class loader,
+ * the JDK's selector (docs/bench/plugin.md). Its library binds to one class loader,
  * so a broker JVM that loads the plugin in a loader per instance loads one copy (about 110 KB) per
- * instance (docs/COMPATIBILITY.md, F4); nio avoids that.
+ * instance (docs/COMPATIBILITY.md); nio avoids that.
  */
 final class Channels {
     private Channels() {}
@@ -202,7 +202,7 @@ final class Channels {
      * allocator held in a static field, which keeps its direct-memory chunks (some 4 MB) for the
      * life of its class loader; a JVM that loads the plugin in a class loader per instance (a test
      * harness with many brokers) ran out of direct memory after about 60 instances, and the next
-     * channel then blocked in its first write (docs/COMPATIBILITY.md, F4).
+     * channel then blocked in its first write (docs/COMPATIBILITY.md).
      */
     private static ByteBufAllocator allocator() {
         return new UnpooledByteBufAllocator(false);

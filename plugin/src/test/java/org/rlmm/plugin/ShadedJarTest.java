@@ -222,7 +222,7 @@ class ShadedJarTest {
     }
 
     /**
-     * F4 (docs/COMPATIBILITY.md): a JVM that starts many brokers loads the jar in many class
+     * A JVM that starts many brokers (docs/COMPATIBILITY.md) loads the jar in many class
      * loaders. Each loader is a plugin of its own that must reach a running rlmm serve over the
      * Unix socket. gRPC's pooled buffer allocator, one per loader in a static field, kept its
      * direct-memory chunks after close, so the JVM ran out of direct memory (64 MB in this
