@@ -85,11 +85,14 @@ if [[ "${1:-}" == memory ]]; then
 	exit 0
 fi
 # The restart rows take RUNS turns of the three modes (a fresh broker each),
-# so a slow minute of the machine falls on every mode alike; the report
-# takes the medians.
+# so a slow minute of the machine falls on every mode alike, and each turn
+# starts with another mode (kafka rlmm none, then rlmm none kafka, ...); the
+# report takes the medians and the ranges.
+modes=(kafka rlmm none)
 for n in $EVENTS; do
 	for r in $(seq 1 "$RUNS"); do
-		for mode in kafka rlmm none; do
+		for i in 0 1 2; do
+			mode="${modes[$(((r - 1 + i) % 3))]}"
 			bench "$OUT/restart-$mode-$n-$r.json" restart --mode "$mode" --events "$n"
 		done
 	done

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # make bench-compare: Apache Kafka 4.4.0's own Java RLMM and rlmm, side by side,
-# on the same fresh broker(s), same workloads, in one run; Java first, then Go.
+# on the same fresh broker(s), same workloads, in one run. The broker-bound steps run
+# in rounds that alternate which side goes first (Java in odd rounds, rlmm in even
+# ones), so that neither always meets the broker the other one warmed; the tables
+# give each cell's median over the rounds with its range.
 # Writes the tables into docs/bench/compare.md between the markers
 #   <!-- bench-compare:begin --> and <!-- bench-compare:end -->
 # (appended to the file if absent; nothing else in the file is touched).
 #
 # Measured:
 #   1. mutation latency (add, then update to COPY_SEGMENT_FINISHED), 1 and 16 callers
-#      (KafkaRlmmDriver bench-mutations / rlmmbench mutations, same broker);
+#      (KafkaRlmmDriver bench-mutations / rlmmbench mutations, same broker), BENCH_MUT_RUNS rounds;
 #   2. cold start to ready after N events, a fresh broker per N (KafkaRlmmDriver
 #      fill, then bench-coldstart; rlmmbench coldstart from scratch and from its snapshot);
 #   3. lookup by (epoch, offset), 10,000 segments in a partition (KafkaRlmmDriver
@@ -21,8 +24,10 @@
 #   BENCH_MUT_COUNT_1 [500]        segments copied by the single caller
 #   BENCH_MUT_COUNT_16 [3200]      segments copied by 16 callers
 #   BENCH_MUT_WARMUP_S [15]        seconds every mutation run copies untimed first, with all its callers
+#   BENCH_MUT_RUNS [3]             mutation rounds (each side once per round, the first side alternating)
 #   BENCH_COLDSTART_EVENTS ["100000 1000000"]  event counts, one fresh broker each
-#   BENCH_COLDSTART_RUNS [3]       cold starts per side and count (median reported)
+#   BENCH_COLDSTART_RUNS [3]       cold-start rounds per count (each side once per round, the first side
+#                                  alternating; median and range reported)
 #   BENCH_HEAP_SEGMENTS [1000000]  segments of the heap benchmarks
 #   BENCH_OUT [a temp dir]         where the raw JSON and text results go (kept)
 #   BENCH_WRITE [1]                0: print the tables, do not edit docs/bench/compare.md
@@ -34,6 +39,7 @@ cd "$ROOT"
 MUT1="${BENCH_MUT_COUNT_1:-500}"
 MUT16="${BENCH_MUT_COUNT_16:-3200}"
 MUT_WARMUP_S="${BENCH_MUT_WARMUP_S:-15}"
+MUT_RUNS="${BENCH_MUT_RUNS:-3}"
 EVENTS="${BENCH_COLDSTART_EVENTS:-100000 1000000}"
 RUNS="${BENCH_COLDSTART_RUNS:-3}"
 HEAP_SEGMENTS="${BENCH_HEAP_SEGMENTS:-1000000}"
@@ -100,35 +106,58 @@ go build -o "$WORK/rlmmbench" ./interoptest/cmd/rlmmbench
 java -version 2>"$OUT/java-version.txt" || true
 go version >"$OUT/go-version.txt"
 
-# 1. Mutations.
+# 1. Mutations, in rounds on one broker: each round runs both sides at 1 and at
+# 16 callers, Java first in odd rounds and rlmm first in even ones. Each run
+# first copies untimed for MUT_WARMUP_S seconds with all its callers, the same
+# time for both sides (a fresh broker is 2-3x slower at a load it has not run yet).
 fresh_broker
-# Each run first copies untimed for MUT_WARMUP_S seconds with all its callers,
-# the same time for both sides (a fresh broker is 2-3x slower at a load it
-# has not run yet).
 warm=(--warmup 50 --warmup-seconds "$MUT_WARMUP_S")
-java_driver "$OUT/java-mut-1.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 1 --count "$MUT1" "${warm[@]}"
-java_driver "$OUT/java-mut-16.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers 16 --count "$MUT16" "${warm[@]}"
-go_bench "$OUT/go-mut-1.json" mutations --bootstrap "$B" --callers 1 --count "$MUT1" "${warm[@]}"
-go_bench "$OUT/go-mut-16.json" mutations --bootstrap "$B" --callers 16 --count "$MUT16" "${warm[@]}"
+mut_java() { # CALLERS COUNT ROUND
+	java_driver "$OUT/java-mut-$1-$3.json" "-Xmx1g" bench-mutations --bootstrap "$B" --callers "$1" --count "$2" "${warm[@]}"
+}
+mut_go() { # CALLERS COUNT ROUND
+	go_bench "$OUT/go-mut-$1-$3.json" mutations --bootstrap "$B" --callers "$1" --count "$2" "${warm[@]}"
+}
+for r in $(seq 1 "$MUT_RUNS"); do
+	for c in 1 16; do
+		count="$MUT1"
+		[[ "$c" == 16 ]] && count="$MUT16"
+		if ((r % 2 == 1)); then
+			mut_java "$c" "$count" "$r"
+			mut_go "$c" "$count" "$r"
+		else
+			mut_go "$c" "$count" "$r"
+			mut_java "$c" "$count" "$r"
+		fi
+	done
+done
 
 # 2. Cold start, one fresh broker per event count.
 TOPIC_ID=AAAAAAAAAAEAAAAAAAAAAg
 for n in $EVENTS; do
 	fresh_broker
 	java_driver "$OUT/fill-$n.json" "-Xmx2g" fill --bootstrap "$B" --events "$n" --topic rlmm-coldstart --topic-id "$TOPIC_ID"
-	for r in $(seq 1 "$RUNS"); do
-		java_driver "$OUT/java-cold-$n-$r.json" "-Xmx2g" bench-coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" \
-			--topic rlmm-coldstart --user-partitions 50
-	done
-	for r in $(seq 1 "$RUNS"); do
-		go_bench "$OUT/go-scratch-$n-$r.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart --user-partitions 50
-	done
+	# The snapshot rlmm restarts from, written once after a full replay.
 	snap="$WORK/snapshot-$n"
 	go_bench "$OUT/go-snapprep-$n.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart \
 		--user-partitions 50 --snapshot-dir "$snap" --prepare
-	for r in $(seq 1 "$RUNS"); do
-		go_bench "$OUT/go-snap-$n-$r.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart \
+	cold_java() { # ROUND
+		java_driver "$OUT/java-cold-$n-$1.json" "-Xmx2g" bench-coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" \
+			--topic rlmm-coldstart --user-partitions 50
+	}
+	cold_go() { # ROUND: from scratch, then from the snapshot
+		go_bench "$OUT/go-scratch-$n-$1.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart --user-partitions 50
+		go_bench "$OUT/go-snap-$n-$1.json" coldstart --bootstrap "$B" --topic-id "$TOPIC_ID" --topic rlmm-coldstart \
 			--user-partitions 50 --snapshot-dir "$snap"
+	}
+	for r in $(seq 1 "$RUNS"); do
+		if ((r % 2 == 1)); then
+			cold_java "$r"
+			cold_go "$r"
+		else
+			cold_go "$r"
+			cold_java "$r"
+		fi
 	done
 done
 bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
@@ -150,7 +179,7 @@ go test -run '^$' -bench 'BenchmarkRetainedHeap/100x10000$' -benchtime 1x -count
 } >"$OUT/finished.txt"
 
 # The tables.
-report_args=(report --dir "$OUT" --events "$EVENTS" --runs "$RUNS" --mut1 "$MUT1" --mut16 "$MUT16" --heap-segments "$HEAP_SEGMENTS")
+report_args=(report --dir "$OUT" --events "$EVENTS" --runs "$RUNS" --mut-runs "$MUT_RUNS" --mut1 "$MUT1" --mut16 "$MUT16" --heap-segments "$HEAP_SEGMENTS")
 if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
 	report_args+=(--benchmarks "$ROOT/docs/bench/compare.md")
 fi

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,6 +28,7 @@ type reportOptions struct {
 	dir, benchmarks string
 	events          []string
 	runs            int
+	mutRuns         int
 	mut1, mut16     int
 	heapSegments    int
 }
@@ -43,6 +45,7 @@ func runReport(args []string, w, stderr io.Writer) error {
 	fs.StringVar(&o.benchmarks, "benchmarks", "", "markdown file whose marked section is replaced (empty: print only)")
 	fs.StringVar(&events, "events", "100000 1000000", "cold-start event counts, space separated")
 	fs.IntVar(&o.runs, "runs", 3, "cold starts per side and count")
+	fs.IntVar(&o.mutRuns, "mut-runs", 3, "mutation runs per side and caller count")
 	fs.IntVar(&o.mut1, "mut1", 500, "segments of the single-caller mutation run")
 	fs.IntVar(&o.mut16, "mut16", 3200, "segments of the 16-caller mutation run")
 	fs.IntVar(&o.heapSegments, "heap-segments", 1_000_000, "segments of Java's heap benchmark")
@@ -275,7 +278,11 @@ func (r *reporter) build(o *reportOptions) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	started, finished := r.lines("started.txt"), r.lines("finished.txt")
-	kafka := str(r.json("java-mut-1.json"), "kafkaVersion")
+	mutRuns := max(o.mutRuns, 1)
+	var kafka string
+	if runs := r.mutationRuns("java", 1, mutRuns); len(runs) > 0 {
+		kafka = str(runs[0], "kafkaVersion")
+	}
 	if kafka == "" {
 		kafka = "4.4.0"
 	}
@@ -287,45 +294,42 @@ func (r *reporter) build(o *reportOptions) string {
 	p("Machine: %s. Versions: %s; %s; Apache Kafka %s (broker and RLMM jars from Maven Central, single-node KRaft broker of scripts/kafka.sh on 127.0.0.1). ",
 		machine(), r.firstLine("go-version.txt"), r.firstLine("java-version.txt"), kafka)
 	p("Load average (1/5/15 min) at start: %s; at the end: %s. ", loadOf(started[1]), loadOf(finished[1]))
-	p("Java runs first, then Go, on the same broker with the same workload. Commentary and reasons for missed targets: docs/bench/compare.md.\n\n")
+	p("The two sides run the same workload on the same broker, taking turns: each round of the mutation and cold-start runs alternates which side goes first (Java in odd rounds, rlmm in even ones), and each cell is the median of the rounds with their range in brackets. Commentary and reasons for missed targets: docs/bench/compare.md.\n\n")
 
 	// Mutations.
 	p("### Mutation latency: add, then update to COPY_SEGMENT_FINISHED (each call awaited)\n\n")
 	p("Target: rlmm's p50 at least 10 times lower than Java's. With C callers each awaiting its call before the next, C over the throughput is the mean latency while all C are busy (Little's law): rlmm's measured mean matches it; Java's is lower, as its callers finish at different times, and its p50 lower still, as its consumer rechecks on a fixed 50 ms sleep (docs/bench/compare.md).")
-	if j, g := r.json("java-mut-16.json"), r.json("go-mut-16.json"); j != nil && g != nil {
-		jw, _ := num(j, "warmupSeconds")
-		gw, _ := num(g, "warmupSeconds")
+	if j, g := r.mutationRuns("java", 16, mutRuns), r.mutationRuns("go", 16, mutRuns); len(j) > 0 && len(g) > 0 {
+		jw, _ := num(j[0], "warmupSeconds")
+		gw, _ := num(g[0], "warmupSeconds")
 		if jw > 0 || gw > 0 {
 			p(" Before each timed run, its callers copied segments untimed for %.0f s (Java) and %.0f s (rlmm): the broker's code for the load is compiled first, as on a broker that has run for a while (a fresh broker answered rlmm's produce requests 2-3x slower over its first tens of thousands).", jw, gw)
 		}
 	}
 	p("\n\n")
-	p("| callers | segments | Java p50 | Java p99 | Java mean | Java mutations/s | rlmm p50 | rlmm p99 | rlmm mean | rlmm mutations/s | p50 Java/rlmm | mean Java/rlmm | target met? |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| callers | segments | rounds | Java p50 | Java p99 | Java mean | Java mutations/s | rlmm p50 | rlmm p99 | rlmm mean | rlmm mutations/s | p50 Java/rlmm | mean Java/rlmm | target met? |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range []struct {
 		callers, count int
 	}{{1, o.mut1}, {16, o.mut16}} {
-		j, g := r.json(fmt.Sprintf("java-mut-%d.json", c.callers)), r.json(fmt.Sprintf("go-mut-%d.json", c.callers))
-		if j == nil || g == nil {
-			p("| %d | %s | not measured in this run | | | | | | | | | | |\n", c.callers, withCommas(c.count))
+		j, g := r.mutationRuns("java", c.callers, mutRuns), r.mutationRuns("go", c.callers, mutRuns)
+		jp50, gp50 := values(j, "latencyUs.p50"), values(g, "latencyUs.p50")
+		if len(jp50) == 0 || len(gp50) == 0 {
+			p("| %d | %s | | not measured in this run | | | | | | | | | | |\n", c.callers, withCommas(c.count))
 			continue
 		}
-		jp50, _ := num(j, "latencyUs.p50")
-		jp99, _ := num(j, "latencyUs.p99")
-		jr, _ := num(j, "mutationsPerSec")
-		jmean, _ := num(j, "latencyUs.mean")
-		gmean, _ := num(g, "latencyUs.mean")
-		gp50, _ := num(g, "latencyUs.p50")
-		gp99, _ := num(g, "latencyUs.p99")
-		gr, _ := num(g, "mutationsPerSec")
-		segs, _ := num(g, "segments")
-		ratio := jp50 / gp50
+		jmean, gmean := values(j, "latencyUs.mean"), values(g, "latencyUs.mean")
+		segs, _ := num(g[0], "segments")
+		ratio := median(jp50) / median(gp50)
 		met := ratio >= 10
 		if !met {
 			missed = append(missed, fmt.Sprintf("mutation p50 with %d callers (%.1fx, target 10x)", c.callers, ratio))
 		}
-		p("| %d | %s | %s | %s | %s | %.0f | %s | %s | %s | %.0f | %.1fx | %.1fx | %s |\n", c.callers, withCommas(int(segs)),
-			fmtMs(jp50), fmtMs(jp99), fmtMs(jmean), jr, fmtMs(gp50), fmtMs(gp99), fmtMs(gmean), gr, ratio, jmean/gmean, yesNo(met))
+		rounds := strconv.Itoa(min(len(j), len(g)))
+		p("| %d | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %.0f | %s | %s | %s |\n", c.callers, withCommas(int(segs)), rounds,
+			fmtMedianRange(jp50, fmtMs), fmtMs(median(values(j, "latencyUs.p99"))), fmtMs(median(jmean)), median(values(j, "mutationsPerSec")),
+			fmtMedianRange(gp50, fmtMs), fmtMs(median(values(g, "latencyUs.p99"))), fmtMs(median(gmean)), median(values(g, "mutationsPerSec")),
+			fmtRatio(jp50, gp50), fmtRatio(jmean, gmean), yesNo(met))
 	}
 
 	// Cold start.
@@ -376,8 +380,8 @@ func (r *reporter) build(o *reportOptions) string {
 		if nr < 20 {
 			missed = append(missed, fmt.Sprintf("cold start from snapshot after %s events (%.1fx, target 20x)", withCommas(count), nr))
 		}
-		p("| %s | %s | %s | %.1fx | %s | %s | %.1fx | %s |\n", withCommas(count), fmtDur(jm), fmtDur(sm), sr, yesNo(sr >= 2),
-			fmtDur(nm), nr, yesNo(nr >= 20))
+		p("| %s | %s | %s | %.1fx | %s | %s | %.1fx | %s |\n", withCommas(count), fmtMedianRange(jv, fmtDur), fmtMedianRange(sv, fmtDur), sr, yesNo(sr >= 2),
+			fmtMedianRange(nv, fmtDur), nr, yesNo(nr >= 20))
 		if len(lv) > 0 && len(rv) > 0 {
 			coldNotes = append(coldNotes, fmt.Sprintf("%s events: rlmm replayed %.0f k events/s from scratch (median); from the snapshot, reading and loading the snapshot file took %s of the %s (median)",
 				withCommas(count), median(rv)/1000, fmtDur(median(lv)), fmtDur(nm)))
@@ -462,6 +466,61 @@ func (r *reporter) build(o *reportOptions) string {
 	}
 	p("%s\n", endMarker)
 	return b.String()
+}
+
+// mutationRuns reads one side's mutation results at a caller count:
+// <side>-mut-<callers>-<round>.json for rounds 1 to runs, or, from a results
+// directory of a single run, <side>-mut-<callers>.json.
+func (r *reporter) mutationRuns(side string, callers, runs int) []map[string]any {
+	var out []map[string]any
+	for run := 1; run <= runs; run++ {
+		if d := r.json(fmt.Sprintf("%s-mut-%d-%d.json", side, callers, run)); d != nil {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		if d := r.json(fmt.Sprintf("%s-mut-%d.json", side, callers)); d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// values returns the number at path of each document that has it.
+func values(docs []map[string]any, path string) []float64 {
+	var out []float64
+	for _, d := range docs {
+		if v, ok := num(d, path); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// fmtMedianRange formats the median of v, and its range when v holds
+// more than one value.
+func fmtMedianRange(v []float64, f func(float64) string) string {
+	m := f(median(v))
+	if len(v) < 2 {
+		return m
+	}
+	return fmt.Sprintf("%s (%s–%s)", m, f(slices.Min(v)), f(slices.Max(v)))
+}
+
+// fmtRatio formats the ratio of the medians of java and rlmm, and, when both
+// hold the same number of rounds (more than one), the range of the rounds'
+// own ratios: round i of one side ran beside round i of the other.
+func fmtRatio(java, rlmm []float64) string {
+	s := fmt.Sprintf("%.1fx", median(java)/median(rlmm))
+	if len(java) < 2 || len(java) != len(rlmm) {
+		return s
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range java {
+		q := java[i] / rlmm[i]
+		lo, hi = math.Min(lo, q), math.Max(hi, q)
+	}
+	return fmt.Sprintf("%s (%.1f–%.1fx)", s, lo, hi)
 }
 
 // loadOf keeps the three load averages of a /proc/loadavg line.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,64 @@ func TestLookupRows(t *testing.T) {
 	}
 	if strings.Contains(out, "lookup (") {
 		t.Errorf("report counts the lookup as missed:\n%s", out)
+	}
+}
+
+// TestMutationRows renders the mutation table of three rounds per side: each
+// cell is the median with the rounds' range, the ratio is the medians' with
+// the range of each round's own ratio, and the target is judged on the
+// medians. A results directory of one run (no round in the names) still
+// renders, without ranges.
+func TestMutationRows(t *testing.T) {
+	mut := func(p50, mean, rate float64) string {
+		return fmt.Sprintf(`{"segments": 3200, "mutationsPerSec": %g, "latencyUs": {"p50": %g, "p99": %g, "mean": %g}}`, rate, p50, 4*p50, mean)
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{
+			name: "three rounds",
+			files: map[string]string{
+				"java-mut-16-1.json": mut(8000, 20000, 500),
+				"java-mut-16-2.json": mut(9000, 24000, 480),
+				"java-mut-16-3.json": mut(8500, 22000, 490),
+				"go-mut-16-1.json":   mut(1000, 1100, 15000),
+				"go-mut-16-2.json":   mut(2000, 2100, 7000),
+				"go-mut-16-3.json":   mut(1700, 1800, 9000),
+			},
+			want: []string{
+				"| 16 | 3,200 | 3 | 8.5 ms (8.0 ms–9.0 ms) | 34.0 ms | 22.0 ms | 490 | 1.7 ms (1.0 ms–2.0 ms) | 6.8 ms | 1.8 ms | 9000 | 5.0x (4.5–8.0x) | 12.2x (11.4–18.2x) | **no** |",
+				"mutation p50 with 16 callers (5.0x, target 10x)",
+			},
+		},
+		{
+			name: "one run",
+			files: map[string]string{
+				"java-mut-16.json": mut(8600, 27800, 407),
+				"go-mut-16.json":   mut(1000, 1000, 15105),
+			},
+			want: []string{"| 16 | 3,200 | 1 | 8.6 ms | 34.4 ms | 27.8 ms | 407 | 1.0 ms | 4.0 ms | 1.0 ms | 15105 | 8.6x | 27.8x | **no** |"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &reporter{dir: dir}
+			out := r.build(&reportOptions{mutRuns: 3, mut1: 500, mut16: 3200})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("report lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }
