@@ -333,7 +333,7 @@ func (r *reporter) build(o *reportOptions) string {
 	}
 
 	// Cold start.
-	p("\n### Cold start to ready, 50 user partitions (median of %d runs each)\n\n", o.runs)
+	p("\n### Cold start to ready, 50 user partitions (median of %d rounds each, range in brackets)\n\n", o.runs)
 	p("Java: `configure` to `isReady` of every partition, replaying all events of their metadata partitions (fresh JVM each run). ")
 	p("rlmm: kafkalog.Open to every partition ready (fresh process each run), from scratch and from the snapshot it wrote after a full replay. ")
 	p("Targets: from scratch at least 2 times faster, from the snapshot at least 20 times faster. A fresh broker per event count.\n\n")
