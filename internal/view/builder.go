@@ -78,6 +78,8 @@ type Builder struct {
 	// (SetHistory), nil when all start at 0; history lists the ones above 0.
 	logStarts []int64
 	history   []HistoryStart
+	// keys follows the records' KIP-1266 keys, by key (keys.go).
+	keys map[string]*keyUse
 }
 
 // SetHistory tells the builder where each metadata partition's records
@@ -138,8 +140,7 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	switch res.Reason {
 	case apply.ReasonTombstone:
 		b.counts.Tombstones++
-		b.anomalies = append(b.anomalies, Anomaly{Kind: TombstoneRecord, Warning: true, Record: ref,
-			Detail: "a record with a null value (a tombstone, as a compacted metadata topic holds): not an event, skipped"})
+		b.observeTombstone(&rec, ref)
 		return ev, nil
 	case apply.ReasonUndecodable:
 		b.counts.Undecodable++
@@ -165,6 +166,7 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 		info = &partitionInfo{metadataPartition: rec.Partition}
 		b.partitions[tp] = info
 	}
+	b.observeKey(&rec, ref, &ev, tp)
 	applyErr := res.Err
 	switch ev.Key {
 	case wire.KeySegment:
@@ -257,11 +259,13 @@ func (b *Builder) Counts() Counts { return b.counts }
 // order read.
 func (b *Builder) StreamAnomalies() []Anomaly { return slices.Clone(b.anomalies) }
 
-// Anomalies returns the stream anomalies followed by the state anomalies of
-// every user partition (CheckSegments with refMs and stuckAfter), partitions
-// in the order of Partitions.
+// Anomalies returns the stream anomalies, then the record keys whose
+// compaction would drop a live segment's history (SharedRecordKey,
+// TombstonedLiveSegment), then the state anomalies of every user partition
+// (CheckSegments with refMs and stuckAfter), partitions in the order of
+// Partitions.
 func (b *Builder) Anomalies(refMs int64, stuckAfter time.Duration) []Anomaly {
-	out := b.StreamAnomalies()
+	out := append(b.StreamAnomalies(), b.keyAnomalies()...)
 	for _, tp := range b.Partitions() {
 		out = append(out, CheckSegments(tp, b.Segments(tp), refMs, stuckAfter)...)
 	}
