@@ -29,6 +29,9 @@ func AppendText(dst []byte, metadataPartition int32, offset int64, e *Event) []b
 	return append(dst, '\n')
 }
 
+// AppendString appends e.String() to dst without the intermediate string.
+func AppendString(dst []byte, e *Event) []byte { return appendEventText(dst, e) }
+
 // appendEventText appends e.String(): Kafka's toString of the model, then
 // what the record held beyond it (appendRecordText).
 func appendEventText(dst []byte, e *Event) []byte {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,22 @@ func TestVerifyKIP1266TopicOverKafka(t *testing.T) {
 	}
 	if c := doc.Counts; c.Records != int64(len(recs)) || c.Tombstones != 3 || c.Undecodable != 0 || c.Rejected != 0 {
 		t.Fatalf("inspect counts %+v; want %d records, 3 tombstones, none undecodable or rejected", c, len(recs))
+	}
+
+	// The raw events: keyed lines, version 1's fields, the tombstones.
+	args = []string{"inspect", "--kafka", addr, "--kafka-topic", "kip1266", "--events", "--quiet"}
+	r = run(t, work, args...)
+	mustCode(t, r, 0, args...)
+	first := wire.RecordKey{TopicIDPartition: tp, EndOffset: 99, BrokerLeaderEpoch: 3}
+	for _, want := range []string{
+		"partition: " + strconv.Itoa(int(mp)) + ", offset: 0, key: \"" + first.String() + "\", value: RemoteLogSegmentMetadata{",
+		"state=COPY_SEGMENT_STARTED, txnIdxEmpty=false} [recordVersion=1, brokerLeaderEpoch=3]\n",
+		"state=COPY_SEGMENT_FINISHED, eventTimestampMs=20, brokerId=7} [recordVersion=1, brokerLeaderEpoch=3, endOffset=99]\n",
+		"offset: 8, key: \"" + wire.RecordKey{TopicIDPartition: tp, EndOffset: 199, BrokerLeaderEpoch: 3}.String() + "\", value: null (a tombstone)\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("inspect --events does not print %q:\n%s", want, r.stdout)
+		}
 	}
 
 	args = []string{"verify", "--kafka", addr, "--kafka-topic", "kip1266", "--json", "--quiet"}
