@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -286,4 +288,41 @@ func TestDecodeKIP1266(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil || rec.Value != nil || rec.RecordKey == nil || !rec.RecordKey.Update {
 		t.Errorf("JSON of a tombstone: %s (%v)", lines[1], err)
 	}
+}
+
+// FuzzDecodeLine: a line of rlmm decode (a hex value, or a hex key and
+// value, "-" for null) never panics; it either fails printing nothing, or
+// prints exactly one line, in text and in JSON (where it is one JSON value).
+func FuzzDecodeLine(f *testing.F) {
+	key := hex.EncodeToString([]byte("AAAAAAAAAAEAAAAAAAAAAg:foo:3:99:7"))
+	for _, s := range []string{
+		segmentHex, updateHex, deleteHex, snapshotHex,
+		key + " " + segmentHex[:4] + "01" + segmentHex[6:len(segmentHex)-2] + "02010400000007" + "0502aabb",
+		key + " -", "- -", "- " + segmentHex, "0x" + segmentHex, "a b c", "zz",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, jsonOut := range []bool{false, true} {
+			var buf bytes.Buffer
+			w := bufio.NewWriter(&buf)
+			printed, err := decodeLine(w, line, jsonOut)
+			if werr := w.Flush(); werr != nil {
+				t.Fatal(werr)
+			}
+			out := buf.String()
+			if !printed {
+				if err == nil || out != "" {
+					t.Fatalf("%q: not printed, err %v, output %q", line, err, out)
+				}
+				continue
+			}
+			if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
+				t.Fatalf("%q printed %q: want one line", line, out)
+			}
+			if jsonOut && !json.Valid([]byte(out)) {
+				t.Fatalf("%q printed invalid JSON %q", line, out)
+			}
+		}
+	})
 }
