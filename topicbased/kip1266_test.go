@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
@@ -18,7 +19,23 @@ import (
 type keyedLog struct {
 	eventlog.Log
 	partition  int32
+	mu         sync.Mutex
 	tombstones map[int64]string
+}
+
+// tombstone makes the record at offset of the log's partition a tombstone
+// of key.
+func (l *keyedLog) tombstone(offset int64, key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tombstones[offset] = key
+}
+
+func (l *keyedLog) tombstoneKey(partition int32, offset int64) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key, ok := l.tombstones[offset]
+	return key, ok && partition == l.partition
 }
 
 func (l *keyedLog) Subscribe(ctx context.Context) (eventlog.Subscription, error) {
@@ -38,7 +55,7 @@ func (s *keyedSub) Poll(ctx context.Context) ([]eventlog.Record, error) {
 	recs, err := s.Subscription.Poll(ctx)
 	for i := range recs {
 		r := &recs[i]
-		if key, ok := s.l.tombstones[r.Offset]; ok && r.Partition == s.l.partition {
+		if key, ok := s.l.tombstoneKey(r.Partition, r.Offset); ok {
 			r.Value, r.Tombstone, r.Key = nil, true, []byte(key)
 			continue
 		}
@@ -108,14 +125,20 @@ func TestKIP1266RecordsAreApplied(t *testing.T) {
 		must(t, err)
 		return b
 	}
+	// tombstoneNext publishes a placeholder the log delivers as a tombstone
+	// of key (registered first, so a running manager never sees it as is).
+	tombstoneNext := func(key string) {
+		kl.tombstone(hwm(t, base, mp), key)
+		publish(t, base, mp, []byte("replaced by a tombstone"))
+	}
 	publish(t, base, mp, v1Value(t, wire.SegmentEvent(seg1), epochTag))
 	publish(t, base, mp, v1Value(t, wire.UpdateEvent(update(seg1, rlmm.CopySegmentFinished)), updTags("0000000000000063")))
 	publish(t, base, mp, v1Value(t, wire.SegmentEvent(seg2), epochTag))
 	publish(t, base, mp, v0(wire.UpdateEvent(update(seg2, rlmm.CopySegmentFinished)))) // a version 0 writer beside
 	publish(t, base, mp, v1Value(t, wire.UpdateEvent(update(seg1, rlmm.DeleteSegmentStarted)), updTags("0000000000000063")))
 	publish(t, base, mp, v1Value(t, wire.UpdateEvent(update(seg1, rlmm.DeleteSegmentFinished)), updTags("0000000000000063")))
-	kl.tombstones[publish(t, base, mp, []byte("replaced by a tombstone"))] = keyOf(seg1, true)
-	kl.tombstones[publish(t, base, mp, []byte("replaced by a tombstone"))] = keyOf(seg1, false)
+	tombstoneNext(keyOf(seg1, true))
+	tombstoneNext(keyOf(seg1, false))
 
 	dir := t.TempDir()
 	m := startManager(t, Config{Log: kl, SnapshotDir: dir, SnapshotInterval: -1})
@@ -137,7 +160,7 @@ func TestKIP1266RecordsAreApplied(t *testing.T) {
 	must(t, m.WriteSnapshot(testCtx(t)))
 	publish(t, base, mp, v1Value(t, wire.SegmentEvent(seg3), epochTag))
 	publish(t, base, mp, v1Value(t, wire.UpdateEvent(update(seg3, rlmm.CopySegmentFinished)), updTags("000000000000012b")))
-	kl.tombstones[publish(t, base, mp, []byte("replaced by a tombstone"))] = keyOf(seg1, false)
+	tombstoneNext(keyOf(seg1, false))
 	if err := m.Sync(testCtx(t), tp); err != nil {
 		t.Fatal(err)
 	}
