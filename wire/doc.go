@@ -96,7 +96,14 @@
 //	  segment from startOffset on}
 //
 // Custom metadata is standard base64 with padding, "" when present but
-// empty, null when absent.
+// empty, null when absent. A record of version 1 adds "recordVersion":1,
+// "brokerLeaderEpoch" and, for an update or partition delete, "endOffset";
+// a record with tagged fields rlmm does not know adds
+// "unknownTaggedFields":[{"struct":"","tag":5,"data":"qrs="}] ("struct" is
+// "" for the record's own section, "index" the SegmentLeaderEpochs element).
+// None of these is present for a version 0 record without unknown tags, so
+// its JSON is Kafka's model alone. The text form (String) follows Kafka's
+// toString with the same, in brackets.
 //
 // # Libraries
 //
