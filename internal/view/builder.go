@@ -129,8 +129,9 @@ func NewBuilder(metadataPartitions int32) *Builder {
 // state a broker would: an event in the wrong metadata partition is
 // reported and not applied (no broker reads it). It returns the decoded
 // event, or the decode error (the record is then counted as undecodable
-// and reported); an event the state machine rejects is returned without
-// error and reported.
+// and reported, unless it is misrouted); an event the state machine
+// rejects is returned without error and reported; a tombstone returns the
+// zero Event.
 func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	b.counts.Records++
 	b.counts.Bytes += int64(len(rec.Value))
@@ -158,7 +159,8 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 			Detail: fmt.Sprintf("event belongs in metadata partition %d of %d, found in %d: brokers never read it, and it is not applied here either",
 				want, b.metadataPartitions, rec.Partition)})
 		b.counts.Misrouted++
-		return ev, nil
+		// Not applied, but shown (inspect --events) as what it is.
+		return wire.DecodeEvent(rec.Value)
 	}
 	tp, _ := ev.TopicIDPartition()
 	info := b.partitions[tp]

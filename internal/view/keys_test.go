@@ -158,3 +158,18 @@ func TestRecordKeys(t *testing.T) {
 		})
 	}
 }
+
+// A misrouted event is returned decoded (inspect --events prints it), not
+// as a zero event, though it is not applied.
+func TestApplyReturnsMisroutedEvent(t *testing.T) {
+	b := NewBuilder(metadataPartitions)
+	other := (wire.MetadataPartition(testTP, metadataPartitions) + 1) % metadataPartitions
+	want := wire.SegmentEvent(seg(1, 0, 99, rlmm.CopySegmentStarted, 1))
+	got, err := b.Apply(eventlog.Record{Partition: other, Offset: 0, Value: encode(t, want)})
+	if err != nil || !got.Equal(&want) {
+		t.Errorf("Apply of a misrouted event = %s, %v; want %s", got.String(), err, want.String())
+	}
+	if c := b.Counts(); c.Misrouted != 1 || c.Segments != 0 {
+		t.Errorf("counts %+v; want 1 misrouted, not applied", c)
+	}
+}
