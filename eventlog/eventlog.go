@@ -51,6 +51,10 @@ type Record struct {
 	// KIP-1266 proposes keyed, compacted metadata records); Value is then
 	// nil. Only kafkalog delivers one: rlmm never writes one.
 	Tombstone bool
+	// Key is the record's key, nil for a null key. Only kafkalog delivers
+	// one (KIP-1266's writers key every record): rlmm writes none, as
+	// released Kafka writes none. Like Value, the receiver owns it.
+	Key []byte
 }
 
 // Log is a partitioned, append-only, durable log of opaque records.

@@ -361,3 +361,28 @@ func TestKnownOddRecords(t *testing.T) {
 		t.Fatalf("warnings %q", p.Warnings)
 	}
 }
+
+// TestKnownReadsKIP1266Records: a keyed record of version 1 (KIP-1266)
+// names its segment as one of version 0 does, and its keyed tombstone is
+// counted, not taken for a segment.
+func TestKnownReadsKIP1266Records(t *testing.T) {
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(3, 4), Topic: "t", Partition: 0}
+	m := rlmm.SegmentMetadata{ID: rlmm.SegmentID{TopicIDPartition: tp, ID: rlmm.UuidFromBits(5, 6)}, EndOffset: 9,
+		LeaderEpochs: []rlmm.EpochStart{{Epoch: 0, StartOffset: 0}}, SizeInBytes: 1, State: rlmm.CopySegmentStarted}
+	ev := wire.SegmentEvent(m)
+	v0, err := wire.AppendEvent(nil, &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 1: the version byte 1, and the record's own tagged fields
+	// (empty in version 0's last byte) BrokerLeaderEpoch 2 (tag 1).
+	v1 := append(append([]byte{}, v0[:len(v0)-1]...), 1, 1, 4, 0, 0, 0, 2)
+	v1[2] = 1
+	key := []byte("AAAAAAAAAAMAAAAAAAAABA:t:0:9:2")
+	k := NewKnown()
+	k.Observe(eventlog.Record{Partition: 0, Offset: 0, Value: v1, Key: key})
+	k.Observe(eventlog.Record{Partition: 0, Offset: 1, Tombstone: true, Key: key})
+	if k.Records != 2 || k.Undecodable != 0 || k.Tombstones != 1 || k.Segments() != 1 {
+		t.Fatalf("known %+v; want the version 1 segment and one tombstone", k)
+	}
+}

@@ -208,7 +208,10 @@ func (m *Metrics) HistoryLost(partition int32, from, to int64) {
 //     read with their metadata partition and dropped undecoded;
 //   - rlmm_rebuild_passes_total, rlmm_rebuilt_partitions_total: passes
 //     reading a metadata partition again from its start for user
-//     partitions hosted after it was consumed, and the partitions rebuilt.
+//     partitions hosted after it was consumed, and the partitions rebuilt;
+//   - rlmm_tombstones_total: records with a null value read and skipped (a
+//     metadata topic compacted as KIP-1266 proposes holds two per deleted
+//     segment; nothing to apply).
 //
 // With several brokers, each one's server shows only its own partitions.
 type statsCollector struct{ s *Server }
@@ -219,6 +222,7 @@ var (
 	descSkipped = prometheus.NewDesc("rlmm_events_skipped_total", "Events of user partitions this server does not host: read with their metadata partition, not decoded, not kept.", nil, nil)
 	descPasses  = prometheus.NewDesc("rlmm_rebuild_passes_total", "Rebuild passes started: a metadata partition read again from its start for user partitions hosted after it was consumed.", nil, nil)
 	descRebuilt = prometheus.NewDesc("rlmm_rebuilt_partitions_total", "User partitions the rebuild passes rebuilt.", nil, nil)
+	descTombs   = prometheus.NewDesc("rlmm_tombstones_total", "Records with a null value (tombstones of a compacted metadata topic, KIP-1266) read and skipped: nothing to apply.", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -227,6 +231,7 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descSkipped
 	ch <- descPasses
 	ch <- descRebuilt
+	ch <- descTombs
 }
 
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -239,4 +244,5 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(st.Skipped))
 	ch <- prometheus.MustNewConstMetric(descPasses, prometheus.CounterValue, float64(st.Passes))
 	ch <- prometheus.MustNewConstMetric(descRebuilt, prometheus.CounterValue, float64(st.Rebuilt))
+	ch <- prometheus.MustNewConstMetric(descTombs, prometheus.CounterValue, float64(st.Tombstones))
 }

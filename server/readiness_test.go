@@ -187,6 +187,9 @@ func TestStatsCollector(t *testing.T) {
 	for _, name := range []string{"rlmm_rebuild_passes_total", "rlmm_rebuilt_partitions_total"} {
 		gathered(t, ops.URL, name)
 	}
+	if v := gathered(t, ops.URL, "rlmm_tombstones_total"); v != 0 {
+		t.Errorf("rlmm_tombstones_total: %v, want 0 (no tombstone in the log)", v)
+	}
 }
 
 // gathered returns the value of the one series of family name on the

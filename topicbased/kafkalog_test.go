@@ -47,6 +47,8 @@ var kafkaTests = []namedTest{
 	{"NewlyHostedPartitionsRebuiltInOnePass", TestNewlyHostedPartitionsRebuiltInOnePass},
 	{"PartitionsHostedDuringAPassWaitForTheNext", TestPartitionsHostedDuringAPassWaitForTheNext},
 	{"RestartKeepsHostedPartitionsWithoutEvents", TestRestartKeepsHostedPartitionsWithoutEvents},
+	{"KIP1266RecordsAreApplied", TestKIP1266RecordsAreApplied},
+	{"WritesRecordVersionZeroWithoutKey", TestWritesRecordVersionZeroWithoutKey},
 }
 
 // realKafkaTests are the main paths, run against a real broker.

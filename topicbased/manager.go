@@ -575,9 +575,9 @@ type Stats struct {
 	// again from its start for user partitions hosted after it was
 	// consumed) and Rebuilt the user partitions they rebuilt.
 	Skipped, Passes, Rebuilt uint64
-	// Tombstones counts the records with a null value skipped (also
+	// Tombstones counts the records with a null value skipped (not
 	// counted in Rejected): a compacted metadata topic (KIP-1266) holds
-	// them.
+	// them, and they have nothing to apply.
 	Tombstones uint64
 	// Hosted is the number of user partitions hosted here; CachedPartitions
 	// the user partitions whose state the cache holds (hosted ones with

@@ -248,14 +248,16 @@ func (m *Manager) applyBatch(b *fetchedBatch, results []batchResult) []batchResu
 			c.undecodable++
 			m.stats.undecodable.Add(1)
 		case ReasonTombstone:
-			c.rejected++
-			m.stats.rejected.Add(1)
+			// Nothing to apply, and not an anomaly: a compacted topic
+			// (KIP-1266) holds two per deleted segment. Counted only.
 			m.stats.tombstones.Add(1)
+			verdict = nil
+			m.logger.Debug("topicbased: tombstone skipped", "partition", rec.Partition, "offset", rec.Offset, "key", string(rec.Key))
 		default:
 			c.rejected++
 			m.stats.rejected.Add(1)
 		}
-		if res.Reason != 0 && res.Reason != ReasonNotKept {
+		if res.Reason != 0 && res.Reason != ReasonNotKept && res.Reason != ReasonTombstone {
 			m.recordRejected(rec, res.Reason, res.Err, p.status.Load()&statusMask == statusReady)
 		}
 		p.next = rec.Offset + 1

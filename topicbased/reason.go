@@ -31,7 +31,8 @@ const (
 	// host. Counted (Stats.Skipped), never kept in Rejected.
 	ReasonNotKept = apply.ReasonNotKept
 	// ReasonTombstone: a record with a null value (a tombstone, as a
-	// compacted metadata topic under KIP-1266 would hold): skipped, counted
-	// (Stats.Tombstones, and in Stats.Rejected) and kept in Rejected.
+	// compacted metadata topic under KIP-1266 holds, two per deleted
+	// segment): nothing to apply; skipped and counted (Stats.Tombstones),
+	// neither rejected nor kept in Rejected (see package wire's doc).
 	ReasonTombstone = apply.ReasonTombstone
 )

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -58,6 +59,12 @@ type reader struct {
 	// of the event decoded before, and its leader epoch list's memory.
 	topic  string
 	epochs []rlmm.EpochStart
+	// version is the record version of the frame (0 or 1): it says which
+	// top-level tags are known (see taggedFieldsSlow).
+	version int16
+	// ev is the event being decoded, which receives the known top-level
+	// tagged fields and every unknown tagged field (nil: PeekPartition).
+	ev *Event
 }
 
 func (r *reader) failAt(off int, field, format string, args ...any) {
@@ -283,20 +290,45 @@ func (r *reader) arrayLen(field string, minElemSize int) int {
 	return int(n)
 }
 
-// taggedFields reads a tagged-field section. When txnIndexEmpty is not nil,
-// tag 0 is TxnIndexEmpty: like Kafka's generated reader, one byte is read as
-// the bool whatever the declared size. Every other tag is skipped.
-func (r *reader) taggedFields(field string, txnIndexEmpty *bool) {
+// Where a tagged-field section is: the record's own (top level) or one of
+// its nested structs. The name is what TaggedField.Struct says.
+const (
+	sectionTop              = ""
+	sectionTopicIDPartition = "TopicIdPartition"
+	sectionSegmentID        = "RemoteLogSegmentId"
+	sectionLeaderEpochs     = "SegmentLeaderEpochs"
+)
+
+// taggedFields reads a tagged-field section: section names it (sectionTop
+// for the record's own, whose known tags fill r.ev), index is the element
+// of an array it belongs to (-1: not in an array). Unknown tags are kept in
+// r.ev.UnknownTags.
+func (r *reader) taggedFields(field, section string, index int) {
 	// Fast path: no tagged fields, what Kafka writes almost always.
 	if r.off < len(r.b) && r.b[r.off] == 0 {
 		r.off++
 		return
 	}
-	r.taggedFieldsSlow(field, txnIndexEmpty)
+	r.taggedFieldsSlow(field, section, index)
 }
 
 // taggedFieldsSlow reads a tagged-field section that is not empty.
-func (r *reader) taggedFieldsSlow(field string, txnIndexEmpty *bool) {
+//
+// The known tags are those of the record's top-level section, by api key
+// and record version (kafka-rlmm.md 6.4, kip-1266.md):
+//   - segment and snapshot records, any version: tag 0 TxnIndexEmpty (bool).
+//     Like Kafka's generated reader, one byte is read as the bool whatever
+//     the declared size.
+//   - version 1 (KIP-1266, apache/kafka PR #22459): segment and snapshot
+//     tag 1 BrokerLeaderEpoch (int32); update and partition delete tag 0
+//     BrokerLeaderEpoch (int32) and tag 1 EndOffset (int64).
+//
+// A version 1 tag is decoded only when its declared size is its type's
+// size; otherwise, like every other tag (any tag of a version 0 record but
+// TxnIndexEmpty, and any tag of a nested struct), it is kept whole in
+// UnknownTags: the KIP is not final, and a changed field must not make a
+// record that is otherwise sound undecodable.
+func (r *reader) taggedFieldsSlow(field, section string, index int) {
 	start := r.off
 	count := int32(r.uvarint(field))
 	if r.err != nil {
@@ -315,21 +347,44 @@ func (r *reader) taggedFieldsSlow(field string, txnIndexEmpty *bool) {
 	}
 	for i := int32(0); i < count && r.err == nil; i++ {
 		tagStart := r.off
-		tag := int32(r.uvarint(field))
+		tag := r.uvarint(field)
 		size := int32(r.uvarint(field))
 		if r.err != nil {
 			return
 		}
-		if tag == 0 && txnIndexEmpty != nil {
-			*txnIndexEmpty = r.int8("TxnIndexEmpty") != 0
+		if section == sectionTop && r.ev != nil && tag == 0 && (r.ev.Key == KeySegment || r.ev.Key == KeySnapshot) {
+			r.ev.Segment.TxnIndexEmpty = r.int8("TxnIndexEmpty") != 0
 			continue
 		}
 		if size < 0 || int(size) > r.remaining() {
 			r.failAt(tagStart, field, "tagged field %d of %d bytes, %d left", tag, size, r.remaining())
 			return
 		}
+		data := r.b[r.off : r.off+int(size)]
 		r.off += int(size)
+		if section == sectionTop && r.ev != nil && r.version >= 1 && r.knownV1Tag(tag, data) {
+			continue
+		}
+		if r.ev != nil {
+			r.ev.UnknownTags = append(r.ev.UnknownTags, TaggedField{Struct: section, Index: index, Tag: tag, Data: bytes.Clone(data)})
+		}
 	}
+}
+
+// knownV1Tag stores a version 1 top-level tagged field in r.ev when tag is
+// one of its record type's and data has its type's size.
+func (r *reader) knownV1Tag(tag uint32, data []byte) bool {
+	e := r.ev
+	switch {
+	case (e.Key == KeySegment || e.Key == KeySnapshot) && tag == 1 && len(data) == 4,
+		(e.Key == KeyUpdate || e.Key == KeyPartitionDelete) && tag == 0 && len(data) == 4:
+		e.BrokerLeaderEpoch = be32(data)
+	case (e.Key == KeyUpdate || e.Key == KeyPartitionDelete) && tag == 1 && len(data) == 8:
+		e.EndOffset = be64(data)
+	default:
+		return false
+	}
+	return true
 }
 
 func (r *reader) topicIDPartition(tp *rlmm.TopicIDPartition) {
@@ -342,13 +397,13 @@ func (r *reader) topicIDPartition(tp *rlmm.TopicIDPartition) {
 		tp.TopicID = rlmm.Uuid(p[:16])
 		tp.Partition = be32(p[16:])
 	}
-	r.taggedFields("TopicIdPartition tagged fields", nil)
+	r.taggedFields("TopicIdPartition tagged fields", sectionTopicIDPartition, -1)
 }
 
 func (r *reader) segmentID(id *rlmm.SegmentID) {
 	r.topicIDPartition(&id.TopicIDPartition)
 	id.ID = r.uuid("RemoteLogSegmentId.Id")
-	r.taggedFields("RemoteLogSegmentId tagged fields", nil)
+	r.taggedFields("RemoteLogSegmentId tagged fields", sectionSegmentID, -1)
 }
 
 // segmentTail reads what segment and snapshot records share after the
@@ -370,14 +425,14 @@ func (r *reader) segmentTail(m *rlmm.SegmentMetadata) {
 				return
 			}
 			m.LeaderEpochs[i] = rlmm.EpochStart{Epoch: be32(p), StartOffset: be64(p[4:])}
-			r.taggedFields("SegmentLeaderEpochs tagged fields", nil)
+			r.taggedFields("SegmentLeaderEpochs tagged fields", sectionLeaderEpochs, i)
 		}
 		m.LeaderEpochs = normalizeEpochs(m.LeaderEpochs)
 	}
 	m.SizeInBytes = r.int32("SegmentSizeInBytes")
 	m.CustomMetadata = r.nullableBytes("CustomMetadata")
 	m.State = rlmm.SegmentState(r.int8("RemoteLogSegmentState"))
-	r.taggedFields("tagged fields", &m.TxnIndexEmpty)
+	r.taggedFields("tagged fields", sectionTop, -1)
 }
 
 // normalizeEpochs does what Kafka does by reading the epochs into a map and
@@ -431,13 +486,17 @@ func DecodeEvent(b []byte) (Event, error) {
 // a fresh Event. After a failure *e is the zero Event.
 func DecodeEventInto(b []byte, e *Event) error {
 	prev, _ := e.TopicIDPartition()
-	r := reader{b: b, record: "record frame", topic: prev.Topic, epochs: e.Segment.LeaderEpochs[:0]}
+	r := reader{b: b, record: "record frame", topic: prev.Topic, epochs: e.Segment.LeaderEpochs[:0], ev: e}
 	*e = Event{}
 	key := r.frame()
 	if r.err != nil {
 		return r.err
 	}
 	e.Key = key
+	e.Version = r.version
+	if r.version >= 1 {
+		e.BrokerLeaderEpoch, e.EndOffset = V1Defaults(key)
+	}
 	switch key {
 	case KeySegment:
 		m := &e.Segment
@@ -454,7 +513,7 @@ func DecodeEventInto(b []byte, e *Event) error {
 		}
 		u.CustomMetadata = r.nullableBytes("CustomMetadata")
 		u.State = rlmm.SegmentState(r.int8("RemoteLogSegmentState"))
-		r.taggedFields("tagged fields", nil)
+		r.taggedFields("tagged fields", sectionTop, -1)
 	case KeyPartitionDelete:
 		d := &e.PartitionDelete
 		r.topicIDPartition(&d.TopicIDPartition)
@@ -462,7 +521,7 @@ func DecodeEventInto(b []byte, e *Event) error {
 			d.BrokerID, d.EventTimestampMs = be32(p), be64(p[4:])
 		}
 		d.State = rlmm.PartitionDeleteState(r.int8("RemotePartitionDeleteState"))
-		r.taggedFields("tagged fields", nil)
+		r.taggedFields("tagged fields", sectionTop, -1)
 	case KeySnapshot:
 		m := &e.Segment
 		if p := r.fixed(52, snapshotNumbers); p != nil {
@@ -511,12 +570,15 @@ func (r *reader) frame() APIKey {
 		return 0
 	}
 	r.record = key.String()
-	if ver > recordVersion {
+	if ver > maxRecordVersion {
 		// Kafka's generated readers reject it at the first nested struct,
 		// which every valid record of every type has.
-		r.failAt(verOff, "record version", "unsupported record version %d (only 0 is supported)", ver)
+		r.failAt(verOff, "record version", "unsupported record version %d (versions 0 and 1 are read)", ver)
 		return 0
 	}
+	// A negative version (a 5-byte varint Java narrows to a negative
+	// short) reads as version 0, as Kafka's version checks do.
+	r.version = max(ver, 0)
 	return key
 }
 

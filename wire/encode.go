@@ -12,8 +12,13 @@ import (
 // before every record: 1 in every Kafka release (its javadoc says 0).
 const frameVersion = 1
 
-// recordVersion is the only valid version of all four record types.
+// recordVersion is the record version AppendEvent writes: 0, the only one
+// of every released Kafka (4.4 included), for all four record types.
 const recordVersion = 0
+
+// maxRecordVersion is the highest record version DecodeEvent reads: 1, as
+// KIP-1266 (apache/kafka PR #22459, unreleased) defines it.
+const maxRecordVersion = 1
 
 // maxStringLen is Kafka's limit for a compact string (a topic name).
 const maxStringLen = math.MaxInt16
@@ -35,7 +40,9 @@ func (e *Event) customMetadata() []byte {
 
 // AppendEvent appends the record value of e, exactly as Kafka 4.x's
 // RemoteLogMetadataSerde writes it, to dst and returns the extended slice.
-// It allocates nothing when dst has room.
+// It allocates nothing when dst has room. It writes record version 0
+// whatever e.Version says, without e's version 1 fields and unknown tagged
+// fields, as every released Kafka writes (the record's key stays null).
 //
 // It refuses (with an error wrapping rlmm.ErrInvalidArgument, and dst
 // returned unchanged) what Kafka's own model could not hold, so that every

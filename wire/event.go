@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/rlmm-go/rlmm"
@@ -46,11 +47,59 @@ func (k APIKey) String() string {
 // Segment.ID.ID is set, the TopicIDPartition is zero, because Kafka's
 // snapshot record carries the segment id alone), KeyUpdate uses Update,
 // KeyPartitionDelete uses PartitionDelete. The other fields are zero.
+//
+// Version, BrokerLeaderEpoch, EndOffset and UnknownTags say what a decoded
+// record held beyond Kafka's model: they are read, shown (String, JSON) and
+// compared by EqualRecord, never written (AppendEvent writes version 0),
+// and the state machine does not hold them (Equal ignores them).
 type Event struct {
 	Key             APIKey
 	Segment         rlmm.SegmentMetadata
 	Update          rlmm.SegmentUpdate
 	PartitionDelete rlmm.PartitionDelete
+
+	// Version is the record version the frame names: 0, or 1 for a record
+	// of KIP-1266 (apache/kafka PR #22459).
+	Version int16
+	// BrokerLeaderEpoch is version 1's tagged BrokerLeaderEpoch (tag 1 of a
+	// segment or snapshot record, tag 0 of an update or partition delete),
+	// or its record type's default when absent (V1Defaults); 0 in a
+	// version 0 record.
+	BrokerLeaderEpoch int32
+	// EndOffset is version 1's tagged EndOffset (tag 1) of an update or
+	// partition delete record, or its default when absent; 0 otherwise. A
+	// segment's end offset is Segment.EndOffset.
+	EndOffset int64
+	// UnknownTags are the tagged fields the decoder does not know, in the
+	// order read (nil when there are none): kept so that `rlmm decode` shows
+	// what a newer writer added.
+	UnknownTags []TaggedField
+}
+
+// TaggedField is a tagged field the decoder does not know, kept whole.
+type TaggedField struct {
+	// Struct names the struct whose tagged-field section held it: "" for
+	// the record's own, else TopicIdPartition, RemoteLogSegmentId or
+	// SegmentLeaderEpochs.
+	Struct string
+	// Index is the element of SegmentLeaderEpochs it belongs to (-1 for
+	// every other struct).
+	Index int
+	// Tag is the field's tag.
+	Tag uint32
+	// Data is the field's bytes, copied from the record.
+	Data []byte
+}
+
+// V1Defaults returns the values record version 1 of the record type key
+// gives BrokerLeaderEpoch and EndOffset when they are absent (kip-1266.md):
+// -1 and -1 for an update record, 0 and 0 for the others (a segment and a
+// snapshot record have no EndOffset tag).
+func V1Defaults(key APIKey) (brokerLeaderEpoch int32, endOffset int64) {
+	if key == KeyUpdate {
+		return -1, -1
+	}
+	return 0, 0
 }
 
 // SegmentEvent returns the event that adds segment m (api key 0).
@@ -82,7 +131,9 @@ func (e *Event) TopicIDPartition() (rlmm.TopicIDPartition, bool) {
 
 // Equal reports whether two events are equal: same key and the field that
 // key selects equal, custom metadata by content with nil (absent) distinct
-// from empty. Fields the key does not select are ignored.
+// from empty. Fields the key does not select are ignored, and so are what
+// the record held beyond the model (Version, BrokerLeaderEpoch, EndOffset,
+// UnknownTags): EqualRecord compares those too.
 func (e *Event) Equal(o *Event) bool {
 	if e.Key != o.Key {
 		return false
@@ -100,6 +151,15 @@ func (e *Event) Equal(o *Event) bool {
 	return true
 }
 
+// EqualRecord is Equal and also the record's version, its version 1 fields
+// and its unknown tagged fields (in order).
+func (e *Event) EqualRecord(o *Event) bool {
+	return e.Equal(o) && e.Version == o.Version && e.BrokerLeaderEpoch == o.BrokerLeaderEpoch &&
+		e.EndOffset == o.EndOffset && slices.EqualFunc(e.UnknownTags, o.UnknownTags, func(a, b TaggedField) bool {
+		return a.Struct == b.Struct && a.Index == b.Index && a.Tag == b.Tag && string(a.Data) == string(b.Data)
+	})
+}
+
 func sameCustom(a, b []byte) bool {
 	return (a == nil) == (b == nil) && string(a) == string(b)
 }
@@ -108,7 +168,13 @@ func sameCustom(a, b []byte) bool {
 // (RemoteLogSegmentMetadata{...}, RemoteLogSegmentMetadataUpdate{...},
 // RemotePartitionDeleteMetadata{...}, RemoteLogSegmentMetadataSnapshot{...}):
 // the value: part of Kafka's RemoteLogMetadataFormatter line.
+//
+// A record of version 1, or with unknown tagged fields, is followed by what
+// it held beyond the model, in brackets (see AppendText).
 func (e *Event) String() string {
+	if e.Version != 0 || len(e.UnknownTags) > 0 {
+		return string(appendEventText(nil, e))
+	}
 	switch e.Key {
 	case KeySegment:
 		return e.Segment.String()

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/rlmm-go/rlmm"
@@ -14,7 +15,10 @@ import (
 //	partition: <metadataPartition>, offset: <offset>, value: <event toString>
 //
 // The value part is e.String(), appended without the intermediate strings
-// (no allocation when dst has room), for tools that print whole logs.
+// (no allocation when dst has room), for tools that print whole logs. For a
+// record of version 1, or with unknown tagged fields, it is followed by
+// what the record held beyond Kafka's model (appendRecordText), which
+// Kafka 4.x's formatter does not show.
 func AppendText(dst []byte, metadataPartition int32, offset int64, e *Event) []byte {
 	dst = append(dst, "partition: "...)
 	dst = strconv.AppendInt(dst, int64(metadataPartition), 10)
@@ -25,9 +29,69 @@ func AppendText(dst []byte, metadataPartition int32, offset int64, e *Event) []b
 	return append(dst, '\n')
 }
 
-// appendEventText appends e.String(). The tests hold it equal to the root
-// package's String methods, which are the reference.
+// AppendString appends e.String() to dst without the intermediate string.
+func AppendString(dst []byte, e *Event) []byte { return appendEventText(dst, e) }
+
+// appendEventText appends e.String(): Kafka's toString of the model, then
+// what the record held beyond it (appendRecordText).
 func appendEventText(dst []byte, e *Event) []byte {
+	dst = appendModelText(dst, e)
+	return appendRecordText(dst, e)
+}
+
+// appendRecordText appends, for a record of version 1 or with unknown
+// tagged fields, what it held beyond Kafka's model, which Kafka 4.x's
+// toString does not show (nothing for any other record, whose line stays
+// Kafka's exactly):
+//
+//	[recordVersion=1, brokerLeaderEpoch=3, endOffset=99, unknownTaggedFields={5=aabbcc, RemoteLogSegmentId.7=01}]
+//
+// endOffset only for an update or partition delete; an unknown field is
+// <struct>[.<element>].<tag>=<hex bytes>, the record's own without a struct.
+func appendRecordText(dst []byte, e *Event) []byte {
+	if e.Version == 0 && len(e.UnknownTags) == 0 {
+		return dst
+	}
+	dst = append(dst, " [recordVersion="...)
+	dst = strconv.AppendInt(dst, int64(e.Version), 10)
+	if e.Version >= 1 {
+		dst = appendField(dst, ", brokerLeaderEpoch=", int64(e.BrokerLeaderEpoch))
+		if e.Key == KeyUpdate || e.Key == KeyPartitionDelete {
+			dst = appendField(dst, ", endOffset=", e.EndOffset)
+		}
+	}
+	if len(e.UnknownTags) > 0 {
+		dst = append(dst, ", unknownTaggedFields={"...)
+		for i, f := range e.UnknownTags {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = append(dst, f.Name()...)
+			dst = append(dst, '=')
+			dst = hex.AppendEncode(dst, f.Data)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// Name is the field's place and tag as the text form shows it: the tag
+// alone for the record's own section, else Struct, the element index for
+// SegmentLeaderEpochs, and the tag, joined by dots.
+func (f TaggedField) Name() string {
+	tag := strconv.FormatUint(uint64(f.Tag), 10)
+	switch {
+	case f.Struct == "":
+		return tag
+	case f.Index >= 0:
+		return f.Struct + "." + strconv.Itoa(f.Index) + "." + tag
+	}
+	return f.Struct + "." + tag
+}
+
+// appendModelText appends Kafka's toString of e's model. The tests hold it
+// equal to the root package's String methods, which are the reference.
+func appendModelText(dst []byte, e *Event) []byte {
 	switch e.Key {
 	case KeySegment:
 		m := &e.Segment

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -23,6 +25,27 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		unhex(f, "01010004666f6f0000000000000001000000000000000200000003000000000000000003000000000000000400000000020000000000000bb8000100"),
 		unhex(f, "01020004666f6f00000000000000010000000000000002000000030000000005000000000000"+"0fa00000"),
 		unhex(f, "01030000000000000000030000000000000004000000000000000000000000000000630000000100000000000003e800000000000007d0020000000000000000000000000000000400000100"),
+	}
+	// Record version 1 (KIP-1266), every value of the vector files.
+	if files, err := filepath.Glob(filepath.Join(kip1266VectorsDir, "*.json")); err == nil {
+		for _, path := range files {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			var v kip1266VectorsFile
+			if err := json.Unmarshal(raw, &v); err != nil {
+				continue
+			}
+			for _, r := range v.Records {
+				if r.Value == nil {
+					continue
+				}
+				if b, err := hex.DecodeString(*r.Value); err == nil {
+					seeds = append(seeds, b)
+				}
+			}
+		}
 	}
 	if raw, err := os.ReadFile(kafkaVectorsPath); err == nil {
 		var v vectorsFile
@@ -55,7 +78,7 @@ func FuzzDecode(f *testing.F) {
 		for _, s := range seeds {
 			_ = DecodeEventInto(s, &into)
 			intoErr := DecodeEventInto(b, &into)
-			if (intoErr == nil) != (err == nil) || err == nil && !into.Equal(&e) || err != nil && !into.Equal(&Event{}) {
+			if (intoErr == nil) != (err == nil) || err == nil && !into.EqualRecord(&e) || err != nil && !into.EqualRecord(&Event{}) {
 				t.Fatalf("DecodeEventInto after %x: %v, %s; DecodeEvent: %v, %s", s, intoErr, into.String(), err, e.String())
 			}
 		}
@@ -87,10 +110,58 @@ func FuzzDecode(f *testing.F) {
 		if err != nil || !bytes.Equal(enc2, enc) {
 			t.Fatalf("canonical bytes do not re-encode identically: %v\n%x\n%x", err, enc, enc2)
 		}
-		// The text and JSON forms of anything decoded work too.
+		// What AppendEvent wrote is record version 0 without the record's
+		// version 1 fields or unknown tagged fields.
+		if enc[2] != 0 || e2.Version != 0 || e2.UnknownTags != nil || e2.BrokerLeaderEpoch != 0 || e2.EndOffset != 0 {
+			t.Fatalf("re-encoding is not a plain version 0 record: %x decodes to %s", enc, e2.String())
+		}
+		// The text and JSON forms of anything decoded work too, and the
+		// JSON reads back to the same record (when its strings survive
+		// JSON, which replaces bytes that are not UTF-8).
 		_ = AppendText(nil, 0, 0, &e)
-		if _, err := json.Marshal(e); err != nil {
+		js, err := json.Marshal(e)
+		if err != nil {
 			t.Fatalf("MarshalJSON of a decoded event: %v", err)
+		}
+		if tp, ok := e.TopicIDPartition(); !ok || utf8.ValidString(tp.Topic) {
+			var back Event
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatalf("UnmarshalJSON of %s: %v", js, err)
+			}
+			if !back.EqualRecord(&e) {
+				t.Fatalf("JSON round trip\n got %s\nwant %s", back.String(), e.String())
+			}
+		}
+	})
+}
+
+// FuzzParseRecordKey: ParseRecordKey never panics, fails only with a
+// *DecodeError, and what it parses prints to a key that parses to the same
+// RecordKey.
+func FuzzParseRecordKey(f *testing.F) {
+	for _, s := range []string{
+		"AAAAAAAAAAEAAAAAAAAAAg:foo:3:99:7",
+		"AAAAAAAAAAEAAAAAAAAAAg:foo:3:99:7:UPDATE",
+		"AAAAAAAAAAEAAAAAAAAAAg:foo:3:-1:-1:UPDATE",
+		"AAAAAAAAAAEAAAAAAAAAAg:a:b:3:99:7",
+		"AAAAAAAAAAEAAAAAAAAAAg:foo:3:99",
+		":::::",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseRecordKey(b)
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) || !errors.Is(err, rlmm.ErrCorrupt) || de.Offset < 0 || de.Offset > len(b) {
+				t.Fatalf("error %v is not a *DecodeError wrapping ErrCorrupt inside the input", err)
+			}
+			return
+		}
+		back, err := ParseRecordKey([]byte(k.String()))
+		if err != nil || back != k {
+			t.Fatalf("%q parsed to %+v, printed as %q, which parses to %+v, %v", b, k, k.String(), back, err)
 		}
 	})
 }

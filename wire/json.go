@@ -40,7 +40,92 @@ type jsonSegment struct {
 	Type               string        `json:"type"`
 	RemoteLogSegmentID jsonSegmentID `json:"remoteLogSegmentId"`
 	jsonSegmentFields
+	jsonRecordFields
 }
+
+// jsonRecordFields are what a record held beyond Kafka's model, all left
+// out for a version 0 record without unknown tagged fields (whose JSON is
+// then the model's alone): recordVersion, brokerLeaderEpoch (version 1),
+// endOffset (version 1 of an update or partition delete; a segment's is
+// its own endOffset) and unknownTaggedFields.
+type jsonRecordFields struct {
+	RecordVersion       int16             `json:"recordVersion,omitempty"`
+	BrokerLeaderEpoch   *int32            `json:"brokerLeaderEpoch,omitempty"`
+	UnknownTaggedFields []jsonTaggedField `json:"unknownTaggedFields,omitempty"`
+}
+
+// jsonTaggedField is a TaggedField: struct "" for the record's own section,
+// index only for SegmentLeaderEpochs, data in standard base64.
+type jsonTaggedField struct {
+	Struct string `json:"struct"`
+	Index  *int   `json:"index,omitempty"`
+	Tag    uint32 `json:"tag"`
+	Data   []byte `json:"data"`
+}
+
+// jsonEndOffset is version 1's EndOffset of an update or partition delete.
+type jsonEndOffset struct {
+	EndOffset *int64 `json:"endOffset,omitempty"`
+}
+
+func toJSONRecordFields(e *Event) (jsonRecordFields, jsonEndOffset) {
+	var j jsonRecordFields
+	var end jsonEndOffset
+	j.RecordVersion = e.Version
+	if e.Version >= 1 {
+		j.BrokerLeaderEpoch = ptrTo(e.BrokerLeaderEpoch)
+		if e.Key == KeyUpdate || e.Key == KeyPartitionDelete {
+			end.EndOffset = ptrTo(e.EndOffset)
+		}
+	}
+	for _, f := range e.UnknownTags {
+		jf := jsonTaggedField{Struct: f.Struct, Tag: f.Tag, Data: f.Data}
+		if f.Index >= 0 {
+			jf.Index = ptrTo(f.Index)
+		}
+		if jf.Data == nil {
+			jf.Data = []byte{}
+		}
+		j.UnknownTaggedFields = append(j.UnknownTaggedFields, jf)
+	}
+	return j, end
+}
+
+// fromJSONRecordFields sets e's record fields: a version 1 field left out
+// takes its record type's default (V1Defaults).
+func fromJSONRecordFields(e *Event, j *jsonRecordFields, end *jsonEndOffset) error {
+	if j.RecordVersion < 0 || j.RecordVersion > maxRecordVersion {
+		return fmt.Errorf("%w: wire: %s JSON: recordVersion %d (0 or 1)", rlmm.ErrInvalidArgument, e.Key, j.RecordVersion)
+	}
+	e.Version = j.RecordVersion
+	if e.Version >= 1 {
+		e.BrokerLeaderEpoch, e.EndOffset = V1Defaults(e.Key)
+	}
+	if j.BrokerLeaderEpoch != nil || end != nil && end.EndOffset != nil {
+		if e.Version == 0 {
+			return fmt.Errorf("%w: wire: %s JSON: brokerLeaderEpoch and endOffset need recordVersion 1", rlmm.ErrInvalidArgument, e.Key)
+		}
+		if j.BrokerLeaderEpoch != nil {
+			e.BrokerLeaderEpoch = *j.BrokerLeaderEpoch
+		}
+		if end != nil && end.EndOffset != nil {
+			e.EndOffset = *end.EndOffset
+		}
+	}
+	for _, jf := range j.UnknownTaggedFields {
+		f := TaggedField{Struct: jf.Struct, Index: -1, Tag: jf.Tag, Data: jf.Data}
+		if jf.Index != nil {
+			f.Index = *jf.Index
+		}
+		if f.Data == nil {
+			f.Data = []byte{}
+		}
+		e.UnknownTags = append(e.UnknownTags, f)
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // jsonSegmentFields are the fields a segment and a snapshot share, after
 // their different ids; embedded, they keep their place in the JSON object.
@@ -88,6 +173,8 @@ type jsonUpdate struct {
 	State              string        `json:"state"`
 	EventTimestampMs   int64         `json:"eventTimestampMs"`
 	BrokerID           int32         `json:"brokerId"`
+	jsonRecordFields
+	jsonEndOffset
 }
 
 type jsonPartitionDelete struct {
@@ -96,12 +183,15 @@ type jsonPartitionDelete struct {
 	State            string               `json:"state"`
 	EventTimestampMs int64                `json:"eventTimestampMs"`
 	BrokerID         int32                `json:"brokerId"`
+	jsonRecordFields
+	jsonEndOffset
 }
 
 type jsonSnapshot struct {
 	Type      string    `json:"type"`
 	SegmentID rlmm.Uuid `json:"segmentId"`
 	jsonSegmentFields
+	jsonRecordFields
 }
 
 func toJSONTP(tp rlmm.TopicIDPartition) jsonTopicIDPartition {
@@ -134,6 +224,7 @@ func fromJSONEpochs(js []jsonEpoch) []rlmm.EpochStart {
 // MarshalJSON encodes the event in wire's JSON form (the schema of
 // testdata/kafka-vectors.json). An unknown key is an error.
 func (e Event) MarshalJSON() ([]byte, error) {
+	rec, end := toJSONRecordFields(&e)
 	switch e.Key {
 	case KeySegment:
 		m := &e.Segment
@@ -141,6 +232,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Type:               jsonTypeSegment,
 			RemoteLogSegmentID: jsonSegmentID{TopicIDPartition: toJSONTP(m.ID.TopicIDPartition), ID: m.ID.ID},
 			jsonSegmentFields:  toJSONSegmentFields(m),
+			jsonRecordFields:   rec,
 		})
 	case KeyUpdate:
 		u := &e.Update
@@ -149,16 +241,19 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			RemoteLogSegmentID: jsonSegmentID{TopicIDPartition: toJSONTP(u.ID.TopicIDPartition), ID: u.ID.ID},
 			CustomMetadata:     u.CustomMetadata, State: u.State.String(),
 			EventTimestampMs: u.EventTimestampMs, BrokerID: u.BrokerID,
+			jsonRecordFields: rec, jsonEndOffset: end,
 		})
 	case KeyPartitionDelete:
 		d := &e.PartitionDelete
 		return json.Marshal(jsonPartitionDelete{
 			Type: jsonTypePartitionDelete, TopicIDPartition: toJSONTP(d.TopicIDPartition),
 			State: d.State.String(), EventTimestampMs: d.EventTimestampMs, BrokerID: d.BrokerID,
+			jsonRecordFields: rec, jsonEndOffset: end,
 		})
 	case KeySnapshot:
 		m := &e.Segment
-		return json.Marshal(jsonSnapshot{Type: jsonTypeSnapshot, SegmentID: m.ID.ID, jsonSegmentFields: toJSONSegmentFields(m)})
+		return json.Marshal(jsonSnapshot{Type: jsonTypeSnapshot, SegmentID: m.ID.ID, jsonSegmentFields: toJSONSegmentFields(m),
+			jsonRecordFields: rec})
 	}
 	return nil, fmt.Errorf("%w: wire: cannot marshal an event with unknown key %d", rlmm.ErrInvalidArgument, int16(e.Key))
 }
@@ -193,6 +288,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		out = SegmentEvent(m)
+		if err := fromJSONRecordFields(&out, &j.jsonRecordFields, nil); err != nil {
+			return err
+		}
 	case jsonTypeUpdate:
 		var j jsonUpdate
 		if err := strict(&j); err != nil {
@@ -206,6 +304,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			ID:               rlmm.SegmentID{TopicIDPartition: fromJSONTP(j.RemoteLogSegmentID.TopicIDPartition), ID: j.RemoteLogSegmentID.ID},
 			EventTimestampMs: j.EventTimestampMs, CustomMetadata: j.CustomMetadata, State: st, BrokerID: j.BrokerID,
 		})
+		if err := fromJSONRecordFields(&out, &j.jsonRecordFields, &j.jsonEndOffset); err != nil {
+			return err
+		}
 	case jsonTypePartitionDelete:
 		var j jsonPartitionDelete
 		if err := strict(&j); err != nil {
@@ -219,6 +320,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			TopicIDPartition: fromJSONTP(j.TopicIDPartition), State: st,
 			EventTimestampMs: j.EventTimestampMs, BrokerID: j.BrokerID,
 		})
+		if err := fromJSONRecordFields(&out, &j.jsonRecordFields, &j.jsonEndOffset); err != nil {
+			return err
+		}
 	case jsonTypeSnapshot:
 		var j jsonSnapshot
 		if err := strict(&j); err != nil {
@@ -229,6 +333,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		out = Event{Key: KeySnapshot, Segment: m}
+		if err := fromJSONRecordFields(&out, &j.jsonRecordFields, nil); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("%w: wire: event JSON: unknown type %q", rlmm.ErrInvalidArgument, head.Type)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,23 @@ Blank lines and lines starting with # are skipped; spaces around a value and a
 prints values as hex, for example franz-go's kcl:
 kcl consume __remote_log_metadata -f '%v{hex}\n'. (rlmm inspect --events reads
 the topic itself and prints every event with its partition and offset.)
+
+A line may also hold the record's key and its value, both as hex and
+separated by spaces, "-" standing for null (kcl: -f '%k{hex} %v{hex}\n'
+prints an empty field for null: write "-" there): the keys KIP-1266 (not
+final) gives records, topicId:topicName:partition:endOffset:brokerLeaderEpoch
+with :UPDATE for updates and partition deletes, and its tombstones (a null
+value). Such a line prints "key: <key>, value: <event>" ("value: null (a
+tombstone)"), and --json prints {"key":..., "recordKey":{...parts},
+"value":<event or null>}. A key that is not such a key, or that names
+another partition, end offset or broker leader epoch than its record, is
+reported like a value that does not decode (after its line).
+
+Records of version 1 (KIP-1266) decode too: their tagged BrokerLeaderEpoch
+and EndOffset, and any tagged field rlmm does not know, follow Kafka's text
+in brackets ("[recordVersion=1, brokerLeaderEpoch=3, unknownTaggedFields={5=aabb}]")
+and are JSON fields (recordVersion, brokerLeaderEpoch, endOffset,
+unknownTaggedFields). A record version above 1 does not decode.
 
 The text form is exactly Kafka 4.x's toString of the event, which is the
 "value:" part of the line Kafka's RemoteLogMetadataFormatter prints
@@ -79,7 +97,7 @@ func runDecode(in io.Reader, name string, out, errOut io.Writer, jsonOut bool) e
 			continue
 		}
 		values++
-		if err := decodeLine(w, line, jsonOut); err != nil {
+		if _, err := decodeLine(w, line, jsonOut); err != nil {
 			failed++
 			// Keep stdout and stderr in input order when they share a terminal.
 			if err := w.Flush(); err != nil {
@@ -101,27 +119,124 @@ func runDecode(in io.Reader, name string, out, errOut io.Writer, jsonOut bool) e
 	return nil
 }
 
-// decodeLine decodes one hex value and writes its event line.
-func decodeLine(w *bufio.Writer, line []byte, jsonOut bool) error {
-	if len(line) >= 2 && line[0] == '0' && (line[1] == 'x' || line[1] == 'X') {
-		line = line[2:]
+// decodedRecord is the JSON decode --json prints for a line with a key or
+// a null value: the key's text, its parts when it is a KIP-1266 key, and
+// the event (null for a tombstone).
+type decodedRecord struct {
+	Key       *string        `json:"key"`
+	RecordKey *jsonRecordKey `json:"recordKey,omitempty"`
+	Value     *wire.Event    `json:"value"`
+}
+
+// jsonRecordKey is a wire.RecordKey's parts.
+type jsonRecordKey struct {
+	TopicID           string `json:"topicId"`
+	Topic             string `json:"topic"`
+	Partition         int32  `json:"partition"`
+	EndOffset         int64  `json:"endOffset"`
+	BrokerLeaderEpoch int32  `json:"brokerLeaderEpoch"`
+	Update            bool   `json:"update"`
+}
+
+// decodeLine decodes one line (a hex value, or a hex key and a hex value,
+// "-" for null) and writes its event line. A key that is not a KIP-1266
+// key, or does not match its record, is printed and reported (the error
+// returned then, printed is true).
+func decodeLine(w *bufio.Writer, line []byte, jsonOut bool) (printed bool, err error) {
+	fields := bytes.Fields(line)
+	var keyHex, valueHex []byte
+	switch len(fields) {
+	case 1:
+		valueHex = fields[0]
+	case 2:
+		keyHex, valueHex = fields[0], fields[1]
+	default:
+		return false, fmt.Errorf("%d fields: want a record value, or a record key and a value, as hex (- for null)", len(fields))
 	}
-	value := make([]byte, hex.DecodedLen(len(line)))
-	if _, err := hex.Decode(value, line); err != nil {
-		return fmt.Errorf("not a hex record value: %w", err)
-	}
-	e, err := wire.DecodeEvent(value)
+	value, null, err := decodeHex(valueHex)
 	if err != nil {
-		return err
+		return false, fmt.Errorf("not a hex record value: %w", err)
+	}
+	var e wire.Event
+	if !null {
+		if e, err = wire.DecodeEvent(value); err != nil {
+			return false, err
+		}
+	}
+	key, nullKey := []byte(nil), true
+	if keyHex != nil {
+		if key, nullKey, err = decodeHex(keyHex); err != nil {
+			return false, fmt.Errorf("not a hex record key: %w", err)
+		}
+	}
+	if nullKey && !null {
+		// What released Kafka writes: the event alone, as before keys.
+		if jsonOut {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return false, err
+			}
+			w.Write(b)
+		} else {
+			w.WriteString(e.String())
+		}
+		return true, w.WriteByte('\n')
+	}
+	var keyErr error
+	rec := decodedRecord{}
+	if !nullKey {
+		text := string(key)
+		rec.Key = &text
+		k, perr := wire.ParseRecordKey(key)
+		switch {
+		case perr != nil:
+			keyErr = fmt.Errorf("record key %q: %w", key, perr)
+		case !null && e.KeyMismatch(k) != "":
+			keyErr = fmt.Errorf("record key %q does not match its %s: %s", key, e.Key, e.KeyMismatch(k))
+		}
+		if perr == nil {
+			rec.RecordKey = &jsonRecordKey{TopicID: k.TopicIDPartition.TopicID.String(), Topic: k.TopicIDPartition.Topic,
+				Partition: k.TopicIDPartition.Partition, EndOffset: k.EndOffset, BrokerLeaderEpoch: k.BrokerLeaderEpoch, Update: k.Update}
+		}
+	}
+	if !null {
+		rec.Value = &e
 	}
 	if jsonOut {
-		b, err := json.Marshal(e)
+		b, err := json.Marshal(rec)
 		if err != nil {
-			return err
+			return false, err
 		}
 		w.Write(b)
 	} else {
-		w.WriteString(e.String())
+		if rec.Key != nil {
+			fmt.Fprintf(w, "key: %s, ", strconv.QuoteToGraphic(*rec.Key))
+		} else {
+			w.WriteString("key: null, ")
+		}
+		if null {
+			w.WriteString("value: null (a tombstone)")
+		} else {
+			w.WriteString("value: " + e.String())
+		}
 	}
-	return w.WriteByte('\n')
+	if err := w.WriteByte('\n'); err != nil {
+		return true, err
+	}
+	return true, keyErr
+}
+
+// decodeHex decodes a hex field: "-" is null; a 0x prefix is dropped.
+func decodeHex(field []byte) (b []byte, null bool, err error) {
+	if string(field) == "-" {
+		return nil, true, nil
+	}
+	if len(field) >= 2 && field[0] == '0' && (field[1] == 'x' || field[1] == 'X') {
+		field = field[2:]
+	}
+	b = make([]byte, hex.DecodedLen(len(field)))
+	if _, err := hex.Decode(b, field); err != nil {
+		return nil, false, err
+	}
+	return b, false, nil
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,4 +214,115 @@ func TestBinary(t *testing.T) {
 	if status != 2 || !strings.HasPrefix(stderr, "rlmm: unknown flag") {
 		t.Errorf("bad flag: status %d, stderr %q", status, stderr)
 	}
+}
+
+// TestDecodeKIP1266 decodes what a KIP-1266 writer puts in the topic:
+// keyed records of version 1 (its tagged fields and an unknown one shown),
+// a tombstone, a key that does not match its record (printed, then
+// reported), and a record version above 1 (refused, naming it).
+func TestDecodeKIP1266(t *testing.T) {
+	keyHex := func(s string) string { return hex.EncodeToString([]byte(s)) }
+	const key = "AAAAAAAAAAEAAAAAAAAAAg:foo:3:99:7"
+	// The worked example as version 1: version byte 1, tags BrokerLeaderEpoch
+	// (tag 1) = 7 and an unknown tag 5 = aabb.
+	v1 := segmentHex[:4] + "01" + segmentHex[6:len(segmentHex)-2] + "02" + "010400000007" + "0502aabb"
+	in := keyHex(key) + " " + v1 + "\n" +
+		keyHex(key+":UPDATE") + " -\n" +
+		keyHex("AAAAAAAAAAEAAAAAAAAAAg:foo:3:98:7") + " " + v1 + "\n" +
+		segmentHex[:4] + "02" + segmentHex[6:] + "\n" +
+		"- " + segmentHex + "\n"
+	stdout, stderr, status := runInProcess(t, in, "decode")
+	if status != 1 {
+		t.Errorf("status %d, want 1", status)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	wantEvent := strings.TrimSuffix(wantLine(t, segmentHex), "\n")
+	want := []string{
+		`key: "` + key + `", value: ` + wantEvent + " [recordVersion=1, brokerLeaderEpoch=7, unknownTaggedFields={5=aabb}]",
+		`key: "` + key + `:UPDATE", value: null (a tombstone)`,
+		`key: "AAAAAAAAAAEAAAAAAAAAAg:foo:3:98:7", value: ` + wantEvent + " [recordVersion=1, brokerLeaderEpoch=7, unknownTaggedFields={5=aabb}]",
+		wantEvent,
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("stdout\n%s\nwant\n%s", stdout, strings.Join(want, "\n"))
+	}
+	for _, w := range []string{
+		"line 3: record key \"AAAAAAAAAAEAAAAAAAAAAg:foo:3:98:7\" does not match its RemoteLogSegmentMetadataRecord: the key's end offset is 98, the record's 99",
+		"line 4: corrupt data: RemoteLogSegmentMetadataRecord: record version at byte 2: unsupported record version 2",
+		"2 of 5 values",
+	} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, stderr)
+		}
+	}
+
+	stdout, _, _ = runInProcess(t, keyHex(key)+" "+v1+"\n"+keyHex(key+":UPDATE")+" -\n", "decode", "--json")
+	lines = strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	var rec struct {
+		Key       *string
+		RecordKey *struct {
+			TopicID           string
+			Topic             string
+			EndOffset         int64
+			BrokerLeaderEpoch int32
+			Update            bool
+		}
+		Value *struct {
+			RecordVersion       int
+			BrokerLeaderEpoch   *int32
+			UnknownTaggedFields []struct {
+				Tag  int
+				Data []byte
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatalf("%v: %s", err, lines[0])
+	}
+	if rec.Key == nil || *rec.Key != key || rec.RecordKey == nil || rec.RecordKey.EndOffset != 99 || rec.RecordKey.BrokerLeaderEpoch != 7 ||
+		rec.Value == nil || rec.Value.RecordVersion != 1 || rec.Value.BrokerLeaderEpoch == nil || *rec.Value.BrokerLeaderEpoch != 7 ||
+		len(rec.Value.UnknownTaggedFields) != 1 || rec.Value.UnknownTaggedFields[0].Tag != 5 || string(rec.Value.UnknownTaggedFields[0].Data) != "\xaa\xbb" {
+		t.Errorf("JSON of a keyed version 1 record: %s", lines[0])
+	}
+	rec.Value = nil
+	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil || rec.Value != nil || rec.RecordKey == nil || !rec.RecordKey.Update {
+		t.Errorf("JSON of a tombstone: %s (%v)", lines[1], err)
+	}
+}
+
+// FuzzDecodeLine: a line of rlmm decode (a hex value, or a hex key and
+// value, "-" for null) never panics; it either fails printing nothing, or
+// prints exactly one line, in text and in JSON (where it is one JSON value).
+func FuzzDecodeLine(f *testing.F) {
+	key := hex.EncodeToString([]byte("AAAAAAAAAAEAAAAAAAAAAg:foo:3:99:7"))
+	for _, s := range []string{
+		segmentHex, updateHex, deleteHex, snapshotHex,
+		key + " " + segmentHex[:4] + "01" + segmentHex[6:len(segmentHex)-2] + "02010400000007" + "0502aabb",
+		key + " -", "- -", "- " + segmentHex, "0x" + segmentHex, "a b c", "zz",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, jsonOut := range []bool{false, true} {
+			var buf bytes.Buffer
+			w := bufio.NewWriter(&buf)
+			printed, err := decodeLine(w, line, jsonOut)
+			if werr := w.Flush(); werr != nil {
+				t.Fatal(werr)
+			}
+			out := buf.String()
+			if !printed {
+				if err == nil || out != "" {
+					t.Fatalf("%q: not printed, err %v, output %q", line, err, out)
+				}
+				continue
+			}
+			if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
+				t.Fatalf("%q printed %q: want one line", line, out)
+			}
+			if jsonOut && !json.Valid([]byte(out)) {
+				t.Fatalf("%q printed invalid JSON %q", line, out)
+			}
+		}
+	})
 }

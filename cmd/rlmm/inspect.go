@@ -77,7 +77,7 @@ created.`,
 	f.StringVar(&o.topic, "topic", "", "show only this user topic")
 	f.Int32Var(&o.partition, "partition", -1, "show only this user partition number, 0 or more (with or without --topic; default all)")
 	f.BoolVar(&o.segments, "segments", false, "list every segment not yet DELETE_SEGMENT_FINISHED")
-	f.BoolVar(&o.events, "events", false, "print every raw event in Kafka's formatter text (metadata partition, offset, value)")
+	f.BoolVar(&o.events, "events", false, "print every raw event in Kafka's formatter text (metadata partition, offset, value; the key before the value when the record has one)")
 	f.BoolVar(&o.jsonOut, "json", false, "print JSON for scripts")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display on stderr")
 	f.DurationVar(&o.timeout, "timeout", readTimeout, "give up connecting to and reading the log after this long, at most "+maxTimeout.String())
@@ -92,10 +92,16 @@ func (o *inspectOptions) keep(tp rlmm.TopicIDPartition) bool {
 
 // jsonEvent is one raw event of inspect --events --json.
 type jsonEvent struct {
-	MetadataPartition int32       `json:"metadataPartition"`
-	Offset            int64       `json:"offset"`
-	Event             *wire.Event `json:"event,omitempty"`
-	Error             string      `json:"error,omitempty"`
+	MetadataPartition int32 `json:"metadataPartition"`
+	Offset            int64 `json:"offset"`
+	// Key is the record's key (KIP-1266 keys records; released Kafka and
+	// rlmm do not), absent when null.
+	Key *string `json:"key,omitempty"`
+	// Tombstone: the record's value is null (a compacted topic's deletion
+	// of Key); it has no event.
+	Tombstone bool        `json:"tombstone,omitempty"`
+	Event     *wire.Event `json:"event,omitempty"`
+	Error     string      `json:"error,omitempty"`
 }
 
 // jsonSegment is one segment of inspect --segments --json.
@@ -170,27 +176,51 @@ func runInspect(cmd *cobra.Command, o *inspectOptions) error {
 		if !o.events {
 			return nil
 		}
-		if derr == nil {
+		if rec.Tombstone {
+			if k, err := wire.ParseRecordKey(rec.Key); err == nil && !o.keep(k.TopicIDPartition) {
+				return nil
+			}
+		} else if derr == nil {
 			if tp, ok := ev.TopicIDPartition(); ok && !o.keep(tp) {
 				return nil
 			}
 		}
 		if o.jsonOut {
-			je := jsonEvent{MetadataPartition: rec.Partition, Offset: rec.Offset}
-			if derr != nil {
+			je := jsonEvent{MetadataPartition: rec.Partition, Offset: rec.Offset, Tombstone: rec.Tombstone}
+			if rec.Key != nil {
+				k := string(rec.Key)
+				je.Key = &k
+			}
+			switch {
+			case rec.Tombstone:
+			case derr != nil:
 				je.Error = derr.Error()
-			} else {
+			default:
 				evCopy := *ev
 				je.Event = &evCopy
 			}
 			events = append(events, je)
 			return nil
 		}
-		if derr != nil {
-			_, err := fmt.Fprintf(out, "partition: %d, offset: %d, undecodable: %v\n", rec.Partition, rec.Offset, derr)
+		if derr == nil && !rec.Tombstone && rec.Key == nil {
+			// Kafka's formatter line exactly.
+			line = wire.AppendText(line[:0], rec.Partition, rec.Offset, ev)
+			_, err := out.Write(line)
 			return err
 		}
-		line = wire.AppendText(line[:0], rec.Partition, rec.Offset, ev)
+		// The same line with the key (when there is one) before the value.
+		line = fmt.Appendf(line[:0], "partition: %d, offset: %d, ", rec.Partition, rec.Offset)
+		if rec.Key != nil {
+			line = fmt.Appendf(line, "key: %s, ", strconv.QuoteToGraphic(string(rec.Key)))
+		}
+		switch {
+		case rec.Tombstone:
+			line = append(line, "value: null (a tombstone)\n"...)
+		case derr != nil:
+			line = fmt.Appendf(line, "undecodable: %v\n", derr)
+		default:
+			line = append(wire.AppendString(append(line, "value: "...), ev), '\n')
+		}
 		_, err := out.Write(line)
 		return err
 	}

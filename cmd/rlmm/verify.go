@@ -49,15 +49,23 @@ segment or record it concerns:
                         of the one before and goes past it: a new leader's copy)
   offset_gap            offsets of a leader epoch no finished segment covers,
                         between two that do
+  shared_record_key     (a topic keyed as KIP-1266 proposes) records of two segments
+                        under one key whose last record is not a live segment's own:
+                        compaction keeps a key's last record only, and would drop
+                        that live segment's history (the segment ids are listed)
+  tombstoned_live_segment  a key whose last record is a tombstone while a segment
+                        with records under it is live: compaction would drop them
 
 and, as warnings that do not change the exit status: segment metadata Kafka
 accepts but rlmm's stricter sanity checks fail (sanity_warning), partition
 delete states out of order (partition_delete_order), snapshot records inside
-the topic (snapshot_record), records with a null value (tombstone_record: a
-compacted topic's, KIP-1266), torn tails of the embedded log (torn_tail), a
-metadata partition whose first records were deleted by retention or
-DeleteRecords (history_lost: reading starts at its log start offset), and
-updates there of segments added before that start (unknown_segment).
+the topic (snapshot_record), records with a null value whose key is not a
+KIP-1266 key (tombstone_record; other tombstones are counted), record keys
+that do not match their records (record_key_mismatch), torn tails of the
+embedded log (torn_tail), a metadata partition whose first records were
+deleted by retention or DeleteRecords (history_lost: reading starts at its
+log start offset), and updates there of segments added before that start
+(unknown_segment).
 
 Ages are measured against the newest event timestamp in the log by default
 (--stuck-reference log), so verifying a copy of a log gives the same answer

@@ -215,7 +215,11 @@ func (s *subscription) filter(fetches kgo.Fetches, pollEpoch uint64) ([]eventlog
 			// capacity keeps a receiver's append from writing over the
 			// next record's bytes.
 			v := r.Value[:len(r.Value):len(r.Value)]
-			out = append(out, eventlog.Record{Partition: r.Partition, Offset: r.Offset, Value: v, Tombstone: r.Value == nil})
+			var k []byte
+			if r.Key != nil {
+				k = r.Key[:len(r.Key):len(r.Key)]
+			}
+			out = append(out, eventlog.Record{Partition: r.Partition, Offset: r.Offset, Value: v, Tombstone: r.Value == nil, Key: k})
 			st.next = r.Offset + 1
 		}
 	})

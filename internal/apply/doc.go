@@ -17,7 +17,11 @@
 // same decision with nothing read ahead.
 //
 // A tombstone (a record with a null value, which a compacted metadata
-// topic under KIP-1266 would hold) is named as one (LogRecord) and skipped.
+// topic under KIP-1266 holds) is named as one (LogRecord, ReasonTombstone)
+// and skipped: nothing to apply, and its callers count it rather than
+// report it. A record of version 1 (KIP-1266) is applied exactly as one of
+// version 0, and a record's key is not read here (package wire's doc says
+// why).
 //
 // It imports rlmm, eventlog (its Record type), wire and memory only; it
 // does no I/O.

@@ -26,8 +26,9 @@ const (
 	// anomaly: it is counted, never listed.
 	ReasonNotKept
 	// ReasonTombstone: a record without a value (a null value: a tombstone,
-	// as a compacted metadata topic under KIP-1266 would hold). Kafka's own
-	// manager's consumer dies on one; it is skipped and reported.
+	// as a compacted metadata topic under KIP-1266 holds). Nothing to
+	// apply: it is skipped, and its callers count it rather than report it
+	// as an anomaly (Kafka 4.3's own manager's consumer dies on one).
 	ReasonTombstone
 )
 

@@ -78,6 +78,8 @@ type Builder struct {
 	// (SetHistory), nil when all start at 0; history lists the ones above 0.
 	logStarts []int64
 	history   []HistoryStart
+	// keys follows the records' KIP-1266 keys, by key (keys.go).
+	keys map[string]*keyUse
 }
 
 // SetHistory tells the builder where each metadata partition's records
@@ -127,8 +129,9 @@ func NewBuilder(metadataPartitions int32) *Builder {
 // state a broker would: an event in the wrong metadata partition is
 // reported and not applied (no broker reads it). It returns the decoded
 // event, or the decode error (the record is then counted as undecodable
-// and reported); an event the state machine rejects is returned without
-// error and reported.
+// and reported, unless it is misrouted); an event the state machine
+// rejects is returned without error and reported; a tombstone returns the
+// zero Event.
 func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	b.counts.Records++
 	b.counts.Bytes += int64(len(rec.Value))
@@ -138,8 +141,7 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	switch res.Reason {
 	case apply.ReasonTombstone:
 		b.counts.Tombstones++
-		b.anomalies = append(b.anomalies, Anomaly{Kind: TombstoneRecord, Warning: true, Record: ref,
-			Detail: "a record with a null value (a tombstone, as a compacted metadata topic holds): not an event, skipped"})
+		b.observeTombstone(&rec, ref)
 		return ev, nil
 	case apply.ReasonUndecodable:
 		b.counts.Undecodable++
@@ -157,7 +159,8 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 			Detail: fmt.Sprintf("event belongs in metadata partition %d of %d, found in %d: brokers never read it, and it is not applied here either",
 				want, b.metadataPartitions, rec.Partition)})
 		b.counts.Misrouted++
-		return ev, nil
+		// Not applied, but shown (inspect --events) as what it is.
+		return wire.DecodeEvent(rec.Value)
 	}
 	tp, _ := ev.TopicIDPartition()
 	info := b.partitions[tp]
@@ -165,6 +168,7 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 		info = &partitionInfo{metadataPartition: rec.Partition}
 		b.partitions[tp] = info
 	}
+	b.observeKey(&rec, ref, &ev, tp)
 	applyErr := res.Err
 	switch ev.Key {
 	case wire.KeySegment:
@@ -257,11 +261,13 @@ func (b *Builder) Counts() Counts { return b.counts }
 // order read.
 func (b *Builder) StreamAnomalies() []Anomaly { return slices.Clone(b.anomalies) }
 
-// Anomalies returns the stream anomalies followed by the state anomalies of
-// every user partition (CheckSegments with refMs and stuckAfter), partitions
-// in the order of Partitions.
+// Anomalies returns the stream anomalies, then the record keys whose
+// compaction would drop a live segment's history (SharedRecordKey,
+// TombstonedLiveSegment), then the state anomalies of every user partition
+// (CheckSegments with refMs and stuckAfter), partitions in the order of
+// Partitions.
 func (b *Builder) Anomalies(refMs int64, stuckAfter time.Duration) []Anomaly {
-	out := b.StreamAnomalies()
+	out := append(b.StreamAnomalies(), b.keyAnomalies()...)
 	for _, tp := range b.Partitions() {
 		out = append(out, CheckSegments(tp, b.Segments(tp), refMs, stuckAfter)...)
 	}

@@ -54,10 +54,30 @@ const (
 	// Kafka never writes one; it is ignored. Warning.
 	SnapshotRecord Kind = "snapshot_record"
 	// TombstoneRecord: a record with a null value (a tombstone: a compacted
-	// metadata topic, as KIP-1266 proposes, holds them to delete a key).
-	// Not an event; skipped (Kafka 4.3's own manager's consumer dies on
-	// one). Warning.
+	// metadata topic, as KIP-1266 proposes, holds them to delete a key)
+	// whose key is missing or not a KIP-1266 key, so it deletes nothing
+	// rlmm knows. Not an event; skipped (Kafka 4.3's own manager's consumer
+	// dies on one). Tombstones with a KIP-1266 key are counted
+	// (Counts.Tombstones), not reported, unless TombstonedLiveSegment.
+	// Warning.
 	TombstoneRecord Kind = "tombstone_record"
+	// RecordKeyMismatch: a record whose key is not a KIP-1266 key
+	// (topicId:topicName:partition:endOffset:brokerLeaderEpoch[:UPDATE]),
+	// or names another user partition, end offset or broker leader epoch
+	// than the record, or the wrong suffix. Keys are ignored for state.
+	// Warning.
+	RecordKeyMismatch Kind = "record_key_mismatch"
+	// SharedRecordKey: records of two or more segments under one record
+	// key whose last record is not a live segment's own: compaction keeps
+	// only a key's last record, so it would drop that live segment's
+	// history (its add, or its latest state under the :UPDATE key).
+	// KIP-1266's keys carry no segment id: two uploads of one end offset
+	// under one broker leader epoch share a key.
+	SharedRecordKey Kind = "shared_record_key"
+	// TombstonedLiveSegment: the last record of a record key is a
+	// tombstone while a segment with records under that key is still live:
+	// compaction would delete them and drop its history.
+	TombstonedLiveSegment Kind = "tombstoned_live_segment"
 	// TornTail: bytes after the last good record of an embedded log file,
 	// the remains of a write a crash interrupted (never acknowledged unless
 	// the journal restored it). A broker opening the log drops them.
