@@ -1,0 +1,47 @@
+// Package faultnet puts a proxy on 127.0.0.1 in front of every listener of
+// a test cluster and breaks the traffic through it on demand: cut (both
+// ways or one way), delay, loss, the partition of one node, and restore.
+// The fault tests use it to give a cluster the network a cluster meets in
+// years of service (a partition, a slow or lossy link) in seconds, without
+// root, iptables or a network namespace.
+//
+// The proxies are Shopify's toxiproxy run in this process (its Go library;
+// no toxiproxy server binary, no HTTP API). Net.Proxy has the shape of
+// kafkatest.Config.Proxy: the harness asks it once per listener of each
+// node, and every client (the other nodes, the controllers' quorum, each
+// sidecar's Kafka client, the test's clients) then connects through it.
+//
+// What each fault is at this level (TCP streams, not packets):
+//
+//   - Cut: the link's bytes are dropped (toxiproxy's timeout toxic with no
+//     timeout) in one direction or both; connections stay open and new ones
+//     are accepted, so a client sees what a partition looks like to it:
+//     requests that never get an answer, until its own timeout. Restore
+//     closes every connection that was open across the cut (the proxy is
+//     stopped and started on the same address), because dropping bytes
+//     from the middle of a TCP stream leaves a stream no protocol can
+//     resume; a real partition that outlasts the clients' timeouts ends the
+//     same way, in new connections.
+//   - Delay: every chunk of bytes waits latency ± jitter (toxiproxy's
+//     latency toxic), in one direction or both; order and content are kept.
+//   - Loss: TCP has no packet loss above it: a lost segment is sent again,
+//     so what a 5% loss does to the application is latency, not missing
+//     bytes. Loss(rate) models that: each chunk is lost with probability
+//     rate, and each loss costs one retransmission timeout (RTO, 200 ms,
+//     Linux's minimum) doubled for every further loss of the same chunk, in
+//     order (the stream waits behind the lost chunk, as TCP's in-order
+//     delivery does). Connection resets (toxiproxy's reset_peer, whose
+//     toxicity is decided once per connection, not per packet) are a
+//     different fault and not what "5% loss" means; a reset is what Cut
+//     followed by Restore gives.
+//   - Partition(node): every link into the node's listeners is cut both
+//     ways. One proxy per listener cannot tell its clients apart, so the
+//     node's own connections out to the other nodes' listeners stay up
+//     (as follower it can still fetch; as controller voter it can still
+//     send); separating those needs a proxy per (client node, listener),
+//     which the harness's single advertised address per listener does not
+//     give yet.
+//
+// Every Net ends with Close, which stops every proxy and closes every
+// connection through it.
+package faultnet
