@@ -51,8 +51,14 @@ func Mount(t testing.TB, size int64) *Disk {
 }
 
 // Fill writes a filler file until the disk has no space left (ENOSPC).
-func (d *Disk) Fill() error {
-	f, err := os.OpenFile(filepath.Join(d.Dir, fillerName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+func (d *Disk) Fill() error { return d.FillLeaving(0) }
+
+// FillLeaving fills the disk and then gives back room bytes (rounded up
+// to whole pages, tmpfs's unit), so that a write of more than that runs out
+// of space part way.
+func (d *Disk) FillLeaving(room int64) error {
+	path := filepath.Join(d.Dir, fillerName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("faultdisk: fill %s: %w", d.Dir, err)
 	}
@@ -67,6 +73,18 @@ func (d *Disk) Fill() error {
 				return fmt.Errorf("faultdisk: fill %s: %w", d.Dir, err)
 			}
 		}
+	}
+	if room <= 0 {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("faultdisk: fill %s: %w", d.Dir, err)
+	}
+	const page = 4096
+	room = (room + page - 1) / page * page
+	if err := f.Truncate(max(st.Size()-room, 0) / page * page); err != nil {
+		return fmt.Errorf("faultdisk: fill %s leaving %d bytes: %w", d.Dir, room, err)
 	}
 	return nil
 }

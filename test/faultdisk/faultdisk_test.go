@@ -51,7 +51,7 @@ func TestFaultsRefuseWritesUntilUndone(t *testing.T) {
 	}
 }
 
-func TestFillLeavesNoSpaceAndFreeGivesItBack(t *testing.T) {
+func TestFillLeavesWhatItIsAskedAndFreeGivesItBack(t *testing.T) {
 	d := Mount(t, 128<<10)
 	before, err := d.Available()
 	if err != nil {
@@ -65,6 +65,16 @@ func TestFillLeavesNoSpaceAndFreeGivesItBack(t *testing.T) {
 	}
 	if got, err := d.Available(); err != nil || got != 0 {
 		t.Errorf("available after Fill: %d, %v; want 0", got, err)
+	}
+	if err := d.Free(); err != nil {
+		t.Fatal(err)
+	}
+	const room = 16 << 10
+	if err := d.FillLeaving(room); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Available(); err != nil || got < room {
+		t.Errorf("available after FillLeaving(%d): %d, %v; want at least that", room, got, err)
 	}
 	if err := d.Free(); err != nil {
 		t.Fatal(err)
