@@ -10,6 +10,7 @@
 // kafkatest.Config.Proxy: the harness asks it once per listener of each
 // node, and every client (the other nodes, the controllers' quorum, each
 // sidecar's Kafka client, the test's clients) then connects through it.
+// Finding a client's process reads /proc: Linux only, as the harness is.
 //
 // What each fault is at this level (TCP streams, not packets):
 //
@@ -34,13 +35,18 @@
 //     toxicity is decided once per connection, not per packet) are a
 //     different fault and not what "5% loss" means; a reset is what Cut
 //     followed by Restore gives.
-//   - Partition(node): every link into the node's listeners is cut both
-//     ways. One proxy per listener cannot tell its clients apart, so the
-//     node's own connections out to the other nodes' listeners stay up
-//     (as follower it can still fetch; as controller voter it can still
-//     send); separating those needs a proxy per (client node, listener),
-//     which the harness's single advertised address per listener does not
-//     give yet.
+//   - Partition(node): node is cut off from the other nodes, both ways:
+//     every link into node from any other client, and every link into
+//     another node from node's own processes. Every node reaches a
+//     listener at the one address the listener advertises, so a link's
+//     front finds each connection's client process from its socket
+//     (/proc/net/tcp and the processes' descriptors) and Options.NodeOf
+//     names its node (the harness knows each broker's process group, which
+//     its sidecar joins); each (link, client node) pair gets its own
+//     toxiproxy proxy, and a fault is a rule over pairs, applied also to a
+//     pair whose first connection comes later. Without NodeOf every client
+//     is 0 and a partition cuts only the links into node: as follower it
+//     could still fetch, as controller voter still send.
 //
 // Every Net ends with Close, which stops every proxy and closes every
 // connection through it.

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,7 +87,7 @@ func (s *echoServer) received(d time.Duration) bool {
 
 func newNet(t *testing.T) *Net {
 	t.Helper()
-	n := New()
+	n := New(Options{})
 	t.Cleanup(func() { _ = n.Close() })
 	return n
 }
@@ -162,12 +166,6 @@ func TestBadInputIsRefused(t *testing.T) {
 		if tc.err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
-	}
-	if err := n.Delay(l, ToClient, 10*time.Millisecond, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Delay(l, ToClient, 10*time.Millisecond, 0); err == nil {
-		t.Error("a second delay on the same direction: no error")
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
@@ -350,6 +348,110 @@ func TestPartitionCutsEveryLinkOfTheNode(t *testing.T) {
 	for l, a := range addrs {
 		if got, err := dial(t, a).roundTrip("y\n", patience); err != nil || got != "y\n" {
 			t.Errorf("%s after Heal: %q, %v", l, got, err)
+		}
+	}
+}
+
+// The proxy finds a connection's client process from its socket.
+func TestPeerPidFindsTheClientProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pid, err := peerPid(s.RemoteAddr().(*net.TCPAddr), s.LocalAddr().(*net.TCPAddr))
+	if err != nil || pid != os.Getpid() {
+		t.Fatalf("peerPid: %d, %v; want this process, %d", pid, err, os.Getpid())
+	}
+}
+
+// With NodeOf, a partition of node 2 also cuts node 2's own connections
+// to the other nodes, and leaves its connections to itself and the other
+// nodes' connections to each other.
+func TestPartitionTellsTheClientNodesApart(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash (its /dev/tcp is the other node's client) is not installed")
+	}
+	s := startEcho(t)
+	var child atomic.Int64
+	n := New(Options{NodeOf: func(pid int) int {
+		switch {
+		case int64(pid) == child.Load():
+			return 2
+		case pid == os.Getpid():
+			return 1
+		}
+		return 0
+	}})
+	t.Cleanup(func() { _ = n.Close() })
+	addrs := map[int]string{}
+	for node := 1; node <= 3; node++ {
+		a, err := n.Proxy(node, "PLAINTEXT", s.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[node] = a
+	}
+	// Node 2's client: bash waits for a line on stdin (its pid is known
+	// by then), connects, and prints the echo it gets within silence.
+	fromNode2 := func(addr string) bool {
+		host, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command("bash", "-c", `read go; exec 3<>/dev/tcp/`+host+`/`+port+`; echo hi >&3; read -t 0.5 line <&3 && echo "$line"`)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		child.Store(int64(cmd.Process.Pid))
+		_, _ = io.WriteString(stdin, "go\n")
+		_ = stdin.Close()
+		_ = cmd.Wait()
+		return out.String() == "hi\n"
+	}
+	fromNode1 := func(addr string) bool {
+		got, err := dial(t, addr).roundTrip("hi\n", silence)
+		return err == nil && got == "hi\n"
+	}
+	if err := n.Partition(2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from   string
+		passes func(string) bool
+		to     int
+		want   bool
+	}{
+		{"node 1", fromNode1, 1, true},
+		{"node 1", fromNode1, 2, false},
+		{"node 1", fromNode1, 3, true},
+		{"node 2", fromNode2, 1, false},
+		{"node 2", fromNode2, 2, true},
+		{"node 2", fromNode2, 3, false},
+	} {
+		if got := tc.passes(addrs[tc.to]); got != tc.want {
+			t.Errorf("%s to node %d passes: %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	for to := 1; to <= 3; to++ {
+		if !fromNode2(addrs[to]) {
+			t.Errorf("node 2 to node %d after Heal: no echo", to)
 		}
 	}
 }
