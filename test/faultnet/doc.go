@@ -46,7 +46,9 @@
 //     toxiproxy proxy, and a fault is a rule over pairs, applied also to a
 //     pair whose first connection comes later. Without NodeOf every client
 //     is 0 and a partition cuts only the links into node: as follower it
-//     could still fetch, as controller voter still send.
+//     could still fetch, as controller voter still send. CutFrom cuts one
+//     client's connections to one link (a sidecar, if NodeOf gives it an
+//     id apart from its broker's, from the metadata topic's leader).
 //
 // Every Net ends with Close, which stops every proxy and closes every
 // connection through it.

@@ -377,8 +377,9 @@ func TestPeerPidFindsTheClientProcess(t *testing.T) {
 
 // With NodeOf, a partition of node 2 also cuts node 2's own connections
 // to the other nodes, and leaves its connections to itself and the other
-// nodes' connections to each other.
-func TestPartitionTellsTheClientNodesApart(t *testing.T) {
+// nodes' connections to each other; CutFrom cuts one client's connections
+// to one link only.
+func TestFaultsTellTheClientNodesApart(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash (its /dev/tcp is the other node's client) is not installed")
 	}
@@ -453,5 +454,14 @@ func TestPartitionTellsTheClientNodesApart(t *testing.T) {
 		if !fromNode2(addrs[to]) {
 			t.Errorf("node 2 to node %d after Heal: no echo", to)
 		}
+	}
+	if err := n.CutFrom(Link{3, "PLAINTEXT"}, 2, Both); err != nil {
+		t.Fatal(err)
+	}
+	if fromNode2(addrs[3]) {
+		t.Error("node 2 to node 3 passes across CutFrom(node 3, client 2)")
+	}
+	if !fromNode1(addrs[3]) || !fromNode2(addrs[1]) {
+		t.Error("CutFrom(node 3, client 2) cut another client's link or another link")
 	}
 }

@@ -84,6 +84,14 @@ func (n *Net) Cut(l Link, d Direction) error {
 	return n.add(l, anyClient, d, "timeout", map[string]int64{"timeout": 0})
 }
 
+// CutFrom drops the bytes of link l in direction d for the connections of
+// client (a node, or any id Options.NodeOf gives, such as one for a
+// sidecar apart from its broker) only: a partition between that client
+// and the listener, say a sidecar and the metadata topic's leader.
+func (n *Net) CutFrom(l Link, client int, d Direction) error {
+	return n.add(l, func(c int) bool { return c == client }, d, "timeout", map[string]int64{"timeout": 0})
+}
+
 // Delay makes every chunk of link l in direction d wait latency ± jitter
 // (jitter at most latency).
 func (n *Net) Delay(l Link, d Direction, latency, jitter time.Duration) error {
