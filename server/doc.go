@@ -87,7 +87,10 @@
 //     server makes ListenUnix fail with an *InUseError naming its pid (from
 //     ServerInfo); a dead one's file is removed. The data (snapshot)
 //     directory is held with an flock on rlmm-serve.lock holding the pid,
-//     so a second server on it is refused naming the holder. TCP only when
+//     so a second server on it is refused naming the holder; the lock is
+//     held on a read-only descriptor, so it also works on a directory
+//     remounted read-only (the server serves, and writes snapshots once it
+//     is writable). TCP only when
 //     asked, on loopback unless allowed otherwise, and then with TLS
 //     (client certificates verified) and/or a bearer token checked in
 //     constant time by a unary and a stream interceptor (metadata

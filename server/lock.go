@@ -16,6 +16,10 @@ const LockFileName = "rlmm-serve.lock"
 // DirLock is an exclusive hold of a data (snapshot) directory.
 type DirLock struct {
 	f *os.File
+	// ReadOnly says the directory's file system was read-only: the
+	// existing lock file is locked, but this process's id could not be
+	// written into it.
+	ReadOnly bool
 }
 
 // LockDir takes an exclusive flock on dir/LockFileName (created with mode
@@ -23,12 +27,24 @@ type DirLock struct {
 // A directory another process holds fails with an *InUseError naming its
 // pid. The kernel drops the lock when the process dies, so a crash never
 // leaves a stale lock.
+//
+// The lock is held on a descriptor open for reading only (flock needs no
+// write access; the id is written through another, closed at once), so a
+// holder keeps no file of the directory open for writing, and the lock
+// works on a read-only file system (a snapshot disk remounted read-only
+// after an error): a server restarted then still serves, replaying what
+// its last snapshot lacks, and writes snapshots again once the directory
+// is writable (DirLock.ReadOnly says so). Only a read-only directory that
+// never held a lock file is refused.
 func LockDir(dir string) (*DirLock, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil && !errors.Is(err, syscall.EROFS) {
 		return nil, fmt.Errorf("server: data directory: %w", err)
 	}
 	path := filepath.Join(dir, LockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if errors.Is(err, syscall.EROFS) {
+		return nil, fmt.Errorf("server: data directory %s is read-only and holds no lock file %s to lock: %w", dir, LockFileName, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server: opening lock file: %w", err)
 	}
@@ -43,10 +59,13 @@ func LockDir(dir string) (*DirLock, error) {
 		}
 		return nil, fmt.Errorf("server: locking %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	// Written only while holding the lock, so the id in the file is the
+	// holder's.
+	l := &DirLock{f: f}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); errors.Is(err, syscall.EROFS) {
+		l.ReadOnly = true
 	}
-	return &DirLock{f: f}, nil
+	return l, nil
 }
 
 // Close releases the lock (the file stays: removing it would let two

@@ -61,7 +61,11 @@
 //     snapshot. The file's format is the snapshot package's (versioned,
 //     CRC-32C checked, streamed block by block into a temporary file that
 //     replaces the old one atomically); an unusable one is logged and
-//     ignored (full replay), never fatal.
+//     ignored (full replay), never fatal. A write that fails (a full or
+//     read-only disk) removes its temporary file, leaves the last snapshot
+//     as it was, is counted (Metrics.SnapshotWritten) and logged, and is
+//     tried again at every interval until one succeeds, which is logged
+//     too; serving never depends on it.
 //   - Start checks the snapshot's header and index (for format 4, the
 //     footer found through its trailer) and returns; the restorer then
 //     decodes its blocks on every core, each block's checksum checked as it

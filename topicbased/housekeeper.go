@@ -54,7 +54,8 @@ func (m *Manager) periodicSnapshot(ctx context.Context) {
 		return
 	}
 	if err := m.writeSnapshot(ctx); err != nil {
-		m.logger.Warn("topicbased: periodic snapshot failed", "error", err)
+		m.logger.Warn("topicbased: periodic snapshot failed; the previous snapshot stays and the write is tried again at the next interval",
+			"dir", m.cfg.SnapshotDir, "error", err)
 	}
 }
 

@@ -201,9 +201,12 @@ type Manager struct {
 	plannedHosted map[rlmm.TopicIDPartition]struct{}
 
 	// snapMu serializes snapshot writes; lastSnapVersion is the version the
-	// last written snapshot reflects. Snapshot writers, under snapMu.
+	// last written snapshot reflects; snapFailures counts the writes failed
+	// since the last one written (a full or read-only disk), so the one
+	// that succeeds again says so. Snapshot writers, under snapMu.
 	snapMu          sync.Mutex
 	lastSnapVersion uint64
+	snapFailures    int
 
 	// version counts every change of the cache (applied events, drops,
 	// installs). The pump.

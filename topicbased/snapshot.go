@@ -48,9 +48,18 @@ func (m *Manager) writeSnapshot(ctx context.Context) error {
 	d := time.Since(start)
 	m.met.SnapshotWritten(d, size, err)
 	if err != nil {
+		// The last snapshot written stays (the new one went to a temporary
+		// file, removed); the next write is tried at the next interval.
+		m.snapFailures++
 		return fmt.Errorf("topicbased: write snapshot: %w", err)
 	}
 	m.lastSnapVersion = version
+	if m.snapFailures > 0 {
+		m.logger.Info("topicbased: snapshot written again", "failed_writes_before", m.snapFailures,
+			"bytes", size, "user_partitions", blocks, "duration", d)
+		m.snapFailures = 0
+		return nil
+	}
 	m.logger.Debug("topicbased: snapshot written", "bytes", size, "user_partitions", blocks, "duration", d)
 	return nil
 }

@@ -462,6 +462,10 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return couldNotRun(fmt.Errorf("--snapshot-dir: %w", err))
 	}
 	defer lock.Close()
+	if lock.ReadOnly {
+		logger.Warn("serve: the snapshot directory is read-only: serving from the last snapshot and the log; snapshots are written again once it is writable",
+			"dir", snapshotDir)
+	}
 
 	tcp, err := o.tcpEndpoint()
 	if err != nil {

@@ -1,0 +1,125 @@
+package faultdisk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+)
+
+// fillerName is the file Fill grows until the disk is full.
+const fillerName = "faultdisk.filler"
+
+// Disk is a tmpfs mounted for one test.
+type Disk struct {
+	// Dir is the mount point: the disk's root directory.
+	Dir  string
+	size int64
+}
+
+// Mount mounts a tmpfs of size bytes (rounded up to pages by the kernel)
+// under t's temporary directory and unmounts it at the end of the test.
+// Without the privilege to mount it skips t, saying why; with CI=true it
+// fails t instead.
+func Mount(t testing.TB, size int64) *Disk {
+	t.Helper()
+	if size <= 0 {
+		t.Fatalf("faultdisk: size %d, want a positive number of bytes", size)
+	}
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+strconv.FormatInt(size, 10)); err != nil {
+		why := fmt.Sprintf("faultdisk: mounting a tmpfs needs root (CAP_SYS_ADMIN); running as uid %d: %v", os.Getuid(), err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why + " (CI=true: the disk fault tests must run)")
+		}
+		t.Skip(why)
+	}
+	d := &Disk{Dir: dir, size: size}
+	t.Cleanup(func() {
+		// A lazy unmount: a file the test left open must not fail it.
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("faultdisk: unmount %s: %v", dir, err)
+		}
+	})
+	return d
+}
+
+// Fill writes a filler file until the disk has no space left (ENOSPC).
+func (d *Disk) Fill() error { return d.FillLeaving(0) }
+
+// FillLeaving fills the disk and then gives back room bytes (rounded up
+// to whole pages, tmpfs's unit), so that a write of more than that runs out
+// of space part way.
+func (d *Disk) FillLeaving(room int64) error {
+	path := filepath.Join(d.Dir, fillerName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("faultdisk: fill %s: %w", d.Dir, err)
+	}
+	defer func() { _ = f.Close() }()
+	block := make([]byte, 4096)
+	for _, n := range []int{4096, 512, 1} {
+		for {
+			if _, err := f.Write(block[:n]); err != nil {
+				if errors.Is(err, syscall.ENOSPC) {
+					break
+				}
+				return fmt.Errorf("faultdisk: fill %s: %w", d.Dir, err)
+			}
+		}
+	}
+	if room <= 0 {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("faultdisk: fill %s: %w", d.Dir, err)
+	}
+	const page = 4096
+	room = (room + page - 1) / page * page
+	if err := f.Truncate(max(st.Size()-room, 0) / page * page); err != nil {
+		return fmt.Errorf("faultdisk: fill %s leaving %d bytes: %w", d.Dir, room, err)
+	}
+	return nil
+}
+
+// Free removes the filler file, giving back what Fill took.
+func (d *Disk) Free() error {
+	if err := os.Remove(filepath.Join(d.Dir, fillerName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("faultdisk: free %s: %w", d.Dir, err)
+	}
+	return nil
+}
+
+// Available returns the bytes still free on the disk.
+func (d *Disk) Available() (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(d.Dir, &st); err != nil {
+		return 0, fmt.Errorf("faultdisk: statfs %s: %w", d.Dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// ReadOnly remounts the disk read-only: every write, create, rename and
+// remove on it fails with EROFS; files open for writing stay open.
+func (d *Disk) ReadOnly() error {
+	return d.remount(syscall.MS_RDONLY)
+}
+
+// ReadWrite remounts the disk writable again.
+func (d *Disk) ReadWrite() error {
+	return d.remount(0)
+}
+
+func (d *Disk) remount(flags uintptr) error {
+	if err := syscall.Mount("", d.Dir, "", syscall.MS_REMOUNT|syscall.MS_NOSUID|syscall.MS_NODEV|flags, "size="+strconv.FormatInt(d.size, 10)); err != nil {
+		return fmt.Errorf("faultdisk: remount %s: %w", d.Dir, err)
+	}
+	return nil
+}
