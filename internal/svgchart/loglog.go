@@ -37,15 +37,18 @@ type Chart struct {
 // ErrBadChart is returned for a chart LogLog cannot draw.
 var ErrBadChart = errors.New("svgchart: bad chart")
 
-// The drawing's geometry, in SVG user units (px).
+// The drawing's geometry, in SVG user units (px): the plot, under it the
+// x axis's ticks and label (padBottom), then the legend, a line per
+// series, and the note.
 const (
-	width, height = 820.0, 520.0
-	padLeft       = 80.0
-	padRight      = 30.0
-	padTop        = 50.0
-	padBottom     = 80.0
-	plotW         = width - padLeft - padRight
-	plotH         = height - padTop - padBottom
+	width     = 820.0
+	padLeft   = 80.0
+	padRight  = 30.0
+	padTop    = 50.0
+	padBottom = 60.0
+	plotW     = width - padLeft - padRight
+	plotH     = 400.0
+	legendRow = 20.0
 )
 
 // style is a series' color, dash pattern and marker shape, by its index.
@@ -84,7 +87,10 @@ func LogLog(c Chart) ([]byte, error) {
 	if yt == nil {
 		yt = func(v float64) string { return fmt.Sprintf("%g", v) }
 	}
-	xd, yd := xs.decades(), ys.decades()
+	// The y axis spans whole decades; the x axis the points' range and a
+	// margin, its ticks at the points' x values (e.g. the event counts).
+	xd, yd := xs.padded(0.15), ys.decades()
+	height := padTop + plotH + padBottom + legendRow*float64(len(c.Series)) + 35
 	px := func(x float64) float64 { return padLeft + plotW*(math.Log10(x)-xd.lo)/(xd.hi-xd.lo) }
 	py := func(y float64) float64 { return padTop + plotH*(1-(math.Log10(y)-yd.lo)/(yd.hi-yd.lo)) }
 
@@ -94,18 +100,24 @@ func LogLog(c Chart) ([]byte, error) {
 	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	w(`<text x="%g" y="28" font-size="16" font-weight="bold" text-anchor="middle">%s</text>`+"\n", width/2, esc(c.Title))
 
-	// Grid and ticks: a line per decade (labelled) and faint ones at 2..9.
+	// Grid and ticks: a line per decade and faint ones at 2..9 of it; y
+	// labelled at the decades, x at the points' values.
 	w(`<g class="grid" stroke-width="1">` + "\n")
-	for d := xd.lo; d <= xd.hi; d++ {
+	for d := math.Floor(xd.lo); d <= xd.hi; d++ {
 		for m := 1; m <= 9; m++ {
 			v := float64(m) * math.Pow(10, d)
-			if math.Log10(v) > xd.hi+1e-9 {
-				break
+			if l := math.Log10(v); l < xd.lo || l > xd.hi {
+				continue
 			}
-			x := px(v)
-			w(`<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="%s"/>`+"\n", x, padTop, x, padTop+plotH, gridColor(m))
-			if m == 1 {
-				w(`<text x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n", x, padTop+plotH+18, esc(xt(v)))
+			w(`<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="%s"/>`+"\n", px(v), padTop, px(v), padTop+plotH, gridColor(m))
+		}
+	}
+	seen := map[float64]bool{}
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			if !seen[p.X] {
+				seen[p.X] = true
+				w(`<text class="xtick" x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n", px(p.X), padTop+plotH+18, esc(xt(p.X)))
 			}
 		}
 	}
@@ -156,17 +168,12 @@ func LogLog(c Chart) ([]byte, error) {
 		}
 	}
 
-	// The legend, in the plot's upper left corner.
-	longest := 0
-	for _, s := range c.Series {
-		longest = max(longest, len([]rune(s.Name)))
-	}
-	lw, lh := 54+7.2*float64(longest), 10+20*float64(len(c.Series))
-	lx, ly := padLeft+12, padTop+12
-	w(`<g class="legend"><rect x="%g" y="%g" width="%.0f" height="%g" fill="white" fill-opacity="0.9" stroke="#999"/>`+"\n", lx, ly, lw, lh)
+	// The legend, under the plot (inside it, it would hide points).
+	lx, ly := padLeft, padTop+plotH+padBottom+10
+	w(`<g class="legend">` + "\n")
 	for i, s := range c.Series {
 		st := styles[i%len(styles)]
-		y := ly + 15 + 20*float64(i)
+		y := ly + legendRow*float64(i)
 		dash := ""
 		if st.dash != "" {
 			dash = fmt.Sprintf(` stroke-dasharray="%s"`, st.dash)
@@ -186,6 +193,16 @@ func LogLog(c Chart) ([]byte, error) {
 type span struct{ lo, hi float64 }
 
 func (s *span) add(v float64) { s.lo, s.hi = min(s.lo, v), max(s.hi, v) }
+
+// padded returns the span's exponents widened by pad decades each side (a
+// single value: half a decade each side).
+func (s span) padded(pad float64) span {
+	lo, hi := math.Log10(s.lo), math.Log10(s.hi)
+	if hi-lo < 1e-9 {
+		pad = 0.5
+	}
+	return span{lo - pad, hi + pad}
+}
 
 // decades returns the whole decades (as exponents) that hold the span:
 // at least one decade wide.

@@ -48,13 +48,14 @@ func parse(t *testing.T, svg []byte) node {
 }
 
 // TestLogLogSeries checks that every series is drawn as one group holding a
-// line through its points and one marker per point, in the order given,
-// that the legend names each series, and that the labels are written.
+// line through its points and one marker per point, in the order given, on
+// a logarithmic x axis ticked at the points' x values, that the legend
+// names each series, and that the labels are written.
 func TestLogLogSeries(t *testing.T) {
 	events := []float64{1e6, 1e7, 3e7}
 	c := Chart{
 		Title: "restart <curve> & ratio", XLabel: "events", YLabel: "seconds",
-		XTick: func(v float64) string { return "x" },
+		XTick: func(v float64) string { return strconv.FormatFloat(v/1e6, 'g', -1, 64) + "M" },
 		Series: []Series{
 			{Name: "Kafka's RLMM", Points: []Point{{X: events[0], Y: 1.7, Label: "12x"}, {X: events[1], Y: 17, Label: "40x"}, {X: events[2], Y: 50, Label: "80x"}}},
 			{Name: "rlmm's plugin", Points: []Point{{X: events[0], Y: 0.14}, {X: events[1], Y: 0.4}, {X: events[2], Y: 0.6}}},
@@ -68,9 +69,11 @@ func TestLogLogSeries(t *testing.T) {
 	}
 	root := parse(t, svg)
 	var series []node
-	var labels, legend []string
+	var labels, legend, xticks []string
 	root.walk(func(n node) {
 		switch n.attr("class") {
+		case "xtick":
+			xticks = append(xticks, n.Text)
 		case "series":
 			series = append(series, n)
 		case "label":
@@ -124,6 +127,9 @@ func TestLogLogSeries(t *testing.T) {
 	}
 	if strings.Join(legend, "|") != "Kafka's RLMM|rlmm's plugin|no tiered storage" {
 		t.Errorf("legend %q", legend)
+	}
+	if strings.Join(xticks, "|") != "1M|10M|30M" {
+		t.Errorf("x ticks %q, want one at each event count", xticks)
 	}
 	if strings.Join(labels, "|") != "12x|40x|80x" {
 		t.Errorf("labels %q, want the three ratios", labels)
