@@ -216,6 +216,8 @@ type broker struct {
 	nodes int
 	extra string   // KAFKA_EXTRA_CONFIG
 	env   []string // more environment of scripts/kafka.sh (last wins)
+	// fetchWait bounds each first fetch after a restart (0: 10 minutes).
+	fetchWait time.Duration
 }
 
 // Every cluster has one controller, node 1 (a broker too): the other nodes
@@ -590,7 +592,11 @@ func firstFetch(ctx context.Context, b *broker, topic string, offset int64) erro
 		return err
 	}
 	defer cl.Close()
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	wait := b.fetchWait
+	if wait == 0 {
+		wait = 10 * time.Minute
+	}
+	fctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
 		fs := cl.PollFetches(fctx)
