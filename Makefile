@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint fault-test memory-targets unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka broker-test-versions bench-broker
+.PHONY: test lint fault-test memory-targets unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka broker-test-versions bench-broker bench-curve
 
 test:
 	bash scripts/test.sh
@@ -62,6 +62,12 @@ bench-compare:
 # Only the broker workload of bench-compare (Kafka 4.3.1 + tiered storage).
 bench-broker:
 	bash scripts/bench-broker.sh
+
+# The restart curve (1M, 10M, 30M metadata events; Kafka's RLMM, rlmm's plugin,
+# no tiered storage): table and plot into docs/bench/broker.md and
+# docs/bench/restart-curve.svg. Hours, and several GiB of disk: see that page.
+bench-curve:
+	bash scripts/bench-broker.sh curve
 
 # Regenerates testdata/kafka-vectors.json with Apache Kafka's own serializer.
 vectors:

@@ -19,6 +19,20 @@
 #   BENCH_MEMORY_SEGMENTS [4000]    finished remote segments per partition
 #   BENCH_MEMORY_NOTE               a sentence for the table's text (the code measured, the load)
 #
+# `scripts/bench-broker.sh curve` (`make bench-curve`) runs instead the restart
+# curve (brokerbench curve, once per event count): per event count one tiered
+# broker prepared once and restarted with Kafka's RLMM and rlmm's plugin in
+# turns, and one broker without tiered storage (the floor), then writes its
+# table between
+#   <!-- bench-broker-curve:begin --> and <!-- bench-broker-curve:end -->
+# and its plot into docs/bench/restart-curve.svg (with BENCH_WRITE=0: into
+# $BENCH_OUT only).
+#   BENCH_CURVE_EVENTS ["1000000 10000000 30000000"]  event counts
+#   BENCH_BROKER_RUNS [3]           timed restarts per mode and event count
+#   BENCH_CURVE_HEAP [1g]           every broker's heap (see docs/bench/broker.md)
+#   BROKERBENCH_DIR [the temp dir]  where the brokers' directories go (disk:
+#                                   docs/bench/broker.md says how much)
+#
 # Environment (defaults in brackets):
 #   BENCH_BROKER_EVENTS ["100000 1000000"]  event counts of the restart runs
 #   BENCH_BROKER_MIB [100]          MiB produced by the copy run
@@ -82,6 +96,25 @@ if [[ "${1:-}" == memory ]]; then
 	fi
 	"$WORK/brokerbench" "${args[@]}" | tee "$OUT/memory.md"
 	log "raw results kept in $OUT"
+	exit 0
+fi
+if [[ "${1:-}" == curve ]]; then
+	CURVE_EVENTS="${BENCH_CURVE_EVENTS:-1000000 10000000 30000000}"
+	CURVE_HEAP="${BENCH_CURVE_HEAP:-1g}"
+	for n in $CURVE_EVENTS; do
+		began=$SECONDS
+		bench "$OUT/curve-$n.json" curve --events "$n" --runs "$RUNS" --heap "$CURVE_HEAP" --out "$OUT"
+		log "curve: $n events took $((SECONDS - began)) s"
+	done
+	svg="$OUT/restart-curve.svg"
+	args=(curve-report --dir "$OUT" --events "$CURVE_EVENTS" --runs "$RUNS" --heap "$CURVE_HEAP"
+		--load "$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end")
+	if [[ "${BENCH_WRITE:-1}" == 1 ]]; then
+		svg="$ROOT/docs/bench/restart-curve.svg"
+		args+=(--benchmarks "$ROOT/docs/bench/broker.md")
+	fi
+	"$WORK/brokerbench" "${args[@]}" --svg "$svg" | tee "$OUT/curve.md"
+	log "plot in $svg; raw results kept in $OUT"
 	exit 0
 fi
 # The restart rows take RUNS turns of the three modes (a fresh broker each),

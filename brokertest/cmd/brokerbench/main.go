@@ -10,6 +10,8 @@
 //	brokerbench report  --dir RESULTS [--events "N ..."] [--benchmarks docs/BENCHMARKS.md]
 //	brokerbench memory  --mode kafka|rlmm [--brokers N] [--rf R] [--partitions P] [--segments S] [--plugin-jar J --rlmm-binary B]
 //	brokerbench memory-report --dir RESULTS --configs "N:R:P ..." [--benchmarks docs/BENCHMARKS.md]
+//	brokerbench curve   --events N --runs R --out DIR [--heap 1g] --plugin-jar J --rlmm-binary B
+//	brokerbench curve-report --dir RESULTS --events "N ..." --runs R [--svg FILE] [--benchmarks docs/bench/broker.md]
 //
 // restart: a one-partition tiered topic with a few segments in remote
 // storage; then N realistic metadata events (segments added and finished, a
@@ -30,7 +32,8 @@
 // of as many partitions as the metadata topic (so the broker loads the same
 // logs at its start); both fetches are then of the local log.
 //
-// With BROKERBENCH_KEEP=1 the broker's directory is kept; restart --again
+// The brokers' directories are made under BROKERBENCH_DIR (default: the
+// system's temporary directory). With BROKERBENCH_KEEP=1 the broker's directory is kept; restart --again
 // DIR times one more restart of it (no new topic, no new events), e.g. after
 // raising its log levels in DIR/log4j2.properties, or with
 // BROKERBENCH_TRACE=1, which logs the fetching clients at debug level with
@@ -42,6 +45,11 @@
 // COPY_SEGMENT_FINISHED event (the broker takes both timestamps: the span is
 // the add's wait, LocalTieredStorage's copy of the segment and the finish's
 // creation), and segments finished per second over the run.
+//
+// curve: the restart workload at one event count, written once and
+// restarted in turns with Kafka's RLMM, rlmm's plugin and without tiered
+// storage (curve.go says how); curve-report makes its table and its plot
+// (package internal/svgchart), the restart curve.
 //
 // memory: the per-broker heap and RSS of the RLMM on an N-broker cluster
 // (memory.go says what is measured and how).
@@ -85,10 +93,13 @@ var errUsage = errors.New("usage")
 const metadataPartitions = 50
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "report" || os.Args[1] == "memory-report") {
+	if len(os.Args) > 1 && (os.Args[1] == "report" || os.Args[1] == "memory-report" || os.Args[1] == "curve-report") {
 		rep := report
-		if os.Args[1] == "memory-report" {
+		switch os.Args[1] {
+		case "memory-report":
 			rep = memoryReport
+		case "curve-report":
+			rep = curveReport
 		}
 		if err := rep(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "brokerbench report:", err)
@@ -127,11 +138,19 @@ type options struct {
 	brokers  int
 	rf       int
 	segments int
+	// curve only
+	runs   int
+	out    string
+	heap   string // the broker's heap (KAFKA_HEAP); "" = 1g
+	warmup bool
 }
 
 func run(args []string) (map[string]any, error) {
 	if len(args) > 0 && args[0] == "memory" {
 		return memory(args[1:])
+	}
+	if len(args) > 0 && args[0] == "curve" {
+		return curve(args[1:])
 	}
 	if len(args) == 0 || (args[0] != "restart" && args[0] != "copy") {
 		return nil, fmt.Errorf("%w: brokerbench restart|copy|memory --mode kafka|rlmm[|none] [flags]", errUsage)
@@ -195,7 +214,10 @@ type broker struct {
 	addr  string // the first node's address
 	addrs []string
 	nodes int
-	extra string // KAFKA_EXTRA_CONFIG
+	extra string   // KAFKA_EXTRA_CONFIG
+	env   []string // more environment of scripts/kafka.sh (last wins)
+	// fetchWait bounds each first fetch after a restart (0: 10 minutes).
+	fetchWait time.Duration
 }
 
 // Every cluster has one controller, node 1 (a broker too): the other nodes
@@ -209,11 +231,17 @@ func startBroker(ctx context.Context, o options) (*broker, error) {
 // startNodes starts a cluster of nodes nodes with extra server.properties
 // lines on every node.
 func startNodes(ctx context.Context, o options, nodes int, extra string) (*broker, error) {
-	dir, err := os.MkdirTemp("", "rlmm-brokerbench-")
+	return startNodesEnv(ctx, o, nodes, extra, nil)
+}
+
+// startNodesEnv is startNodes with more environment for scripts/kafka.sh
+// (kept for every later command on the cluster).
+func startNodesEnv(ctx context.Context, o options, nodes int, extra string, env []string) (*broker, error) {
+	dir, err := os.MkdirTemp(os.Getenv("BROKERBENCH_DIR"), "rlmm-brokerbench-")
 	if err != nil {
 		return nil, err
 	}
-	b := &broker{o: o, dir: dir, nodes: nodes, extra: extra}
+	b := &broker{o: o, dir: dir, nodes: nodes, extra: extra, env: env}
 	out, err := b.script(ctx, "start", dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -238,9 +266,14 @@ func (b *broker) script(ctx context.Context, args ...string) (string, error) {
 	if b.o.mode == modeNone {
 		tiered, rlmmMode = "0", "kafka"
 	}
+	heap := b.o.heap
+	if heap == "" {
+		heap = "1g"
+	}
 	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED="+tiered, fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
-		"KAFKA_RLMM="+rlmmMode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP=1g",
+		"KAFKA_RLMM="+rlmmMode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP="+heap,
 		"KAFKA_EXTRA_CONFIG="+b.extra, "KAFKA_CONTROLLERS=1")
+	cmd.Env = append(cmd.Env, b.env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -379,6 +412,24 @@ func poll(ctx context.Context, interval time.Duration, what string, cond func() 
 }
 
 func restart(ctx context.Context, o options, b *broker) (map[string]any, error) {
+	out, err := prepareRestart(ctx, o, b)
+	if err != nil {
+		return nil, err
+	}
+	// Let the running RLMM take the events in before the stop (rlmm's
+	// sidecar then writes them into its snapshot at the stop; Kafka's RLMM
+	// replays its metadata partitions from the start whatever it had read).
+	time.Sleep(time.Duration(max(3, o.events/100000)) * time.Second)
+	if _, err := b.script(ctx, "stop", b.dir); err != nil {
+		return nil, err
+	}
+	return timeRestart(ctx, b, out)
+}
+
+// prepareRestart writes the restart workload into the running broker b:
+// the topic, its records (tiered unless o.mode is none) and o.events
+// metadata events. It returns the fields of the result it knows.
+func prepareRestart(ctx context.Context, o options, b *broker) (map[string]any, error) {
 	cl, err := b.client()
 	if err != nil {
 		return nil, err
@@ -443,18 +494,9 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	if err := fill(ctx, cl, metadataTopic, mp, o.events); err != nil {
 		return nil, err
 	}
-	fillTook := time.Since(fillStart)
-	cl.Close()
-	// Let the running RLMM take the events in before the stop (rlmm's
-	// sidecar then writes them into its snapshot at the stop; Kafka's RLMM
-	// replays its metadata partitions from the start whatever it had read).
-	time.Sleep(time.Duration(max(3, o.events/100000)) * time.Second)
-	if _, err := b.script(ctx, "stop", b.dir); err != nil {
-		return nil, err
-	}
-	return timeRestart(ctx, b, map[string]any{
-		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp, "fillMs": fillTook.Milliseconds(),
-	})
+	return map[string]any{
+		"workload": "restart", "mode": o.mode, "events": o.events, "metadataPartition": mp, "fillMs": time.Since(fillStart).Milliseconds(),
+	}, nil
 }
 
 // timeRestart starts the stopped broker b and adds to out the spans from
@@ -550,7 +592,11 @@ func firstFetch(ctx context.Context, b *broker, topic string, offset int64) erro
 		return err
 	}
 	defer cl.Close()
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	wait := b.fetchWait
+	if wait == 0 {
+		wait = 10 * time.Minute
+	}
+	fctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
 		fs := cl.PollFetches(fctx)
