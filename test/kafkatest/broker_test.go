@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -171,8 +172,8 @@ func TestRestartSwitchesRLMM(t *testing.T) {
 	topic := "tiered"
 	seg, local := strconv.Itoa(1<<20), "1"
 	remote := "true"
-	// Records of 1000 bytes, about a thousand to a segment.
-	cl := client(t, c.Bootstrap(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	// Records of 1000 bytes, uncompressed: about a thousand to a segment.
+	cl := client(t, c.Bootstrap(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &seg,
 		"local.retention.bytes": &local, "remote.storage.enable": &remote}, topic)
 	if err != nil || res.Err != nil {
@@ -368,4 +369,42 @@ func leftoverChild(t *testing.T, mode string) {
 		time.Sleep(10 * time.Minute) // the parent kills this process
 	}
 	t.Fatalf("the test body fails (mode %s): its cleanup must stop the cluster", mode)
+}
+
+// TestSecureListeners: an SSL listener serves a client with the cluster's
+// client certificate and refuses one without; a SASL_SSL/PLAIN listener
+// serves admin and refuses a wrong password.
+func TestSecureListeners(t *testing.T) {
+	for _, sec := range []Security{SSL, SASLPlain} {
+		t.Run(string(sec), func(t *testing.T) {
+			c := StartT(t, Config{Security: sec, Heap: "256m"}, startTimeout)
+			ctx := opCtx(t)
+			tlsCfg, err := c.Security().TLSConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			good, bad := []kgo.Opt{kgo.DialTLSConfig(tlsCfg)}, []kgo.Opt{}
+			want := "SASL_AUTHENTICATION_FAILED"
+			switch sec {
+			case SSL:
+				noCert := tlsCfg.Clone()
+				noCert.Certificates = nil
+				bad, want = append(bad, kgo.DialTLSConfig(noCert)), ""
+			case SASLPlain:
+				users := c.Security().Users
+				good = append(good, kgo.SASL(plain.Auth{User: "admin", Pass: users["admin"]}.AsMechanism()))
+				bad = append(bad, kgo.DialTLSConfig(tlsCfg), kgo.SASL(plain.Auth{User: "admin", Pass: users["rlmm"]}.AsMechanism()))
+			}
+			if _, err := kadm.NewClient(client(t, c.SecureBootstrap(), good...)).ListBrokers(ctx); err != nil {
+				t.Fatalf("%s with the right credentials: %v", sec, err)
+			}
+			short, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			_, err = kadm.NewClient(client(t, c.SecureBootstrap(), append(bad, kgo.RetryTimeout(10*time.Second))...)).ListBrokers(short)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s with wrong credentials: %v, want an error containing %q", sec, err, want)
+			}
+			t.Logf("%s: served with the right credentials, refused with wrong ones (%v)", sec, err)
+		})
+	}
 }

@@ -195,6 +195,10 @@ func parseStat(s string) (pgid int, state string, ok bool) {
 	return g, f[0], true
 }
 
+// ProcessRunning reports whether pid runs (a zombie, dead but not yet
+// reaped by its parent, does not): what a test checks for leftovers.
+func ProcessRunning(pid int) bool { return pidAlive(pid) }
+
 // pidAlive reports whether pid runs and is not a zombie.
 func pidAlive(pid int) bool {
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {

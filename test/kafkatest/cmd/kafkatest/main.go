@@ -153,7 +153,7 @@ func stopCmd(stdout io.Writer) *cobra.Command {
 			c.Stop()
 			var left []int
 			for _, pid := range pids {
-				if syscall.Kill(pid, 0) == nil {
+				if kafkatest.ProcessRunning(pid) {
 					left = append(left, pid)
 				}
 			}
