@@ -269,11 +269,16 @@ func consumeValues(t *testing.T, ctx context.Context, seeds []string, topic stri
 }
 
 // hasSidecar reports whether a process of the node's group runs `rlmm
-// serve`.
+// serve` (argv[0] named rlmm, argv[1] serve: the JVM's own command line
+// holds both words in its paths).
 func hasSidecar(n *Node) bool {
 	for _, pid := range n.GroupPIDs() {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err == nil && strings.Contains(string(b), "serve") && strings.Contains(string(b), "rlmm") {
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && filepath.Base(args[0]) == "rlmm" && args[1] == "serve" {
 			return true
 		}
 	}
@@ -339,6 +344,10 @@ func runLeftoverChild(t *testing.T, mode string) []int {
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
+		if dir, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LEFTOVER_DIR "); ok {
+			// The child kept its directory (it failed, or was killed).
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		}
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LEFTOVER_PIDS "); ok {
 			for f := range strings.FieldsSeq(v) {
 				pid, _ := strconv.Atoi(f)
@@ -364,6 +373,7 @@ func runLeftoverChild(t *testing.T, mode string) []int {
 // fails, in mode killed it waits for its parent to kill it.
 func leftoverChild(t *testing.T, mode string) {
 	c := StartT(t, Config{Heap: "256m"}, startTimeout)
+	fmt.Printf("LEFTOVER_DIR %s\n", c.Dir())
 	fmt.Printf("LEFTOVER_PIDS %s\n", strings.Trim(fmt.Sprint(c.PIDs()), "[]"))
 	if mode == "killed" {
 		time.Sleep(10 * time.Minute) // the parent kills this process

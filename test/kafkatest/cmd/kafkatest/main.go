@@ -4,6 +4,8 @@
 //	go run ./test/kafkatest/cmd/kafkatest start /tmp/k --nodes 3 --tiered --rlmm rlmm
 //	go run ./test/kafkatest/cmd/kafkatest status /tmp/k
 //	go run ./test/kafkatest/cmd/kafkatest restart /tmp/k --rlmm kafka
+//	go run ./test/kafkatest/cmd/kafkatest kill /tmp/k 2     (also pause, resume, pid)
+//	go run ./test/kafkatest/cmd/kafkatest restart /tmp/k --node 2
 //	go run ./test/kafkatest/cmd/kafkatest stop /tmp/k
 //	go run ./test/kafkatest/cmd/kafkatest fetch --version 4.3.1 --rsm local
 //
@@ -19,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,7 +49,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(fetchCmd(stdout, stderr), startCmd(stdout, stderr), stopCmd(stdout), statusCmd(stdout), restartCmd(stdout, stderr))
+	root.AddCommand(fetchCmd(stdout, stderr), startCmd(stdout, stderr), stopCmd(stdout), statusCmd(stdout), restartCmd(stdout, stderr),
+		pidCmd(stdout), signalCmd("kill", "Send node NODE's broker SIGKILL (kill -9) and wait until it is gone; `restart DIR --node NODE` brings it back",
+			(*kafkatest.Node).Kill),
+		signalCmd("pause", "Send node NODE's broker SIGSTOP", (*kafkatest.Node).Pause),
+		signalCmd("resume", "Send node NODE's broker SIGCONT", (*kafkatest.Node).Resume))
 	return root
 }
 
@@ -169,11 +176,12 @@ func stopCmd(stdout io.Writer) *cobra.Command {
 func restartCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		rlmm    string
+		node    int
 		timeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "restart DIR",
-		Short: "Restart every node of the cluster in DIR on its data (optionally with another RLMM)",
+		Short: "Restart every node (or --node NODE) of the cluster in DIR on its data, optionally with another RLMM; a stopped node just starts",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := kafkatest.Open(args[0])
@@ -186,7 +194,15 @@ func restartCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if err := c.Restart(ctx, opts...); err != nil {
+			if node != 0 {
+				if node < 1 || node > len(c.Nodes()) {
+					return fmt.Errorf("--node must be 1..%d, got %d", len(c.Nodes()), node)
+				}
+				err = c.RestartNode(ctx, node, opts...)
+			} else {
+				err = c.Restart(ctx, opts...)
+			}
+			if err != nil {
 				return err
 			}
 			_, _ = fmt.Fprintln(stderr, "restarted")
@@ -195,8 +211,57 @@ func restartCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&rlmm, "rlmm", "", "switch the RLMM of a tiered cluster: rlmm or kafka")
+	cmd.Flags().IntVar(&node, "node", 0, "restart this node alone (1-based)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "bound of the restart")
 	return cmd
+}
+
+// openNode opens the cluster of args[0] and returns its node args[1].
+func openNode(args []string) (*kafkatest.Node, error) {
+	c, err := kafkatest.Open(args[0])
+	if err != nil {
+		return nil, err
+	}
+	id, err := strconv.Atoi(args[1])
+	if err != nil || id < 1 || id > len(c.Nodes()) {
+		return nil, fmt.Errorf("NODE must be 1..%d, got %q", len(c.Nodes()), args[1])
+	}
+	return c.Node(id), nil
+}
+
+func pidCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pid DIR NODE",
+		Short: "Print node NODE's broker pid; exit 1 when it does not run",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			n, err := openNode(args)
+			if err != nil {
+				return err
+			}
+			pid := n.PID()
+			if pid == 0 {
+				return fmt.Errorf("node %d of %s does not run", n.ID(), args[0])
+			}
+			_, _ = fmt.Fprintln(stdout, pid)
+			return nil
+		},
+	}
+}
+
+func signalCmd(name, short string, act func(*kafkatest.Node) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " DIR NODE",
+		Short: short,
+		Args:  cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			n, err := openNode(args)
+			if err != nil {
+				return err
+			}
+			return act(n)
+		},
+	}
 }
 
 func statusCmd(stdout io.Writer) *cobra.Command {

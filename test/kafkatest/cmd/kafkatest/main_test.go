@@ -21,6 +21,8 @@ func TestCommandErrors(t *testing.T) {
 		{"stop of no cluster", []string{"stop", dir}, "holds no cluster"},
 		{"status of no cluster", []string{"status", dir}, "holds no cluster"},
 		{"no directory", []string{"start"}, "accepts 1 arg(s), received 0"},
+		{"kill without a node", []string{"kill", dir}, "accepts 2 arg(s), received 1"},
+		{"pid of no cluster", []string{"pid", dir, "1"}, "holds no cluster"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
