@@ -3,12 +3,19 @@ package kafkatest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"time"
 )
 
-// DefaultVersion is the Kafka version of a cluster whose Config names none.
+// DefaultVersion is the Kafka version of a cluster whose Config names none
+// when RLMM_KAFKA_VERSION is unset.
 const DefaultVersion = "4.4.0"
+
+// EnvVersion names the Kafka version of every cluster whose Config names
+// none (DefaultVersion when unset): the one switch that runs a test tree
+// against another Kafka.
+const EnvVersion = "RLMM_KAFKA_VERSION"
 
 // Security is what a cluster's secure listener (named SECURE in
 // server.properties, beside the PLAINTEXT one every node keeps for brokers,
@@ -83,7 +90,8 @@ const (
 // Config is what a cluster is. The zero value (with defaults filled by
 // Start) is one Kafka DefaultVersion node, PLAINTEXT, no tiered storage.
 type Config struct {
-	// Version is the Kafka version (any 4.x); DefaultVersion when empty.
+	// Version is the Kafka version (any 4.x); when empty, $RLMM_KAFKA_VERSION,
+	// else DefaultVersion.
 	Version string `json:"version"`
 	// Nodes is the number of nodes (1..9); 1 when zero.
 	Nodes int `json:"nodes"`
@@ -150,6 +158,9 @@ var (
 
 // withDefaults returns c with every empty field at its default.
 func (c Config) withDefaults() Config {
+	if c.Version == "" {
+		c.Version = os.Getenv(EnvVersion)
+	}
 	if c.Version == "" {
 		c.Version = DefaultVersion
 	}

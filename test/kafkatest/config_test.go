@@ -8,6 +8,7 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
+	t.Setenv(EnvVersion, "")
 	tests := []struct {
 		name string
 		in   Config
@@ -36,6 +37,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Setenv(EnvVersion, "")
 	tests := []struct {
 		name string
 		in   Config
@@ -59,6 +61,16 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("validate() = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestEnvVersion(t *testing.T) {
+	t.Setenv(EnvVersion, "4.3.1")
+	if got := (Config{}).withDefaults(); got.Version != "4.3.1" || got.RSM != "" {
+		t.Fatalf("with %s=4.3.1: version %s", EnvVersion, got.Version)
+	}
+	if got := (Config{Version: "4.0.1", Tiered: true}).withDefaults(); got.Version != "4.0.1" || got.RSM != RSMLocal {
+		t.Fatalf("a Config's version is overridden by %s: %s", EnvVersion, got.Version)
 	}
 }
 

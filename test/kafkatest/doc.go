@@ -64,8 +64,11 @@
 // by Open for the same cluster only: a Config is never overridden by a
 // directory's past.
 //
-// Tests that need a broker call Require (or StartT): without java or mvn,
-// or with RLMM_KAFKA_SKIP=1 (or scripts/test.sh's RLMM_SKIP_KAFKA=1), they
-// skip saying why, and fail under CI=true. Run the package's broker tests
-// only under the shared lock: flock /tmp/rlmm-heavy.lock go test ./test/kafkatest.
+// The environment switches: RLMM_KAFKA_VERSION, the version of a cluster
+// whose Config names none (DefaultVersion when unset); RLMM_CACHE, the
+// cache; RLMM_KAFKA_SKIP=1 (or scripts/test.sh's RLMM_SKIP_KAFKA=1): tests
+// that need a broker (Require, StartT) skip saying why, as they do without
+// java or mvn, and fail under CI=true; RLMM_KAFKA_KEEP=1 keeps a passed
+// test's cluster directory. Run the package's broker tests only under the
+// shared lock: flock /tmp/rlmm-heavy.lock go test ./test/kafkatest.
 package kafkatest

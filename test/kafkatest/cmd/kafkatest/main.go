@@ -57,6 +57,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
+var versionHelp = fmt.Sprintf("Kafka version, any 4.x (default: $%s, else %s)", kafkatest.EnvVersion, kafkatest.DefaultVersion)
+
 func fetchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		version, rsm string
@@ -72,6 +74,12 @@ func fetchCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			if version == "" {
+				version = os.Getenv(kafkatest.EnvVersion)
+			}
+			if version == "" {
+				version = kafkatest.DefaultVersion
+			}
 			cache := &kafkatest.Cache{Log: stderr}
 			libs, err := cache.KafkaLibs(ctx, version)
 			if err != nil {
@@ -96,7 +104,7 @@ func fetchCmd(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&version, "version", kafkatest.DefaultVersion, "Kafka version (any 4.x)")
+	cmd.Flags().StringVar(&version, "version", "", versionHelp)
 	cmd.Flags().StringVar(&rsm, "rsm", "", "also the jar of this RSM: local or fixture")
 	cmd.Flags().DurationVar(&timeout, "timeout", 20*time.Minute, "bound of the fetch")
 	return cmd
@@ -131,7 +139,7 @@ func startCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Version, "version", kafkatest.DefaultVersion, "Kafka version (any 4.x)")
+	f.StringVar(&cfg.Version, "version", "", versionHelp)
 	f.IntVar(&cfg.Nodes, "nodes", 1, "number of nodes (1..9)")
 	f.IntVar(&cfg.Controllers, "controllers", 0, "how many of the nodes, the first, are also controllers (0: 1 below 3 nodes, else 3)")
 	f.StringVar(&security, "security", string(kafkatest.Plaintext), fmt.Sprintf("the clients' listener beside PLAINTEXT: %v", kafkatest.Securities))
