@@ -1,14 +1,13 @@
 package faulttest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/topicbased"
 	"github.com/rlmm-go/rlmm/wire"
 )
@@ -33,14 +33,17 @@ const (
 	// envKeep keeps the cluster's directory after the run.
 	envKeep = "RLMM_FAULT_KEEP"
 	// envDir names the cluster's directory instead of a temporary one: a
-	// cluster already running there is used as it is, an empty directory
-	// gets a new one; either is left running for the caller to stop
-	// (scripts/test.sh does; it also lets a run be repeated quickly).
+	// cluster there (one the kafkatest command started) is used as it is
+	// and left running; an empty directory gets a new cluster, stopped at
+	// the end like a temporary one.
 	envDir = "RLMM_FAULT_DIR"
 	// nodes is the size of the cluster.
 	nodes = 3
 	// testTimeout bounds every wait for something that must happen.
 	testTimeout = 2 * time.Minute
+	// startTimeout bounds the cluster's start (the jars resolved the
+	// first time, three JVMs on a busy machine).
+	startTimeout = 10 * time.Minute
 )
 
 var (
@@ -82,7 +85,7 @@ func requireCluster(t *testing.T) *cluster {
 	case clusterErr != nil:
 		t.Fatalf("the three-node Kafka cluster did not start: %v", clusterErr)
 	case theCluster == nil:
-		reason = envFault + " is not 1: these tests start a three-node Kafka cluster (KAFKA_NODES=3 scripts/kafka.sh start) and kill its nodes; `make fault-test` runs them"
+		reason = envFault + " is not 1: these tests start a three-node Kafka cluster (test/kafkatest) and kill its nodes; `make fault-test` runs them"
 	}
 	if reason != "" {
 		if os.Getenv("CI") == "true" {
@@ -93,94 +96,114 @@ func requireCluster(t *testing.T) *cluster {
 	return theCluster
 }
 
-// cluster is the three-node cluster of KAFKA_NODES=3 scripts/kafka.sh start.
+// cluster is the three-node cluster of test/kafkatest, every node a broker
+// and a controller voter, with a SASL_SSL/SCRAM listener.
 type cluster struct {
-	dir       string
+	k         *kafkatest.Cluster
 	bootstrap []string // PLAINTEXT addresses, node i at index i-1
 	sasl      []string // SASL_SSL addresses
 	security  string   // directory of the CA, keys and users.properties
 	keep      bool     // keep the directory
-	reuse     bool     // RLMM_FAULT_DIR: leave the cluster running
+	reuse     bool     // a cluster of RLMM_FAULT_DIR that was running: leave it so
 }
 
-func script(args ...string) *exec.Cmd {
-	cmd := exec.Command("bash", append([]string{filepath.Join(repoRoot, "scripts/kafka.sh")}, args...)...)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), fmt.Sprintf("KAFKA_NODES=%d", nodes), "KAFKA_SECURITY=sasl_ssl")
-	return cmd
-}
+// clusterConfig is the cluster the tests need.
+var clusterConfig = kafkatest.Config{Nodes: nodes, Security: kafkatest.SASLSCRAM}
 
 func startCluster() (*cluster, error) {
+	if reason := kafkatest.CannotRun(); reason != "" {
+		return nil, errors.New(reason)
+	}
 	dir, keep := os.Getenv(envDir), os.Getenv(envKeep) == "1"
-	reuse := dir != ""
-	if !reuse {
-		var err error
-		if dir, err = os.MkdirTemp("", "rlmm-faulttest-"); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	start := time.Now()
+	c := &cluster{keep: keep}
+	switch {
+	case dir != "" && hasCluster(dir):
+		k, err := kafkatest.Open(dir)
+		if err != nil {
 			return nil, err
 		}
-	}
-	c := &cluster{dir: dir, keep: keep, reuse: reuse}
-	cmd := script("start", dir)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		c.stop()
-		return nil, fmt.Errorf("scripts/kafka.sh start: %w\n%s", err, stderr.String())
-	}
-	sc := bufio.NewScanner(&stdout)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), "=")
-		switch k {
-		case "RLMM_KAFKA_BOOTSTRAP":
-			c.bootstrap = strings.Split(v, ",")
-		case "RLMM_KAFKA_SASL_BOOTSTRAP":
-			c.sasl = strings.Split(v, ",")
-		case "RLMM_KAFKA_SECURITY_DIR":
-			c.security = v
+		if cfg := k.Config(); cfg.Nodes != nodes || cfg.Security != kafkatest.SASLSCRAM {
+			return nil, fmt.Errorf("%s holds a %d-node %s cluster; the fault tests need %d nodes with %s", dir, cfg.Nodes, cfg.Security, nodes, kafkatest.SASLSCRAM)
 		}
+		if !k.Running() {
+			if err := k.Restart(ctx); err != nil {
+				return nil, err
+			}
+		}
+		c.k, c.reuse = k, true
+	default:
+		if dir == "" {
+			var err error
+			if dir, err = os.MkdirTemp("", "rlmm-faulttest-"); err != nil {
+				return nil, err
+			}
+		}
+		k, err := kafkatest.Start(ctx, dir, clusterConfig, os.Stderr)
+		if err != nil {
+			if !keep {
+				_ = os.RemoveAll(dir)
+			}
+			return nil, err
+		}
+		c.k = k
 	}
-	if len(c.bootstrap) != nodes || len(c.sasl) != nodes || c.security == "" {
-		c.stop()
-		return nil, fmt.Errorf("scripts/kafka.sh start printed %q; want %d PLAINTEXT and SASL_SSL addresses and the security directory", stdout.String(), nodes)
-	}
+	c.bootstrap, c.sasl, c.security = c.k.Bootstrap(), c.k.SecureBootstrap(), c.k.Security().Dir
 	fmt.Fprintf(os.Stderr, "faulttest: %d-node cluster up in %s at %s (directory %s)\n", nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.bootstrap, ","), dir)
 	return c, nil
 }
 
+// hasCluster reports whether dir holds a cluster of test/kafkatest.
+func hasCluster(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cluster.json"))
+	return err == nil
+}
+
 func (c *cluster) stop() {
 	if c.reuse {
-		fmt.Fprintf(os.Stderr, "faulttest: left the cluster in %s running (%s)\n", c.dir, envDir)
+		fmt.Fprintf(os.Stderr, "faulttest: left the cluster in %s running (%s)\n", c.k.Dir(), envDir)
 		return
 	}
-	// A node a failed test left paused could not act on SIGTERM.
-	for n := 1; n <= nodes; n++ {
-		_ = script("resume", c.dir, fmt.Sprint(n)).Run()
-	}
-	out, err := script("stop", c.dir).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "faulttest: scripts/kafka.sh stop: %v\n%s", err, out)
+	// Stop continues a node a failed test left paused, so it can act on
+	// SIGTERM.
+	c.k.Stop()
+	if pids := c.k.PIDs(); len(pids) > 0 {
+		fmt.Fprintf(os.Stderr, "faulttest: processes %v of the cluster still run\n", pids)
 	}
 	if c.keep {
-		fmt.Fprintf(os.Stderr, "faulttest: kept %s\n", c.dir)
+		fmt.Fprintf(os.Stderr, "faulttest: kept %s\n", c.k.Dir())
 		return
 	}
-	_ = os.RemoveAll(c.dir)
+	_ = os.RemoveAll(c.k.Dir())
 }
 
-// node runs a command of the script on node n.
-func (c *cluster) node(t testing.TB, cmd string, n int32) {
+// kill sends node n's broker SIGKILL and waits until it is gone.
+func (c *cluster) kill(t testing.TB, n int32) {
 	t.Helper()
-	out, err := script(cmd, c.dir, fmt.Sprint(n)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/kafka.sh %s %d: %v\n%s", cmd, n, err, out)
-	}
+	must(t, c.k.Node(int(n)).Kill())
 }
 
-func (c *cluster) kill(t testing.TB, n int32)    { c.node(t, "kill", n) }
-func (c *cluster) pause(t testing.TB, n int32)   { c.node(t, "pause", n) }
-func (c *cluster) resume(t testing.TB, n int32)  { c.node(t, "resume", n) }
-func (c *cluster) restart(t testing.TB, n int32) { c.node(t, "start", n) }
+// pause sends node n's broker SIGSTOP.
+func (c *cluster) pause(t testing.TB, n int32) {
+	t.Helper()
+	must(t, c.k.Node(int(n)).Pause())
+}
+
+// resume sends node n's broker SIGCONT.
+func (c *cluster) resume(t testing.TB, n int32) {
+	t.Helper()
+	must(t, c.k.Node(int(n)).Resume())
+}
+
+// restart starts node n again on its data, and waits until it answers.
+func (c *cluster) restart(t testing.TB, n int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	must(t, c.k.StartNode(ctx, int(n)))
+}
 
 // admin returns a kadm client over the PLAINTEXT listeners, closed at the
 // end of the test.

@@ -33,8 +33,8 @@ import (
 )
 
 // The SASL_SSL listener of the cluster: SCRAM-SHA-512 users made at format
-// time by scripts/kafka.sh (admin, a super user; rlmm; rlmm-noread;
-// rlmm-nowrite), a broker certificate from the script's CA, and the
+// time by test/kafkatest (admin, a super user; rlmm; rlmm-noread;
+// rlmm-nowrite), a broker certificate from the harness's CA, and the
 // StandardAuthorizer with allow.everyone.if.no.acl.found=false. The test
 // gives the rlmm principals their ACLs on a fresh metadata topic through
 // kadm, as admin over SASL_SSL.

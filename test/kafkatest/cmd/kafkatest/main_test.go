@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestCommandErrors: wrong arguments fail before anything starts, with an
+// error naming what was wrong.
+func TestCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"too many nodes", []string{"start", dir, "--nodes", "12"}, "nodes must be 1..9, got 12"},
+		{"unknown security", []string{"start", dir, "--security", "tls"}, `security must be one of [plaintext ssl sasl_plain sasl_scram gssapi], got "tls"`},
+		{"unknown RLMM", []string{"start", dir, "--tiered", "--rlmm", "zk"}, `the RLMM must be "kafka" or "rlmm", got "zk"`},
+		{"stop of no cluster", []string{"stop", dir}, "holds no cluster"},
+		{"status of no cluster", []string{"status", dir}, "holds no cluster"},
+		{"no directory", []string{"start"}, "accepts 1 arg(s), received 0"},
+		{"kill without a node", []string{"kill", dir}, "accepts 2 arg(s), received 1"},
+		{"pid of no cluster", []string{"pid", dir, "1"}, "holds no cluster"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			root := newRoot(&out, &errOut)
+			root.SetArgs(tt.args)
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("kafkatest %v: %v, want an error containing %q", tt.args, err, tt.want)
+			}
+			if out.Len() != 0 {
+				t.Fatalf("kafkatest %v printed %q on stdout", tt.args, out.String())
+			}
+		})
+	}
+}
