@@ -30,19 +30,16 @@ lint() {
 	python3 scripts/kafkasuite_gate.py --self-test
 }
 
-# faults runs the fault tests of faulttest/: they start their own
-# three-node Kafka cluster (KAFKA_NODES=3 scripts/kafka.sh start), kill, pause and
-# restart its nodes, and use its SASL_SSL listener; about 6 to 10 minutes.
-# The cluster lives in a directory of this script's (RLMM_FAULT_DIR), which
-# it stops and removes itself, so no broker outlives a test binary that
-# crashed or timed out.
+# faults runs the fault tests of faulttest/: they start their own three-node Kafka
+# cluster (test/kafkatest, which stops every process of it when the test binary ends,
+# even killed), kill, pause and restart its nodes, and use its SASL_SSL listener;
+# about 4 to 10 minutes. The cluster lives in a directory of this script's
+# (RLMM_FAULT_DIR), removed afterwards.
 faults() {
 	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (faulttest/)"
-	bash scripts/kafka.sh fetch
 	local dir status=0
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-faults.XXXXXX")
 	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v ./faulttest/ || status=$?
-	bash scripts/kafka.sh stop "$dir" >/dev/null 2>&1 || true
 	rm -rf "$dir"
 	return "$status"
 }
@@ -126,8 +123,15 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, brokertest/ and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and console/browsertest/, the step after this one)"
-go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/kerberostest$' -e '/console/browsertest$')
+step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and console/browsertest/, the step after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/kerberostest$' -e '/console/browsertest$')
+
+# The Kafka harness's own tests (test/kafkatest): clusters of one and three nodes started,
+# restarted with the RLMM switched, behind proxies, secured, and killed with nothing left behind.
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
+	step "the Kafka harness (test/kafkatest): its clusters started, switched, proxied, secured and cleaned up"
+	go test -race -count=1 -timeout 15m ./test/kafkatest/
+fi
 
 # --- the console in a browser: `rlmm console` on a known partition in a real headless
 # Chromium (Debian's chromium, installed when missing), on an embedded log and on a topic of the
