@@ -47,10 +47,22 @@ faults() {
 	return "$status"
 }
 
-# memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute).
+# memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute),
+# and fails when one of them did not run (a -bench pattern that matches nothing passes).
 memory_targets() {
-	go test -run '^$' -bench '^(BenchmarkRetainedHeap|BenchmarkEpochChurnHeap|BenchmarkSnapshotWriteMemory)$' \
-		-benchtime 1x -count 1 ./memory ./topicbased
+	local names=(BenchmarkRetainedHeap BenchmarkEpochChurnHeap BenchmarkSnapshotWriteMemory) out name status=0
+	out=$(go test -run '^$' -bench "^($(
+		IFS='|'
+		echo "${names[*]}"
+	))\$" -benchtime 1x -count 1 ./memory ./topicbased 2>&1) || status=$?
+	echo "$out"
+	[ "$status" = 0 ] || return "$status"
+	for name in "${names[@]}"; do
+		grep -q "^$name" <<<"$out" || {
+			echo "memory targets: $name did not run" >&2
+			return 1
+		}
+	done
 }
 
 case "${1:-}" in
