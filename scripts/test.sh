@@ -167,6 +167,8 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
 	# One plugin build for both runs below.
 	plugin_jar="$(bash scripts/kafka.sh plugin-jar)"
+	# Among them TestRollingMigration: docs/migration.md followed on a live three-broker cluster
+	# moved from Kafka's RLMM to the plugin and one broker back (about 2 minutes).
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
 	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
