@@ -399,11 +399,12 @@ const (
 // back (remove-on-rollback, to-kafka). After every step: the broker runs
 // the RLMM of the step (a sidecar or none), every partition gets a remote
 // segment copied by its leader of the moment (an rlmm leader with Kafka
-// followers, and the reverse), and rlmm verify is clean. At the end: no
+// followers, and the reverse), rlmm verify is clean, and every sidecar
+// holds in memory exactly what its broker hosts (checkSidecarHolds). At the end: no
 // produce failed, no consumer saw OffsetOutOfRange, every acknowledged
 // record reads back in order from offset 0, rlmm verify and rlmm scrub find
-// nothing, and each sidecar holds in memory exactly what its broker hosts
-// (checkSidecarHolds).
+// nothing, and each sidecar holds in memory exactly what its broker hosts,
+// once more.
 func TestRollingMigration(t *testing.T) {
 	if requireMode(t) != modeRlmm {
 		t.Skip("the migration test runs Kafka's RLMM and rlmm's plugin in one cluster: it starts on Kafka's RLMM itself and " +
@@ -463,6 +464,13 @@ func TestRollingMigration(t *testing.T) {
 		}
 		if out, code := rlmmRun(ctx, t, "verify", "--kafka", strings.Join(c.addrs, ","), "-q"); code != 0 {
 			t.Errorf("after broker %d moved to %s's RLMM: rlmm verify: exit %d:\n%s", step.node, step.to, code, out)
+		}
+		// Under load: every sidecar holds what its broker hosts.
+		hosted := c.hosting(ctx, t, cl, migrationTopic, migrationTopicRF1)
+		for n := 1; n <= 3; n++ {
+			if running[n] == modeRlmm {
+				c.checkSidecarHolds(ctx, t, n, hosted[int32(n)])
+			}
 		}
 		t.Logf("broker %d on %s's RLMM (brokers %v) in %s", step.node, step.to, running, time.Since(stepStart).Round(time.Second))
 	}
