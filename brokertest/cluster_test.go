@@ -1,12 +1,12 @@
 package brokertest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -21,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rlmm-go/rlmm"
-	"github.com/rlmm-go/rlmm/topicbased"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -48,21 +47,21 @@ const clusterMetaPartitions = 3
 //   - with rlmm, the remote size gauges of the three sidecars (each of the
 //     partitions its broker hosts) add up, for the topic of replication
 //     factor 1, to what rlmm inspect --sizes reads from the metadata topic;
-//   - with rlmm, each sidecar holds only the user partitions its broker hosts
-//     (and every hosted one with remote segments): read from its snapshot
-//     (rlmm inspect --snapshot --json) after its broker stopped, once in the
-//     middle (broker 2) and once at the end (all three).
+//   - with rlmm, each sidecar holds in memory exactly the user partitions
+//     its broker hosts and their live segments (checkSidecarHolds: the
+//     hosted, cached partitions and cached segments gauges and the segment
+//     count of each hosted partition on its /metrics, against the replica
+//     assignment and the metadata topic), once in the middle (broker 2,
+//     before it stops) and once at the end (all three, after the
+//     reassignment took a partition away from broker 1).
 func TestClusterOfThree(t *testing.T) {
 	mode := requireMode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
 	extra := fmt.Sprintf("rlmm.config.remote.log.metadata.topic.num.partitions=%d", clusterMetaPartitions)
 	if mode == modeRlmm {
-		// The sidecar's /metrics, on a port of its choosing: its address is
-		// logged into broker.log ("serve: operations endpoint").
-		// Remote size gauges recomputed at every scrape, for
-		// checkRemoteSizeGauges.
-		extra += "\nrlmm.config.rlmm.serve.args=--metrics-listen 127.0.0.1:0 --metrics-sizes-max-age 0s"
+		// The sidecar's /metrics (checkRemoteSizeGauges, checkSidecarHolds).
+		extra += "\nrlmm.config.rlmm.serve.args=" + sidecarMetricsArgs
 	}
 	c := startClusterWith(t, 3, extra)
 	cl := c.client()
@@ -166,12 +165,11 @@ func TestClusterOfThree(t *testing.T) {
 		})
 	}
 	p0 := c.waitTiered(ctx, t, cl, lead, 0, 1)
-	hostedBefore := c.hosting(ctx, t, cl, rf1[0].Topic, rf2[0].Topic)
-	segsBefore := c.partitionsWithSegments(ctx, t)
-	c.stopNode(2)
 	if mode == modeRlmm {
-		c.checkSidecarHolds(ctx, t, 2, hostedBefore[2], segsBefore)
+		hostedBefore := c.hosting(ctx, t, cl, rf1[0].Topic, rf2[0].Topic)
+		c.checkSidecarHolds(ctx, t, 2, hostedBefore[2])
 	}
+	c.stopNode(2)
 	waitLeader(3, 1)
 	must(t, produceRecordsTo(ctx, cl, lead.Topic, lead.Partition, first, second, 0))
 	p1 := c.waitTiered(ctx, t, cl, lead, 0, len(p0.finished)+1)
@@ -202,19 +200,14 @@ func TestClusterOfThree(t *testing.T) {
 		t.Errorf("rlmm verify --kafka %s: exit %d:\n%s", bootstrap, code, out)
 	}
 
-	// What each broker hosts at the end, then the whole cluster stopped (each
-	// sidecar writes its final snapshot).
-	hosted := c.hosting(ctx, t, cl, rf1[0].Topic, rf2[0].Topic)
-	withSegs := c.partitionsWithSegments(ctx, t)
-	if _, err := c.script("stop", c.dir); err != nil {
-		t.Fatal(err)
-	}
+	// What each sidecar holds at the end, against what its broker hosts.
 	if mode != modeRlmm {
-		t.Logf("what each RLMM holds is checked with rlmm only (Kafka's RLMM keeps no snapshot)")
+		t.Logf("what each RLMM holds is checked with rlmm only (Kafka's RLMM exports no such metrics)")
 		return
 	}
+	hosted := c.hosting(ctx, t, cl, rf1[0].Topic, rf2[0].Topic)
 	for n := 1; n <= 3; n++ {
-		c.checkSidecarHolds(ctx, t, n, hosted[int32(n)], withSegs)
+		c.checkSidecarHolds(ctx, t, n, hosted[int32(n)])
 	}
 }
 
@@ -375,86 +368,159 @@ func checkNewCopies(t *testing.T, phase string, before, after []*segment, from i
 	t.Logf("%s: %s", phase, describe(added))
 }
 
-// partitionsWithSegments returns the user partitions the metadata topic
-// gives at least one segment not yet DELETE_SEGMENT_FINISHED.
-func (c *cluster) partitionsWithSegments(ctx context.Context, t *testing.T) map[rlmm.TopicIDPartition]bool {
-	t.Helper()
-	v, err := c.readMetadata(ctx)
-	must(t, err)
-	out := map[rlmm.TopicIDPartition]bool{}
+// liveSegments counts, per user partition, the segments the metadata topic
+// has not yet seen DELETE_SEGMENT_FINISHED.
+func (v *metaView) liveSegments() map[rlmm.TopicIDPartition]int {
+	out := map[rlmm.TopicIDPartition]int{}
 	for _, s := range v.segs {
 		if s.state() != rlmm.DeleteSegmentFinished {
-			out[s.meta.ID.TopicIDPartition] = true
+			out[s.meta.ID.TopicIDPartition]++
 		}
 	}
 	return out
 }
 
-// checkSidecarHolds reads the snapshot the sidecar of node n wrote when its
-// broker stopped (rlmm inspect --snapshot --json) and checks that it holds
-// exactly the user partitions the broker hosted (hosted) that had remote
-// segments (withSegs): none of another broker, none missing.
-func (c *cluster) checkSidecarHolds(ctx context.Context, t *testing.T, n int, hosted, withSegs map[rlmm.TopicIDPartition]bool) {
+// sidecarMetricsArgs are the flags of rlmm serve that checkSidecarHolds
+// needs: /metrics on a port of the sidecar's choosing (its address is
+// logged into broker.log, "serve: operations endpoint"), a segment count
+// series for every hosted partition, computed again at every scrape.
+const sidecarMetricsArgs = "--metrics-listen 127.0.0.1:0 --metrics-partitions-limit 1000 --metrics-sizes-max-age 0s"
+
+// checkSidecarHolds checks what node n's sidecar holds in memory now, read
+// from its /metrics: exactly the user partitions its broker hosts (hosted,
+// each of which must have live segments) and their live segments, as the
+// metadata topic has them: rlmm_hosted_partitions and
+// rlmm_cached_partitions are len(hosted), rlmm_cached_segments the hosted
+// partitions' live segments, and rlmm_remote_partition_segments has one
+// series per hosted partition with its count and none of another. A
+// partition the cache kept though its broker does not host it shows in the
+// cached counts. The brokers go on tiering, so the metadata topic is read
+// before and after the scrape, and the check retried until both reads agree
+// on the hosted partitions' live segments. The sidecar runs with
+// sidecarMetricsArgs.
+func (c *cluster) checkSidecarHolds(ctx context.Context, t *testing.T, n int, hosted map[rlmm.TopicIDPartition]bool) {
 	t.Helper()
-	// A sidecar whose broker died before stopping it stops by itself (stdin
-	// EOF), writing its final snapshot: wait for it to be gone.
-	waitFor(ctx, t, fmt.Sprintf("broker %d's sidecar to exit", n), func() (bool, string, error) {
-		pids, err := sidecars(c.nodeDir(n))
-		return len(pids) == 0, fmt.Sprintf("rlmm serve pids %v", pids), err
+	byName := map[string]rlmm.TopicIDPartition{}
+	for tp := range hosted {
+		byName[tp.Topic+"-"+fmt.Sprint(tp.Partition)] = tp
+	}
+	var summary string
+	waitFor(ctx, t, fmt.Sprintf("broker %d's sidecar to hold in memory exactly the %d user partitions its broker hosts", n, len(hosted)), func() (bool, string, error) {
+		before, err := c.readMetadata(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		addr, err := c.operationsAddress(n)
+		if err != nil {
+			return false, "", err
+		}
+		samples, err := scrapeAll(ctx, "http://"+addr+"/metrics")
+		if err != nil {
+			return false, "", err
+		}
+		after, err := c.readMetadata(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		live, moved := before.liveSegments(), after.liveSegments()
+		want := 0
+		for tp := range hosted {
+			if live[tp] != moved[tp] {
+				return false, fmt.Sprintf("%s moved from %d to %d live segments during the scrape", tp, live[tp], moved[tp]), nil
+			}
+			if live[tp] == 0 {
+				return false, "", fmt.Errorf("%s, hosted by broker %d, has no live segment in the metadata topic: the test needs one in each", tp, n)
+			}
+			want += live[tp]
+		}
+		var problems []string
+		for _, m := range []struct {
+			name string
+			want int
+		}{{"rlmm_hosted_partitions", len(hosted)}, {"rlmm_cached_partitions", len(hosted)}, {"rlmm_cached_segments", want}} {
+			got, ok := samples.value(m.name, nil)
+			if !ok || got != float64(m.want) {
+				problems = append(problems, fmt.Sprintf("%s %v (present %v), want %d", m.name, got, ok, m.want))
+			}
+		}
+		seen := 0
+		for _, sm := range samples {
+			if sm.name != "rlmm_remote_partition_segments" {
+				continue
+			}
+			name := sm.labels["topic"] + "-" + sm.labels["partition"]
+			tp, ok := byName[name]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("rlmm_remote_partition_segments of %s, a partition broker %d does not host: %v", name, n, sm.value))
+			case sm.value != float64(live[tp]):
+				problems = append(problems, fmt.Sprintf("rlmm_remote_partition_segments of %s %v, the metadata topic has %d live", name, sm.value, live[tp]))
+			default:
+				seen++
+			}
+		}
+		if seen != len(hosted) {
+			problems = append(problems, fmt.Sprintf("rlmm_remote_partition_segments of %d hosted partitions, want all %d", seen, len(hosted)))
+		}
+		slices.Sort(problems)
+		summary = fmt.Sprintf("%d user partitions with %d live segments", len(hosted), want)
+		return len(problems) == 0, strings.Join(problems, "; "), nil
 	})
-	snaps := findFiles(t, c.nodeDir(n), topicbased.SnapshotFileName)
-	if len(snaps) != 1 {
-		t.Errorf("broker %d stopped: %d files named %s under %s (%v), want its sidecar's one snapshot",
-			n, len(snaps), topicbased.SnapshotFileName, c.nodeDir(n), snaps)
-		return
-	}
-	out, code := rlmmRun(ctx, t, "inspect", "--snapshot", snaps[0], "--json")
-	if code != 0 {
-		t.Errorf("rlmm inspect --snapshot %s: exit %d", snaps[0], code)
-		return
-	}
-	var doc struct {
-		Blocks []struct {
-			Partition string `json:"partition"`
-			Segments  int    `json:"segments"`
-			Error     string `json:"error"`
-		} `json:"blocks"`
-	}
-	must(t, json.Unmarshal([]byte(out), &doc))
-	names := map[string]rlmm.TopicIDPartition{}
-	for tp := range withSegs {
-		names[tp.String()] = tp
-	}
-	for tp := range hosted {
-		names[tp.String()] = tp
-	}
-	held := map[string]int{}
-	for _, b := range doc.Blocks {
-		if b.Error != "" {
-			t.Errorf("broker %d's snapshot %s: block of %s: %s", n, snaps[0], b.Partition, b.Error)
-		}
-		held[b.Partition] = b.Segments
-	}
-	var foreign, missing []string
-	for name, segs := range held {
-		if tp, ok := names[name]; !ok || !hosted[tp] {
-			foreign = append(foreign, fmt.Sprintf("%s (%d segments)", name, segs))
+	t.Logf("broker %d's sidecar holds in memory exactly what its broker hosts: %s", n, summary)
+}
+
+// sample is one series of a Prometheus text exposition.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+type samples []sample
+
+// value returns the value of the series of name whose labels are exactly
+// labels (nil: none).
+func (ss samples) value(name string, labels map[string]string) (float64, bool) {
+	for _, s := range ss {
+		if s.name == name && maps.Equal(s.labels, labels) {
+			return s.value, true
 		}
 	}
-	for tp := range hosted {
-		if _, ok := held[tp.String()]; withSegs[tp] && !ok {
-			missing = append(missing, tp.String())
+	return 0, false
+}
+
+var (
+	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
+	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+)
+
+// scrapeAll reads every series of a Prometheus text exposition (labels
+// with a nil map when there are none).
+func scrapeAll(ctx context.Context, url string) (samples, error) {
+	body, err := scrape(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	var out samples
+	for line := range strings.Lines(body) {
+		line = strings.TrimSpace(line)
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil || strings.HasPrefix(line, "#") {
+			continue
 		}
+		s := sample{name: m[1]}
+		if _, err := fmt.Sscan(m[3], &s.value); err != nil {
+			return nil, fmt.Errorf("%s: %w", line, err)
+		}
+		for _, lp := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			if s.labels == nil {
+				s.labels = map[string]string{}
+			}
+			s.labels[lp[1]] = lp[2]
+		}
+		out = append(out, s)
 	}
-	slices.Sort(foreign)
-	slices.Sort(missing)
-	t.Logf("broker %d's sidecar snapshot holds %d user partitions; the broker hosts %d", n, len(held), len(hosted))
-	if len(foreign) > 0 {
-		t.Errorf("broker %d's sidecar holds %d user partitions its broker does not host: %s", n, len(foreign), strings.Join(foreign, ", "))
-	}
-	if len(missing) > 0 {
-		t.Errorf("broker %d's sidecar holds none of %d user partitions its broker hosts, which have remote segments: %s", n, len(missing), strings.Join(missing, ", "))
-	}
+	return out, nil
 }
 
 // operationsEndpoint is the address of node n's sidecar's /metrics, from the
@@ -566,34 +632,46 @@ func scrapeGauge(ctx context.Context, url, name string) (map[string]float64, err
 // scrapeFamily reads a Prometheus text exposition and returns the values of
 // one family of a single label, by that label's value.
 func scrapeFamily(ctx context.Context, url, name, label string) (map[string]float64, error) {
+	body, err := scrape(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	line := regexp.MustCompile(`^` + name + `\{` + label + `="([^"]*)"\} (\S+)$`)
+	out := map[string]float64{}
+	for l := range strings.Lines(body) {
+		l = strings.TrimRight(l, "\n")
+		if m := line.FindStringSubmatch(l); m != nil {
+			var v float64
+			if _, err := fmt.Sscan(m[2], &v); err != nil {
+				return nil, fmt.Errorf("%s: %w", l, err)
+			}
+			out[m[1]] = v
+		}
+	}
+	return out, nil
+}
+
+// scrape GETs a /metrics page.
+func scrape(ctx context.Context, url string) (string, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	// No keep-alive: no connection (and its goroutines) outlives the scrape.
 	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := cl.Do(req)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
 	}
-	line := regexp.MustCompile(`^` + name + `\{` + label + `="([^"]*)"\} (\S+)$`)
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if m := line.FindStringSubmatch(sc.Text()); m != nil {
-			var v float64
-			if _, err := fmt.Sscan(m[2], &v); err != nil {
-				return nil, fmt.Errorf("%s: %w", sc.Text(), err)
-			}
-			out[m[1]] = v
-		}
-	}
-	return out, sc.Err()
+	return string(b), nil
 }

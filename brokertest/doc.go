@@ -9,14 +9,27 @@
 // over a metadata topic of 3 partitions, so that every broker consumes every
 // metadata partition; a partition reassigned to a broker that never hosted
 // it and read from offset 0 out of remote storage; leadership moves; a
-// broker restart; and, with rlmm, each sidecar holding only its broker's
-// partitions, read from its snapshot).
+// broker restart; and, with rlmm, each sidecar holding in memory exactly its
+// broker's partitions and their live segments, read from its /metrics:
+// rlmm_hosted_partitions, rlmm_cached_partitions, rlmm_cached_segments and
+// rlmm_remote_partition_segments against the replica assignment and the
+// metadata topic), and a rolling migration (TestRollingMigration: three
+// brokers started on Kafka's RLMM, moved one at a time onto rlmm's plugin
+// under load, so that the cluster runs mixed, and one moved back, following
+// docs/migration.md, whose settings blocks the test reads; it runs with
+// RLMM_BROKER_TEST=rlmm only, since it needs the plugin, and skips saying so
+// with kafka).
+//
+// Every broker a test starts must run the Kafka version asked for: the
+// "Kafka version:" lines of its broker.log (Kafka's AppInfoParser, logged at
+// INFO by scripts/kafka.sh) must all name it, or the test fails.
 //
 // Every Kafka 4.x line hosts the plugin: scripts/broker-test.sh versions
 // (make broker-test-versions, part of make test) runs TestTieringLifecycle on
 // the oldest and the newest (4.0.1, 4.4.0) and TestTieringCheck (tier, kill
 // the sidecar, read every record back from offset 0 out of remote storage)
-// on 4.1.1 and 4.2.1; 4.3.1 runs every test. Each version tiers to the
+// on 4.1.1 and 4.2.1; 4.3.1 runs every test. A -run pattern that matches no
+// test fails scripts/broker-test.sh (go test alone passes it). Each version tiers to the
 // LocalTieredStorage of its own kafka-storage:<version>:jar:test, but 4.4.0,
 // whose test jar Maven Central does not serve (and 4.3.1's does not load
 // into it), tiers to fixture-rsm/: a file-system RemoteStorageManager written

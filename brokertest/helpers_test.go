@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,8 +167,12 @@ func kafkaVersion() string {
 // cluster is a tiered-storage Kafka cluster (of kafkaVersion) started by
 // scripts/kafka.sh.
 type cluster struct {
-	t         *testing.T
-	mode      string
+	t    *testing.T
+	mode string
+	// rlmm is the RLMM scripts/kafka.sh configures the brokers with at the
+	// cluster's first start (KAFKA_RLMM): mode, but for a test that starts
+	// on another (TestRollingMigration starts on Kafka's).
+	rlmm      string
 	version   string // the brokers' Kafka version
 	dir       string
 	nodes     int
@@ -190,7 +195,15 @@ func startCluster(t *testing.T, nodes int) *cluster {
 // every broker (after extraConfig, so a key of both takes extra's value).
 func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), version: kafkaVersion(), nodes: nodes, extra: extra}
+	mode := requireMode(t)
+	return startClusterOn(t, nodes, mode, extra)
+}
+
+// startClusterOn is startClusterWith on the RLMM rlmmMode (modeKafka or
+// modeRlmm) whatever the test's mode.
+func startClusterOn(t *testing.T, nodes int, rlmmMode, extra string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, mode: requireMode(t), rlmm: rlmmMode, version: kafkaVersion(), nodes: nodes, extra: extra}
 	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
 	must(t, err)
 	c.dir = dir
@@ -226,9 +239,35 @@ func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
 	if len(c.addrs) != nodes || c.remoteDir == "" || (c.rsm != rsmLocal && c.rsm != rsmFixture) {
 		t.Fatalf("scripts/kafka.sh start printed %q: want %d addresses, the remote dir and the RSM", out, nodes)
 	}
-	t.Logf("%d-node Kafka %s cluster (%s RLMM, %s RSM) at %s in %s", nodes, c.version, c.mode, c.rsm,
+	for n := 1; n <= nodes; n++ {
+		c.checkVersion(n)
+	}
+	t.Logf("%d-node Kafka %s cluster (%s RLMM, %s RSM) at %s in %s", nodes, c.version, c.rlmm, c.rsm,
 		strings.Join(c.addrs, ","), c.dir)
 	return c
+}
+
+// kafkaVersionLine is Kafka's AppInfoParser line naming the version of the
+// jars a broker runs (scripts/kafka.sh logs it at INFO into broker.log).
+var kafkaVersionLine = regexp.MustCompile(`Kafka version: (\S+)`)
+
+// checkVersion checks that node n runs the cluster's Kafka version: every
+// "Kafka version:" line of its broker.log (the broker's own, and its
+// clients' in the same JVM) names c.version, and there is one.
+func (c *cluster) checkVersion(n int) {
+	c.t.Helper()
+	lines, err := grepFile(filepath.Join(c.nodeDir(n), "broker.log"), "Kafka version: ")
+	if err != nil {
+		c.t.Fatalf("node %d: %v", n, err)
+	}
+	if len(lines) == 0 {
+		c.t.Fatalf("node %d: no \"Kafka version:\" line in its broker.log: which version runs is unknown", n)
+	}
+	for _, l := range lines {
+		if m := kafkaVersionLine.FindStringSubmatch(l); m == nil || m[1] != c.version {
+			c.t.Fatalf("node %d runs another Kafka than %s: %q", n, c.version, l)
+		}
+	}
 }
 
 // script runs scripts/kafka.sh with the cluster's settings.
@@ -238,7 +277,7 @@ func (c *cluster) script(args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "scripts", "kafka.sh")}, args...)...)
 	cmd.Env = append(os.Environ(),
 		"KAFKA_VERSION="+c.version, "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
-		"KAFKA_RLMM="+c.mode, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
+		"KAFKA_RLMM="+c.rlmm, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
 		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+strings.TrimSpace(extraConfig+"\n"+c.extra))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -276,6 +315,7 @@ func (c *cluster) startNode(i int) {
 	if _, err := c.script("start", c.dir, strconv.Itoa(i)); err != nil {
 		c.t.Fatal(err)
 	}
+	c.checkVersion(i)
 	c.t.Logf("node %d started in %s", i, time.Since(start).Round(time.Millisecond))
 }
 

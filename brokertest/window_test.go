@@ -229,7 +229,14 @@ func (c *cluster) readStrict(ctx context.Context, t *testing.T, topic string, to
 
 // readFrom is one consumer of readStrict.
 func (c *cluster) readFrom(ctx context.Context, topic string, from, to int64) (int, error) {
-	cl, err := c.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}),
+	return c.readPartitionFrom(ctx, topic, 0, from, to)
+}
+
+// readPartitionFrom reads offsets from..to-1 of one partition of topic with
+// a consumer that never resets its offset (auto.offset.reset=none), as
+// readStrict's, and returns how many retriable fetch errors it saw.
+func (c *cluster) readPartitionFrom(ctx context.Context, topic string, partition int32, from, to int64) (int, error) {
+	cl, err := c.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxBytes(8<<20))
 	if err != nil {
 		return 0, err
@@ -241,12 +248,12 @@ func (c *cluster) readFrom(ctx context.Context, topic string, from, to int64) (i
 	for next < to {
 		fs := cl.PollFetches(rctx)
 		if err := rctx.Err(); err != nil {
-			return retriable, fmt.Errorf("consuming %s from %d: got up to offset %d of %d: %w", topic, from, next, to, err)
+			return retriable, fmt.Errorf("consuming %s-%d from %d: got up to offset %d of %d: %w", topic, partition, from, next, to, err)
 		}
 		var bad error
 		fs.EachError(func(_ string, _ int32, err error) {
 			if errors.Is(err, kerr.OffsetOutOfRange) {
-				bad = fmt.Errorf("consuming %s from %d: OffsetOutOfRange at offset %d: %w", topic, from, next, err)
+				bad = fmt.Errorf("consuming %s-%d from %d: OffsetOutOfRange at offset %d: %w", topic, partition, from, next, err)
 				return
 			}
 			retriable++
@@ -259,11 +266,11 @@ func (c *cluster) readFrom(ctx context.Context, topic string, from, to int64) (i
 				return
 			}
 			if r.Offset != next {
-				bad = fmt.Errorf("consuming %s from %d: offset %d where %d was expected", topic, from, r.Offset, next)
+				bad = fmt.Errorf("consuming %s-%d from %d: offset %d where %d was expected", topic, partition, from, r.Offset, next)
 				return
 			}
 			if !bytes.Equal(r.Key, recordKey(next)) || !bytes.Equal(r.Value, recordValue(next)) {
-				bad = fmt.Errorf("consuming %s from %d: the record at offset %d is not the one produced (key %q)", topic, from, next, r.Key)
+				bad = fmt.Errorf("consuming %s-%d from %d: the record at offset %d is not the one produced (key %q)", topic, partition, from, next, r.Key)
 				return
 			}
 			next++

@@ -16,7 +16,8 @@
 # test jar is not served, to the project's test RSM (brokertest/fixture-rsm; see
 # KAFKA_RSM in scripts/kafka.sh). It fetches the jars (cached under ~/.cache/rlmm),
 # builds the plugin for `rlmm` (unless RLMM_PLUGIN_JAR names one), and runs the package
-# with the race detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves).
+# with the race detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves); a -run
+# pattern that matches no test fails the run (go test alone would pass it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,14 +46,30 @@ if [[ "$mode" == rlmm && -z "${RLMM_PLUGIN_JAR:-}" ]]; then
 fi
 export RLMM_BROKER_TEST="$mode"
 
+# A -run (-test.run) pattern that matches no test makes go test and a test binary print this
+# warning and exit 0: ran_nothing fails such a run, which has checked nothing.
+ran_nothing() {
+	if grep -q '^testing: warning: no tests to run' "$1"; then
+		echo "broker-test.sh: no test matched ($2): nothing was checked" >&2
+		return 0
+	fi
+	return 1
+}
+
+bin="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-broker-test.XXXXXX")"
+trap 'rm -rf "$bin"' EXIT
+
 if [[ -z "$versions" ]]; then
 	KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
-	exec go test -race -count=1 -v -timeout 30m "$@" ./brokertest/
+	status=0
+	go test -race -count=1 -v -timeout 30m "$@" ./brokertest/ 2>&1 | tee "$bin/out" || status=${PIPESTATUS[0]}
+	if ran_nothing "$bin/out" "go test $*"; then
+		exit 1
+	fi
+	exit "$status"
 fi
 
 # One test binary for every version (go test would link it once per run).
-bin="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-broker-versions.XXXXXX")"
-trap 'rm -rf "$bin"' EXIT
 go test -race -c -o "$bin/brokertest.test" ./brokertest/
 status=0
 run() {
@@ -61,8 +78,13 @@ run() {
 	echo "=== Kafka $version: $test"
 	KAFKA_VERSION="$version" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
 	# The binary runs in the package's directory, as go test runs it.
-	if (cd brokertest && RLMM_BROKER_KAFKA_VERSION="$version" "$bin/brokertest.test" \
-		-test.v -test.timeout 15m -test.run "^$test\$" "$@"); then
+	local rc=0
+	(cd brokertest && RLMM_BROKER_KAFKA_VERSION="$version" "$bin/brokertest.test" \
+		-test.v -test.timeout 15m -test.run "^$test\$" "$@") 2>&1 | tee "$bin/out" || rc=${PIPESTATUS[0]}
+	if ran_nothing "$bin/out" "Kafka $version: -test.run ^$test\$ $*"; then
+		rc=1
+	fi
+	if ((rc == 0)); then
 		echo "=== Kafka $version: $test passed in $(($(date +%s) - started))s"
 	else
 		echo "=== Kafka $version: $test FAILED after $(($(date +%s) - started))s"

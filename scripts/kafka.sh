@@ -32,6 +32,11 @@
 # RLMM_KAFKA_RSM=local|fixture with it; LocalTieredStorage keeps a segment's files in
 # <root>/kafka-tiered-storage/<topic>-<partition>-<topicId>/, the fixture in
 # <root>/rlmm-fixture-rsm/<topic>-<partition>-<topicId>/ (the same file names).
+# broker.log has Kafka's "Kafka version: <v>" lines (AppInfoParser at INFO, in
+# org.apache.kafka.common.utils up to 4.3 and its internals package from 4.4: the version of the
+# jars the broker runs, which the broker tests check). `start` and `restart` reuse a node's
+# server.properties as it is: a test may edit it between `stop` and `start` (the migration test
+# switches a node's RLMM that way, on the same data).
 #
 # Cluster settings, read by the first `start` of a <dir> and kept in <dir>/cluster.env (later
 # commands on that <dir> use the kept values, whatever the environment says):
@@ -396,6 +401,10 @@ logger.broker.name=kafka.server.BrokerServer
 logger.broker.level=INFO
 logger.rlmmplugin.name=org.rlmm.plugin
 logger.rlmmplugin.level=INFO
+logger.appinfo.name=org.apache.kafka.common.utils.AppInfoParser
+logger.appinfo.level=INFO
+logger.appinfointernals.name=org.apache.kafka.common.utils.internals.AppInfoParser
+logger.appinfointernals.level=INFO
 EOF
 		cat >"$ndir/server.properties" <<EOF
 # Node $i of $n of a KRaft cluster for rlmm tests (written by scripts/kafka.sh).

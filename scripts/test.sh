@@ -44,10 +44,22 @@ faults() {
 	return "$status"
 }
 
-# memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute).
+# memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute),
+# and fails when one of them did not run (a -bench pattern that matches nothing passes).
 memory_targets() {
-	go test -run '^$' -bench '^(BenchmarkRetainedHeap|BenchmarkEpochChurnHeap|BenchmarkSnapshotWriteMemory)$' \
-		-benchtime 1x -count 1 ./memory ./topicbased
+	local names=(BenchmarkRetainedHeap BenchmarkEpochChurnHeap BenchmarkSnapshotWriteMemory) out name status=0
+	out=$(go test -run '^$' -bench "^($(
+		IFS='|'
+		echo "${names[*]}"
+	))\$" -benchtime 1x -count 1 ./memory ./topicbased 2>&1) || status=$?
+	echo "$out"
+	[ "$status" = 0 ] || return "$status"
+	for name in "${names[@]}"; do
+		grep -q "^$name" <<<"$out" || {
+			echo "memory targets: $name did not run" >&2
+			return 1
+		}
+	done
 }
 
 case "${1:-}" in
@@ -159,6 +171,8 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
 	# One plugin build for both runs below.
 	plugin_jar="$(bash scripts/kafka.sh plugin-jar)"
+	# Among them TestRollingMigration: docs/migration.md followed on a live three-broker cluster
+	# moved from Kafka's RLMM to the plugin and one broker back (about 2 minutes).
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
 	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'

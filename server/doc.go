@@ -104,7 +104,7 @@
 //     rlmm_snapshot_*, rlmm_history_lost_{events,gaps}_total per metadata
 //     partition for events deleted before they were applied), and from the
 //     manager's Stats at each scrape (StatsCollector) rlmm_hosted_partitions,
-//     rlmm_cached_partitions, rlmm_events_skipped_total,
+//     rlmm_cached_partitions, rlmm_cached_segments, rlmm_events_skipped_total,
 //     rlmm_rebuild_passes_total, rlmm_rebuilt_partitions_total,
 //     rlmm_tombstones_total; /healthz is 200 until the manager is closed;
 //     /readyz is 200 once the manager is up and every metadata partition

@@ -203,7 +203,10 @@ func (m *Metrics) HistoryLost(partition int32, from, to int64) {
 //   - rlmm_hosted_partitions: user partitions this server hosts (given to
 //     OnPartitionLeadershipChanges, not stopped);
 //   - rlmm_cached_partitions: user partitions whose state its cache holds
-//     (the hosted ones with state, and a snapshot's not consumed yet);
+//     (the hosted ones with state, and a snapshot's not consumed yet), and
+//     rlmm_cached_segments their live segments (not yet
+//     DELETE_SEGMENT_FINISHED): with the per-partition remote size gauges,
+//     what a broker's cache holds can be compared with what it hosts;
 //   - rlmm_events_skipped_total: events of user partitions it does not host,
 //     read with their metadata partition and dropped undecoded;
 //   - rlmm_rebuild_passes_total, rlmm_rebuilt_partitions_total: passes
@@ -219,6 +222,7 @@ type statsCollector struct{ s *Server }
 var (
 	descHosted  = prometheus.NewDesc("rlmm_hosted_partitions", "User partitions this server hosts (assigned by its broker and not stopped).", nil, nil)
 	descCached  = prometheus.NewDesc("rlmm_cached_partitions", "User partitions whose state the cache holds (hosted ones with state, and a snapshot's not consumed yet).", nil, nil)
+	descCachedS = prometheus.NewDesc("rlmm_cached_segments", "Live segments (not yet DELETE_SEGMENT_FINISHED) of the user partitions the cache holds.", nil, nil)
 	descSkipped = prometheus.NewDesc("rlmm_events_skipped_total", "Events of user partitions this server does not host: read with their metadata partition, not decoded, not kept.", nil, nil)
 	descPasses  = prometheus.NewDesc("rlmm_rebuild_passes_total", "Rebuild passes started: a metadata partition read again from its start for user partitions hosted after it was consumed.", nil, nil)
 	descRebuilt = prometheus.NewDesc("rlmm_rebuilt_partitions_total", "User partitions the rebuild passes rebuilt.", nil, nil)
@@ -228,6 +232,7 @@ var (
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHosted
 	ch <- descCached
+	ch <- descCachedS
 	ch <- descSkipped
 	ch <- descPasses
 	ch <- descRebuilt
@@ -241,6 +246,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descHosted, prometheus.GaugeValue, float64(st.Hosted))
 	ch <- prometheus.MustNewConstMetric(descCached, prometheus.GaugeValue, float64(st.CachedPartitions))
+	ch <- prometheus.MustNewConstMetric(descCachedS, prometheus.GaugeValue, float64(st.CachedSegments))
 	ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(st.Skipped))
 	ch <- prometheus.MustNewConstMetric(descPasses, prometheus.CounterValue, float64(st.Passes))
 	ch <- prometheus.MustNewConstMetric(descRebuilt, prometheus.CounterValue, float64(st.Rebuilt))

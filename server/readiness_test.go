@@ -139,8 +139,8 @@ func TestStopEndsWatchReadiness(t *testing.T) {
 	}
 }
 
-// TestStatsCollector: /metrics has the hosted and cached partition gauges
-// and the skipped events counter, following the manager's Stats (zero
+// TestStatsCollector: /metrics has the hosted and cached partition gauges,
+// the cached segments gauge and the skipped events counter, following the manager's Stats (zero
 // before it is up).
 func TestStatsCollector(t *testing.T) {
 	f := newFixture(t, fixtureOpts{noManager: true})
@@ -180,6 +180,9 @@ func TestStatsCollector(t *testing.T) {
 	}
 	if v := gathered(t, ops.URL, "rlmm_cached_partitions"); v != 1 {
 		t.Errorf("rlmm_cached_partitions: %v, want 1", v)
+	}
+	if v := gathered(t, ops.URL, "rlmm_cached_segments"); v != 1 {
+		t.Errorf("rlmm_cached_segments: %v, want 1 (the hosted partition's one segment, not the other's)", v)
 	}
 	if v := gathered(t, ops.URL, "rlmm_events_skipped_total"); v != 1 {
 		t.Errorf("rlmm_events_skipped_total: %v, want 1 (Stats().Skipped %d)", v, f.mgr.Stats().Skipped)

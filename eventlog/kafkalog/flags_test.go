@@ -140,6 +140,7 @@ func TestParseProperties(t *testing.T) {
 				"remote.log.metadata.common.client.bootstrap.servers":     "a:1",
 				"remote.log.metadata.producer.acks":                       "all",
 				"remote.log.metadata.consumer.max.poll.records":           "5",
+				"remote.log.metadata.admin.request.timeout.ms":            "9",
 				"remote.log.metadata.common.client.retry.backoff.ms":      "7",
 				"remote.log.metadata.initialization.retry.interval.ms":    "100",
 				"remote.log.metadata.initialization.retry.max.timeout.ms": "1000",
@@ -184,6 +185,7 @@ func TestIgnoredPropertiesNamesWhatParsePropertiesSkips(t *testing.T) {
 		"remote.log.metadata.common.client.bootstrap.servers":  "a:1",
 		"remote.log.metadata.common.client.security.protocol":  "PLAINTEXT",
 		"remote.log.metadata.producer.acks":                    "all",
+		"remote.log.metadata.admin.retries":                    "3",
 		"remote.log.metadata.initialization.retry.interval.ms": "100",
 		"remote.log.metadata.topic.num.partitions":             "3",
 	}
@@ -191,7 +193,7 @@ func TestIgnoredPropertiesNamesWhatParsePropertiesSkips(t *testing.T) {
 		t.Fatalf("ParseProperties: %v", err)
 	}
 	got := IgnoredProperties(props)
-	want := []string{"remote.log.metadata.initialization.retry.interval.ms", "remote.log.metadata.producer.acks"}
+	want := []string{"remote.log.metadata.admin.retries", "remote.log.metadata.initialization.retry.interval.ms", "remote.log.metadata.producer.acks"}
 	if !slices.Equal(got, want) {
 		t.Errorf("IgnoredProperties = %v, want %v", got, want)
 	}

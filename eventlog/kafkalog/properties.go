@@ -16,9 +16,11 @@ import (
 const clientPrefix = "remote.log.metadata.common.client."
 
 // ignoredPrefixes are the prefixes of Kafka's manager's settings rlmm takes
-// and ignores: its producer's and consumer's own settings, and the client
-// settings of the common prefix that ParseProperties does not read.
-var ignoredPrefixes = []string{"remote.log.metadata.producer.", "remote.log.metadata.consumer.", clientPrefix}
+// and ignores: its producer's, consumer's and (from Kafka 4.2) admin
+// client's own settings, and the client settings of the common prefix that
+// ParseProperties does not read. A broker migrating from Kafka's manager
+// keeps them in its file, so refusing one would stop the broker.
+var ignoredPrefixes = []string{"remote.log.metadata.producer.", "remote.log.metadata.consumer.", "remote.log.metadata.admin.", clientPrefix}
 
 // ignoredKeys are the settings of Kafka's manager (and of the broker, under
 // the same prefix) that rlmm takes and ignores: the broker plugin reads the
