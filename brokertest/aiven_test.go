@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,9 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 	"github.com/rlmm-go/rlmm/rebuild"
 	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
@@ -271,6 +274,40 @@ func (c *cluster) snapshotCustomMetadata(ctx context.Context, t *testing.T, node
 	t.Logf("the sidecar's snapshot holds the custom metadata of all %d segments byte for byte", len(want))
 }
 
+// recreateMetadataTopic deletes __remote_log_metadata and creates it again,
+// empty, with as many partitions (metadata partitions are Kafka's hash of
+// the user partition modulo their count), replication factor 1 (the brokers
+// that could hold more replicas are stopped) and the settings Kafka's RLMM
+// gives it (cleanup.policy delete, retention.ms -1).
+func recreateMetadataTopic(ctx context.Context, t *testing.T, cl *kgo.Client) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	topic := kafkalog.DefaultTopic
+	td, err := adm.ListTopics(ctx, topic)
+	must(t, err)
+	d, ok := td[topic]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		t.Fatalf("the metadata topic before its deletion: %+v", d)
+	}
+	partitions := int32(len(d.Partitions))
+	resps, err := adm.DeleteTopics(ctx, topic)
+	must(t, err)
+	must(t, resps.Error())
+	waitFor(ctx, t, fmt.Sprintf("%s (id %s) deleted and created again, empty, with %d partitions", topic, d.ID, partitions), func() (bool, string, error) {
+		cfg := map[string]*string{"cleanup.policy": kadm.StringPtr("delete"), "retention.ms": kadm.StringPtr("-1")}
+		r, err := adm.CreateTopic(ctx, partitions, 1, cfg, topic)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return false, "", err
+		}
+		if r.Err != nil {
+			// Still being deleted: TOPIC_ALREADY_EXISTS until it is gone.
+			return false, r.Err.Error(), nil
+		}
+		return true, "", nil
+	})
+	waitLeaders(ctx, t, cl, topic, int(partitions))
+}
+
 // jsonSegment is the part of a segment of `rlmm inspect --json --segments`
 // read here.
 type jsonSegment struct {
@@ -445,8 +482,8 @@ func TestAivenTiering(t *testing.T) {
 //     unprotected orphan); repair plans to quarantine the orphan and
 //     reports the segment without its log lost, and nothing else; applied,
 //     the orphan is under the quarantine; a second repair has nothing to do;
-//   - then broker 2 stops, every record of __remote_log_metadata is
-//     deleted (and, with rlmm, the sidecars' snapshots): rebuild --topic
+//   - then broker 2 stops, __remote_log_metadata is deleted and created
+//     again empty (and, with rlmm, the sidecars' snapshots removed): rebuild --topic
 //     "rebuilt" plans STARTED and FINISHED for exactly the segments the
 //     broker had finished, with the metadata the broker wrote (but broker
 //     id and event time) and the custom metadata the RSM had returned, byte
@@ -563,8 +600,9 @@ func TestAivenScrubRebuild(t *testing.T) {
 		t.Errorf("second repair: summary %+v, lost %d: want nothing to do, the orphan held, the lost segment reported", rdoc.Summary, len(rdoc.Lost))
 	}
 
-	// The metadata lost: broker 2 (hosting both topics) stopped, every
-	// record of the metadata topic deleted, the sidecars' snapshots too.
+	// The metadata lost: broker 2 (hosting both topics) stopped, the
+	// metadata topic deleted and created again empty, the sidecars'
+	// snapshots removed.
 	c.stopNode(2)
 	before, err := c.readMetadata(ctx)
 	must(t, err)
@@ -576,7 +614,10 @@ func TestAivenScrubRebuild(t *testing.T) {
 	if c.mode == modeRlmm {
 		removeFiles(t, findFiles(t, c.nodeDir(2), topicbased.SnapshotFileName))
 	}
-	deleteMetadataRecords(ctx, t, c.client(kgo.SeedBrokers(c.addrs[0])))
+	recreateMetadataTopic(ctx, t, c.client(kgo.SeedBrokers(c.addrs[0])))
+	if lost, err := c.readMetadata(ctx); err != nil || lost.events != 0 {
+		t.Fatalf("the new metadata topic holds %d events (%v)", lost.events, err)
+	}
 	// The fields the brokers' RSM returns (scripts/kafka.sh's
 	// rsm.config.custom.metadata.fields.include): the rebuilt FINISHED
 	// events carry the custom metadata the RSM returned, byte for byte.
@@ -636,11 +677,13 @@ func TestAivenScrubRebuild(t *testing.T) {
 	}
 	t.Logf("rebuilt %d segments of %s from the bucket (%s); %d copies cut short by the stop", len(want), rebuilt.Topic, describe(want), len(cut))
 
+	// Broker 1's RLMM read the deleted topic: it restarts on the new one
+	// (with rlmm, without its sidecar's snapshot of the old one).
+	c.stopNode(1)
 	if c.mode == modeRlmm {
-		c.stopNode(1)
 		removeFiles(t, findFiles(t, c.nodeDir(1), topicbased.SnapshotFileName))
-		c.startNode(1)
 	}
+	c.startNode(1)
 	c.startNode(2)
 	waitLeaders(ctx, t, cl, rebuilt.Topic, 1)
 	waitFor(ctx, t, fmt.Sprintf("the local log of %s to start at %d or later", rebuilt.Topic, rti.localStart), func() (bool, string, error) {
