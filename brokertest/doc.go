@@ -37,6 +37,17 @@
 // under the same names as LocalTieredStorage (in rlmm-fixture-rsm/ instead
 // of kafka-tiered-storage/), so checkRemoteFiles reads either.
 //
+// Aiven's RemoteStorageManager (tiered-storage-for-apache-kafka v1.0.0, the
+// build in ../shared/aiven-rsm beside the repository) on S3 (the SeaweedFS of
+// RLMM_S3_ENDPOINT; scripts/broker-test.sh starts one when unset) is the RSM
+// of aiven_test.go (scripts/kafka.sh's KAFKA_RSM=aiven): TestAivenTiering
+// (tiering, remote reads, the custom metadata the RSM returns kept and handed
+// back byte for byte, broker restarts, the sidecar killed, rlmm scrub,
+// retention, topic deletion) and TestAivenScrubRebuild (rlmm scrub and repair
+// on planted defects in the objects the RSM wrote, then the metadata topic
+// emptied and rebuilt from the bucket). make test runs both with rlmm's
+// plugin and TestAivenTiering with Kafka's own RLMM as the control.
+//
 // The same tests run with either RLMM, selected by one environment variable:
 //
 //	RLMM_BROKER_TEST=rlmm   rlmm's broker plugin (which runs `rlmm serve`)   make broker-test

@@ -181,7 +181,8 @@ type cluster struct {
 	// rsm is the remote storage manager scripts/kafka.sh chose: "local"
 	// (Kafka's LocalTieredStorage) or "fixture" (brokertest/fixture-rsm).
 	rsm   string
-	extra string // server.properties lines of this cluster, after extraConfig
+	extra string   // server.properties lines of this cluster, after extraConfig
+	env   []string // more environment of scripts/kafka.sh (e.g. KAFKA_RSM=aiven and its bucket)
 }
 
 // startCluster starts a cluster of nodes nodes in a temporary directory and
@@ -195,15 +196,22 @@ func startCluster(t *testing.T, nodes int) *cluster {
 // every broker (after extraConfig, so a key of both takes extra's value).
 func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
 	t.Helper()
-	mode := requireMode(t)
-	return startClusterOn(t, nodes, mode, extra)
+	return startClusterOn(t, nodes, requireMode(t), extra, nil)
 }
 
-// startClusterOn is startClusterWith on the RLMM rlmmMode (modeKafka or
-// modeRlmm) whatever the test's mode.
-func startClusterOn(t *testing.T, nodes int, rlmmMode, extra string) *cluster {
+// startClusterEnv is startClusterWith with more environment for
+// scripts/kafka.sh (after the cluster's own, so a variable of both takes
+// env's value).
+func startClusterEnv(t *testing.T, nodes int, extra string, env []string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), rlmm: rlmmMode, version: kafkaVersion(), nodes: nodes, extra: extra}
+	return startClusterOn(t, nodes, requireMode(t), extra, env)
+}
+
+// startClusterOn is startClusterEnv on the RLMM rlmmMode (modeKafka or
+// modeRlmm) whatever the test's mode.
+func startClusterOn(t *testing.T, nodes int, rlmmMode, extra string, env []string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, mode: requireMode(t), rlmm: rlmmMode, version: kafkaVersion(), nodes: nodes, extra: extra, env: env}
 	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
 	must(t, err)
 	c.dir = dir
@@ -236,7 +244,7 @@ func startClusterOn(t *testing.T, nodes int, rlmmMode, extra string) *cluster {
 			c.rsm = v
 		}
 	}
-	if len(c.addrs) != nodes || c.remoteDir == "" || (c.rsm != rsmLocal && c.rsm != rsmFixture) {
+	if len(c.addrs) != nodes || c.remoteDir == "" || (c.rsm != rsmLocal && c.rsm != rsmFixture && c.rsm != rsmAiven) {
 		t.Fatalf("scripts/kafka.sh start printed %q: want %d addresses, the remote dir and the RSM", out, nodes)
 	}
 	for n := 1; n <= nodes; n++ {
@@ -279,6 +287,7 @@ func (c *cluster) script(args ...string) (string, error) {
 		"KAFKA_VERSION="+c.version, "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
 		"KAFKA_RLMM="+c.rlmm, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
 		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+strings.TrimSpace(extraConfig+"\n"+c.extra))
+	cmd.Env = append(cmd.Env, c.env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -677,6 +686,9 @@ type segment struct {
 	meta   rlmm.SegmentMetadata
 	states []rlmm.SegmentState // every state in event order, COPY_SEGMENT_STARTED first
 	broker []int32             // the broker of each state's event
+	// custom is the custom metadata of the COPY_SEGMENT_FINISHED event, as
+	// the broker wrote it from what the RSM returned (nil: none).
+	custom []byte
 }
 
 func (s *segment) state() rlmm.SegmentState { return s.states[len(s.states)-1] }
@@ -714,6 +726,9 @@ func (c *cluster) readMetadata(ctx context.Context) (*metaView, error) {
 			}
 			s.states = append(s.states, ev.Update.State)
 			s.broker = append(s.broker, ev.Update.BrokerID)
+			if ev.Update.State == rlmm.CopySegmentFinished {
+				s.custom = ev.Update.CustomMetadata
+			}
 		case wire.KeyPartitionDelete:
 			tp := ev.PartitionDelete.TopicIDPartition
 			v.deletes[tp] = append(v.deletes[tp], ev.PartitionDelete.State)
@@ -879,6 +894,9 @@ func localSegments(node string, tp rlmm.TopicIDPartition) ([]int64, error) {
 const (
 	rsmLocal   = "local"
 	rsmFixture = "fixture"
+	// rsmAiven is Aiven's RSM on S3 (aiven_test.go): no files under the
+	// RSM's root.
+	rsmAiven = "aiven"
 )
 
 var rsmTopDir = map[string]string{rsmLocal: "kafka-tiered-storage", rsmFixture: "rlmm-fixture-rsm"}

@@ -414,7 +414,7 @@ func TestRollingMigration(t *testing.T) {
 	guide := readMigrationGuide(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
-	c := startClusterOn(t, 3, modeKafka, joinProperties(guide.kept))
+	c := startClusterOn(t, 3, modeKafka, joinProperties(guide.kept), nil)
 	cl := c.client()
 	checkMetadataTopic(ctx, t, cl)
 

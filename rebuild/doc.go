@@ -21,9 +21,16 @@
 //     (ParseAivenManifest: offsets, largest timestamp, leader epochs), the
 //     size from the manifest's chunk index (the original file size; the log
 //     object may be compressed or encrypted), the transaction index from the
-//     manifest's segment indexes. A segment found under another key prefix
-//     than the configured one gets Aiven's custom metadata naming its
-//     prefix, so the plugin finds its objects.
+//     manifest's segment indexes. ScanOptions.AivenFields (rlmm rebuild
+//     --aiven-custom-metadata-fields, the plugin's
+//     custom.metadata.fields.include) gives every segment the custom
+//     metadata the plugin returned when it copied it: the remote size (the
+//     sum of its three objects' sizes), the objects' prefix and main path,
+//     byte for byte (brokertest's TestAivenScrubRebuild compares them with
+//     the events the broker had written). A segment found under another key
+//     prefix than the configured one always gets the object prefix, with a
+//     warning: Aiven's plugin (1.0.0) reads the log and indexes where the
+//     custom metadata says, but the manifest under its configured prefix.
 //
 // Every event carries the broker id and the event time the caller chooses
 // (PlanOptions: rlmm rebuild uses broker -1, no real broker's id, and the

@@ -30,6 +30,13 @@ type ScanOptions struct {
 	// Exclude, when not empty, is a key prefix left out of the scan: rlmm
 	// repair's quarantine, whose orphans must not come back as segments.
 	Exclude string
+	// AivenFields (layout aiven) are the custom metadata fields Aiven's
+	// plugin was configured to return (its custom.metadata.fields.include):
+	// every rebuilt segment gets them, computed from its objects, so its
+	// FINISHED event carries the bytes the plugin returned when it copied
+	// the segment. None: custom metadata only for a segment under another
+	// prefix than the configured one.
+	AivenFields layout.AivenFieldSet
 }
 
 // Segment is a segment reconstructed from remote storage.
@@ -284,13 +291,25 @@ func rebuildAiven(ctx context.Context, o ScanOptions, g *group, seg *Segment) er
 	m.LeaderEpochs = man.LeaderEpochs
 	m.SizeInBytes = int32(man.OriginalFileSize)
 	m.TxnIndexEmpty = man.TxnIndexEmpty
+	fields := o.AivenFields
 	if g.ref.Prefix != o.Layout.Prefix() {
-		// Objects under another prefix than the configured one: say where
-		// they are, as the plugin does with custom.metadata.fields.include
-		// OBJECT_PREFIX.
-		m.CustomMetadata = layout.EncodeAivenCustomMetadata(layout.AivenFields{ObjectPrefix: g.ref.Prefix, HasObjectPrefix: true})
-		seg.Warnings = append(seg.Warnings, fmt.Sprintf("objects under prefix %q, not the configured %q: the FINISHED event's custom metadata names it",
-			g.ref.Prefix, o.Layout.Prefix()))
+		// Objects under another prefix than the configured one: the
+		// custom metadata says where, as the plugin does with
+		// custom.metadata.fields.include OBJECT_PREFIX.
+		fields.ObjectPrefix = true
+		seg.Warnings = append(seg.Warnings, fmt.Sprintf("objects under prefix %q, not the configured %q: the FINISHED event's custom metadata names it, "+
+			"where Aiven's plugin reads the log and indexes; it reads the manifest, and deletes the objects, under its configured prefix "+
+			"(as of 1.0.0): copy the manifest there to read the segment", g.ref.Prefix, o.Layout.Prefix()))
+	}
+	if fields.Any() {
+		var total int64
+		for _, obj := range g.objs {
+			if obj != nil {
+				total += obj.Size
+			}
+		}
+		main := strings.TrimSuffix(mo.Key[len(g.ref.Prefix):], "."+o.Layout.Kinds()[layout.AivenManifest])
+		m.CustomMetadata = layout.EncodeAivenCustomMetadata(fields.Fields(total, g.ref.Prefix, main))
 	}
 	return nil
 }

@@ -18,6 +18,13 @@
 # builds the plugin for `rlmm` (unless RLMM_PLUGIN_JAR names one), and runs the package
 # with the race detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves); a -run
 # pattern that matches no test fails the run (go test alone would pass it).
+#
+# The Aiven tests (brokertest/aiven_test.go) tier to Aiven's tiered-storage-for-apache-kafka
+# v1.0.0 on S3: its build in ../shared/aiven-rsm beside the repository (its runtime
+# dependencies resolved by `KAFKA_RSM=aiven scripts/kafka.sh fetch`), and the S3 server of
+# RLMM_S3_ENDPOINT/_ACCESS_KEY/_SECRET_KEY (make test's SeaweedFS); without one this
+# script starts SeaweedFS itself (scripts/seaweedfs.sh) for the run, unless RLMM_SKIP_S3=1
+# (the Aiven tests then say why they skip; in CI they fail).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +68,15 @@ trap 'rm -rf "$bin"' EXIT
 
 if [[ -z "$versions" ]]; then
 	KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
+	KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 KAFKA_RSM=aiven bash scripts/kafka.sh fetch
+	if [[ -z "${RLMM_S3_ENDPOINT:-}" && "${RLMM_SKIP_S3:-}" != 1 ]]; then
+		s3_home="$bin/s3"
+		trap 'bash scripts/seaweedfs.sh stop "$s3_home" || true; rm -rf "$bin"' EXIT
+		eval "$(bash scripts/seaweedfs.sh start "$s3_home" | grep '^RLMM_S3_')"
+		[[ -n "${RLMM_S3_ENDPOINT:-}" ]] || { echo "scripts/seaweedfs.sh start $s3_home failed" >&2; exit 1; }
+		export RLMM_S3_ENDPOINT RLMM_S3_ACCESS_KEY RLMM_S3_SECRET_KEY
+		echo "S3 (SeaweedFS) for the Aiven tests at $RLMM_S3_ENDPOINT"
+	fi
 	status=0
 	go test -race -count=1 -v -timeout 30m "$@" ./brokertest/ 2>&1 | tee "$bin/out" || status=${PIPESTATUS[0]}
 	if ran_nothing "$bin/out" "go test $*"; then

@@ -53,7 +53,10 @@
 #                           LocalTieredStorage from kafka-storage:$KAFKA_VERSION:jar:test (served for
 #                           4.0.1, 4.1.1, 4.2.1, 4.3.1; not for 4.4.0, and 4.3.1's does not load into a
 #                           4.4.0 broker), `fixture` = the project's file-system test RSM
-#                           (brokertest/fixture-rsm, built with Maven by this script)
+#                           (brokertest/fixture-rsm, built with Maven by this script), `aiven` = Aiven's
+#                           tiered-storage-for-apache-kafka v1.0.0 on S3 (see aiven_rsm_settings: the jar
+#                           from ../shared/aiven-rsm beside the repository, or KAFKA_AIVEN_RSM_DIR; the
+#                           bucket and credentials from KAFKA_AIVEN_S3_*)
 #   KAFKA_RLMM [kafka]      with KAFKA_TIERED=1, the RLMM: `kafka` = Kafka's own
 #                           TopicBasedRemoteLogMetadataManager, `rlmm` = rlmm's broker plugin (jar from
 #                           RLMM_PLUGIN_JAR or scripts/plugin.sh build; rlmm binary from RLMM_BINARY or
@@ -174,6 +177,66 @@ fixture_rsm_jar() {
 	echo "$jar"
 }
 
+# ---- Aiven's RemoteStorageManager (KAFKA_RSM=aiven) ----
+# Aiven's tiered-storage-for-apache-kafka is not on Maven Central: a build of v1.0.0 (core + S3, Apache-2.0)
+# lives in ../shared/aiven-rsm beside the repository (KAFKA_AIVEN_RSM_DIR overrides), with the pom that lists
+# its runtime dependencies (all on Maven Central), resolved once into the cache like the Kafka jars.
+AIVEN_RSM_VERSION=1.0.0
+AIVEN_RSM_CLASS=io.aiven.kafka.tieredstorage.RemoteStorageManager
+
+aiven_rsm_dir() { echo "${KAFKA_AIVEN_RSM_DIR:-$ROOT/../shared/aiven-rsm}"; }
+aiven_rsm_jar() { echo "$(aiven_rsm_dir)/tiered-storage-for-apache-kafka-s3-$AIVEN_RSM_VERSION.jar"; }
+aiven_libs_dir() { echo "$CACHE/aiven-rsm-$AIVEN_RSM_VERSION/libs"; }
+
+# fetch_aiven_rsm: checks the jar is there and resolves its runtime dependencies into aiven_libs_dir.
+fetch_aiven_rsm() {
+	local jar pom libs
+	jar="$(aiven_rsm_jar)"
+	pom="$(aiven_rsm_dir)/pom.xml"
+	[[ -f "$jar" && -f "$pom" ]] ||
+		die "KAFKA_RSM=aiven: no $jar or $pom (Aiven's RSM build, expected in ../shared/aiven-rsm beside the repository, or KAFKA_AIVEN_RSM_DIR)"
+	libs="$(aiven_libs_dir)"
+	[[ -f "$libs/.complete" ]] && return 0
+	command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven)"
+	log "resolving the runtime dependencies of Aiven's RSM ($pom) from Maven Central into $libs"
+	local tmp="$libs.tmp.$$"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	if ! mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >&2; then
+		rm -rf "$tmp"
+		die "maven could not resolve the dependencies of $pom (see its output above)"
+	fi
+	rm -rf "$libs"
+	mv "$tmp" "$libs"
+	touch "$libs/.complete"
+}
+
+# aiven_rsm_settings: the RSM lines of server.properties for Aiven's RSM on S3. The bucket must exist;
+# KAFKA_AIVEN_S3_ENDPOINT, _BUCKET, _ACCESS_KEY and _SECRET_KEY name it (e.g. scripts/seaweedfs.sh's
+# server), KAFKA_AIVEN_PREFIX [rlmm/] is its key.prefix. The RSM returns its custom metadata (remote
+# size, object prefix, object key) with every segment, which the RLMM must keep and hand back.
+aiven_rsm_settings() {
+	local v
+	for v in KAFKA_AIVEN_S3_ENDPOINT KAFKA_AIVEN_S3_BUCKET KAFKA_AIVEN_S3_ACCESS_KEY KAFKA_AIVEN_S3_SECRET_KEY; do
+		[[ -n "${!v:-}" ]] || die "KAFKA_RSM=aiven needs $v"
+	done
+	cat <<EOF
+# Tiered storage: Aiven's RSM $AIVEN_RSM_VERSION on S3 bucket $KAFKA_AIVEN_S3_BUCKET at $KAFKA_AIVEN_S3_ENDPOINT.
+remote.log.storage.manager.class.name=$AIVEN_RSM_CLASS
+remote.log.storage.manager.class.path=$(aiven_rsm_jar):$(aiven_libs_dir)/*
+rsm.config.storage.backend.class=io.aiven.kafka.tieredstorage.storage.s3.S3Storage
+rsm.config.storage.s3.endpoint.url=$KAFKA_AIVEN_S3_ENDPOINT
+rsm.config.storage.s3.bucket.name=$KAFKA_AIVEN_S3_BUCKET
+rsm.config.storage.s3.region=us-east-1
+rsm.config.storage.s3.path.style.access.enabled=true
+rsm.config.storage.aws.access.key.id=$KAFKA_AIVEN_S3_ACCESS_KEY
+rsm.config.storage.aws.secret.access.key=$KAFKA_AIVEN_S3_SECRET_KEY
+rsm.config.chunk.size=4194304
+rsm.config.key.prefix=${KAFKA_AIVEN_PREFIX-rlmm/}
+rsm.config.custom.metadata.fields.include=REMOTE_SIZE,OBJECT_PREFIX,OBJECT_KEY
+EOF
+}
+
 # trace DIR WHAT: appends a UTC timestamp and WHAT to DIR/kafka.sh.trace (where
 # a start's seconds go).
 trace() { echo "$(date -u +%FT%T.%3N) $2" >>"$1/kafka.sh.trace"; }
@@ -222,7 +285,8 @@ new_cluster() {
 	C_TIERED="${KAFKA_TIERED:-0}"
 	[[ "$C_TIERED" == 0 || "$C_TIERED" == 1 ]] || die "KAFKA_TIERED must be 0 or 1, got '$C_TIERED'"
 	C_RSM="${KAFKA_RSM:-$(default_rsm "$C_VERSION")}"
-	[[ "$C_RSM" == local || "$C_RSM" == fixture ]] || die "KAFKA_RSM must be local or fixture, got '$C_RSM'"
+	[[ "$C_RSM" == local || "$C_RSM" == fixture || "$C_RSM" == aiven ]] ||
+		die "KAFKA_RSM must be local, fixture or aiven, got '$C_RSM'"
 	C_SECURITY="${KAFKA_SECURITY:-none}"
 	[[ "$C_SECURITY" == none || "$C_SECURITY" == sasl_ssl || "$C_SECURITY" == gssapi ]] ||
 		die "KAFKA_SECURITY must be none, sasl_ssl or gssapi, got '$C_SECURITY'"
@@ -334,13 +398,19 @@ tiered_config() {
 		class="$FIXTURE_RSM_CLASS"
 		cp="$(fixture_rsm_jar)"
 	fi
-	cat <<EOF
+	if [[ "$C_RSM" == aiven ]]; then
+		aiven_rsm_settings
+	else
+		cat <<EOF
 # Tiered storage: $class over $dir/tiered (shared by every node).
-remote.log.storage.system.enable=true
 remote.log.storage.manager.class.name=$class
 remote.log.storage.manager.class.path=$cp
 rsm.config.dir=$dir/tiered
 rsm.config.delete.on.close=false
+EOF
+	fi
+	cat <<EOF
+remote.log.storage.system.enable=true
 remote.log.metadata.manager.listener.name=PLAINTEXT
 rlmm.config.remote.log.metadata.topic.replication.factor=$rf
 rlmm.config.remote.log.metadata.topic.min.isr=1
@@ -456,6 +526,9 @@ fetch_for_cluster() {
 	fetch_libs "$C_VERSION"
 	if [[ "$C_TIERED" == 1 && "$C_RSM" == local ]]; then
 		fetch_rsm "$C_VERSION"
+	fi
+	if [[ "$C_TIERED" == 1 && "$C_RSM" == aiven ]]; then
+		fetch_aiven_rsm
 	fi
 }
 

@@ -176,6 +176,10 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
 	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
+	# Aiven's RSM on S3 (brokertest/aiven_test.go) with Kafka's own RLMM, the control of the
+	# rlmm run above: tiering, remote reads, restart, retention, topic deletion (about 2 minutes).
+	step "broker tests: Aiven's RSM on S3 with Kafka's own RLMM, the control (TestAivenTiering)"
+	bash scripts/broker-test.sh kafka -run '^TestAivenTiering$'
 	# Every other 4.x line hosts the plugin too; 2.5 to 5 minutes on 2 busy cores
 	# (the first run on a machine also fetches three Kafka versions' jars and builds the fixture RSM).
 	step "broker tests on Kafka 4.0.1 and 4.4.0 (TestTieringLifecycle), 4.1.1 and 4.2.1 (TestTieringCheck) (make broker-test-versions)"

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,7 +117,10 @@ type jsonSegment struct {
 	MaxTimestampMs   int64            `json:"maxTimestampMs"`
 	EventTimestampMs int64            `json:"eventTimestampMs"`
 	CustomMetadata   *int             `json:"customMetadataBytes,omitempty"`
-	TxnIndexEmpty    bool             `json:"txnIdxEmpty"`
+	// CustomMetadataHex is the custom metadata itself, in hex: what the RLMM
+	// hands the RSM back (e.g. Aiven's remote size, object prefix and key).
+	CustomMetadataHex string `json:"customMetadata,omitempty"`
+	TxnIndexEmpty     bool   `json:"txnIdxEmpty"`
 }
 
 func toJSONSegment(m *rlmm.SegmentMetadata) jsonSegment {
@@ -129,6 +133,7 @@ func toJSONSegment(m *rlmm.SegmentMetadata) jsonSegment {
 	if m.CustomMetadata != nil {
 		n := len(m.CustomMetadata)
 		s.CustomMetadata = &n
+		s.CustomMetadataHex = hex.EncodeToString(m.CustomMetadata)
 	}
 	return s
 }

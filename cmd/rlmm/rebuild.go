@@ -21,6 +21,7 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 	"github.com/rlmm-go/rlmm/rebuild"
+	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/s3store"
 	"github.com/rlmm-go/rlmm/scrub/store"
 )
@@ -31,6 +32,7 @@ type rebuildOptions struct {
 	topic        string
 	apply        bool
 	brokerID     int32
+	aivenFields  string // --aiven-custom-metadata-fields
 }
 
 func newRebuildCmd() *cobra.Command {
@@ -83,6 +85,8 @@ segments found cannot be rebuilt (listed; the others are planned and, with
 	f := cmd.Flags()
 	o.addStorageFlags(cmd, "listings")
 	f.StringVar(&o.topic, "topic", "", "rebuild only this topic's segments")
+	f.StringVar(&o.aivenFields, "aiven-custom-metadata-fields", "", "layout aiven: the plugin's rsm.config.custom.metadata.fields.include "+
+		"(e.g. REMOTE_SIZE,OBJECT_PREFIX,OBJECT_KEY): every rebuilt segment gets those fields, as the plugin returned them")
 	f.BoolVar(&o.apply, "apply", false, "publish the plan (after confirmation)")
 	f.BoolVar(&o.yes, "yes", false, "with --apply: publish without asking")
 	f.Int32Var(&o.brokerID, "broker-id", -1, "the broker id of the events published (negative: no real broker's)")
@@ -181,6 +185,13 @@ func runRebuild(cmd *cobra.Command, o *rebuildOptions) error {
 	if o.brokerID >= 0 {
 		return usageErrorf("--broker-id %d: must be negative, so the events are not taken for broker %d's own", o.brokerID, o.brokerID)
 	}
+	aivenFields, err := layout.ParseAivenFieldSet(o.aivenFields)
+	if err != nil {
+		return usageErrorf("--aiven-custom-metadata-fields: %v", err)
+	}
+	if aivenFields.Any() && l.Name() != layout.AivenName {
+		return usageErrorf("--aiven-custom-metadata-fields goes with --layout %s", layout.AivenName)
+	}
 	if o.apply && !o.yes {
 		if _, ok := stdinTerminal(cmd); !ok {
 			return usageErrorf("--apply without --yes asks for confirmation on a terminal, and stdin is not one: add --yes to publish without asking")
@@ -220,7 +231,8 @@ func runRebuild(cmd *cobra.Command, o *rebuildOptions) error {
 	}
 	prog = newProgress("scanning "+st.Name(), "objects", o.quiet)
 	sctx, cancel := context.WithTimeout(ctx, o.timeout)
-	found, err := rebuild.Scan(sctx, rebuild.ScanOptions{Layout: l, Store: st, Opener: opener, Topic: o.topic, Exclude: o.quarantine})
+	found, err := rebuild.Scan(sctx, rebuild.ScanOptions{Layout: l, Store: st, Opener: opener, Topic: o.topic, Exclude: o.quarantine,
+		AivenFields: aivenFields})
 	timedOut := sctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	prog.finish()

@@ -3,6 +3,7 @@ package layout
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/rlmm-go/rlmm"
 )
@@ -145,4 +146,49 @@ func EncodeAivenCustomMetadata(f AivenFields) []byte {
 		out = append(out, v...)
 	}
 	return out
+}
+
+// AivenFieldSet is which fields Aiven's plugin puts in a segment's custom
+// metadata: its rsm.config.custom.metadata.fields.include.
+type AivenFieldSet struct{ RemoteSize, ObjectPrefix, ObjectKey bool }
+
+// Any reports whether the set names a field.
+func (s AivenFieldSet) Any() bool { return s.RemoteSize || s.ObjectPrefix || s.ObjectKey }
+
+// ParseAivenFieldSet reads a list of Aiven's field names as its
+// custom.metadata.fields.include takes them (REMOTE_SIZE, OBJECT_PREFIX,
+// OBJECT_KEY, comma-separated; "" names none). An unknown or repeated name
+// is an error wrapping rlmm.ErrInvalidArgument.
+func ParseAivenFieldSet(list string) (AivenFieldSet, error) {
+	var s AivenFieldSet
+	if strings.TrimSpace(list) == "" {
+		return s, nil
+	}
+	for name := range strings.SplitSeq(list, ",") {
+		var f *bool
+		switch strings.TrimSpace(name) {
+		case "REMOTE_SIZE":
+			f = &s.RemoteSize
+		case "OBJECT_PREFIX":
+			f = &s.ObjectPrefix
+		case "OBJECT_KEY":
+			f = &s.ObjectKey
+		default:
+			return AivenFieldSet{}, fmt.Errorf("%w: aiven custom metadata field %q (known: REMOTE_SIZE, OBJECT_PREFIX, OBJECT_KEY)",
+				rlmm.ErrInvalidArgument, strings.TrimSpace(name))
+		}
+		if *f {
+			return AivenFieldSet{}, fmt.Errorf("%w: aiven custom metadata field %q given twice", rlmm.ErrInvalidArgument, strings.TrimSpace(name))
+		}
+		*f = true
+	}
+	return s, nil
+}
+
+// Fields returns the custom metadata fields of the set for a segment whose
+// objects add up to remoteSize bytes, under prefix at main path key: what
+// Aiven's plugin returns for it.
+func (s AivenFieldSet) Fields(remoteSize int64, prefix, key string) AivenFields {
+	return AivenFields{RemoteSize: remoteSize, HasRemoteSize: s.RemoteSize, ObjectPrefix: prefix, HasObjectPrefix: s.ObjectPrefix,
+		ObjectKey: key, HasObjectKey: s.ObjectKey}
 }

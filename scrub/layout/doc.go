@@ -17,7 +17,16 @@
 //     <prefix><topic>-<topicId>/<partition>/<20-digit start offset>-
 //     <segment id>.<log|indexes|rsm-manifest>, where the segment's custom
 //     metadata (tagged fields: 0 remote size, 1 object prefix, 2 object key)
-//     takes precedence over the computed key.
+//     takes precedence over the computed key. Checked against what the real
+//     plugin (v1.0.0, S3Storage) writes for a Kafka 4.3.1 broker in
+//     brokertest's Aiven tests, and in TestAivenRealObjects against one
+//     segment it wrote (testdata/aiven-1.0.0): keys, custom metadata bytes
+//     (the remote size the sum of the three objects' sizes, the manifest's
+//     included), and ParseAivenFieldSet's fields encoded into the same bytes.
+//     The plugin itself (1.0.0) reads a segment's log and indexes where the
+//     custom metadata says, but its manifest, and deletes all three, under
+//     its configured prefix: a layout for scrub says where objects are, not
+//     where that plugin would look.
 //
 // Ids are in Kafka's text form (URL-safe base64 without padding). A third
 // layout is one file: a type implementing Layout and an init function that
