@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/lookupframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
@@ -144,7 +146,20 @@ func (fs *framedServer) serveConn(c net.Conn) {
 	r := bufio.NewReaderSize(c, 4096)
 	in := make([]byte, 0, 1024)
 	out := make([]byte, 0, 4096)
-	kind, ok := fs.hello(c, r, in)
+	c.SetReadDeadline(time.Now().Add(helloTimeout)) // a Unix socket's deadline does not fail
+	hello, err := lookupframe.ReadFrame(r, in, brokerframe.MaxHello)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			fs.s.logger.Debug("server: no hello on a framed connection", "error", err)
+		}
+		return
+	}
+	c.SetReadDeadline(time.Time{}) // as above
+	if bytes.HasPrefix(hello, []byte(brokerframe.Magic)) {
+		fs.serveBroker(c, r, hello)
+		return
+	}
+	kind, ok := fs.hello(c, hello)
 	if !ok {
 		return
 	}
@@ -236,18 +251,10 @@ func (fs *framedServer) mutateDecoded(req *rlmmpb.MutationFrameRequest) error {
 	return err
 }
 
-// hello reads the client's hello within helloTimeout and answers it:
-// accepted (with this process's pid) or refused with why, and then false.
-// It returns the kind of connection the hello opened.
-func (fs *framedServer) hello(c net.Conn, r *bufio.Reader, buf []byte) (lookupframe.Kind, bool) {
-	c.SetReadDeadline(time.Now().Add(helloTimeout)) // a Unix socket's deadline does not fail
-	body, err := lookupframe.ReadFrame(r, buf, lookupframe.MaxRequest)
-	if err != nil {
-		if !errors.Is(err, io.EOF) {
-			fs.s.logger.Debug("server: no hello on a framed connection", "error", err)
-		}
-		return 0, false
-	}
+// hello answers a lookup or mutation hello (rpc/lookupframe): accepted
+// (with this process's pid) or refused with why, and then false. It
+// returns the kind of connection the hello opened.
+func (fs *framedServer) hello(c net.Conn, body []byte) (lookupframe.Kind, bool) {
 	kind, token, err := lookupframe.ParseHello(body)
 	if err == nil && len(fs.token) > 0 && subtle.ConstantTimeCompare(token, fs.token) != 1 {
 		err = errors.New("a valid token is required")
@@ -257,7 +264,6 @@ func (fs *framedServer) hello(c net.Conn, r *bufio.Reader, buf []byte) (lookupfr
 		c.Write(lookupframe.Append(nil, lookupframe.AppendRefuse(nil, kind, err.Error()))) // closed next
 		return 0, false
 	}
-	c.SetReadDeadline(time.Time{}) // as above
 	_, err = c.Write(lookupframe.Append(nil, lookupframe.AppendAccept(nil, kind, int64(os.Getpid()))))
 	return kind, err == nil
 }

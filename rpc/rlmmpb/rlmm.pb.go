@@ -212,6 +212,68 @@ func (ErrorKind) EnumDescriptor() ([]byte, []int) {
 	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{2}
 }
 
+// Purpose is what a framed connection is opened for: it carries only the
+// requests of its purpose (a request of another is answered
+// INVALID_ARGUMENT), as a Kafka client opens one connection per kind of
+// request, so a slow mutation never queues a lookup behind it.
+type Purpose int32
+
+const (
+	Purpose_PURPOSE_UNSPECIFIED Purpose = 0
+	Purpose_PURPOSE_LOOKUP      Purpose = 1 // segment_for_offset: the fetch path
+	Purpose_PURPOSE_MUTATE      Purpose = 2 // add_segment, update_segment, put_partition_delete
+	Purpose_PURPOSE_READ        Purpose = 3 // highest_offset_for_epoch, list_segments, remote_log_size, next_segment_with_txn_index, server_info
+	Purpose_PURPOSE_ASSIGN      Purpose = 4 // leadership_changes, stop_partitions
+	Purpose_PURPOSE_WATCH       Purpose = 5 // no requests: the server pushes ReadinessUpdate frames
+)
+
+// Enum value maps for Purpose.
+var (
+	Purpose_name = map[int32]string{
+		0: "PURPOSE_UNSPECIFIED",
+		1: "PURPOSE_LOOKUP",
+		2: "PURPOSE_MUTATE",
+		3: "PURPOSE_READ",
+		4: "PURPOSE_ASSIGN",
+		5: "PURPOSE_WATCH",
+	}
+	Purpose_value = map[string]int32{
+		"PURPOSE_UNSPECIFIED": 0,
+		"PURPOSE_LOOKUP":      1,
+		"PURPOSE_MUTATE":      2,
+		"PURPOSE_READ":        3,
+		"PURPOSE_ASSIGN":      4,
+		"PURPOSE_WATCH":       5,
+	}
+)
+
+func (x Purpose) Enum() *Purpose {
+	p := new(Purpose)
+	*p = x
+	return p
+}
+
+func (x Purpose) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Purpose) Descriptor() protoreflect.EnumDescriptor {
+	return file_rlmm_v1_rlmm_proto_enumTypes[3].Descriptor()
+}
+
+func (Purpose) Type() protoreflect.EnumType {
+	return &file_rlmm_v1_rlmm_proto_enumTypes[3]
+}
+
+func (x Purpose) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Purpose.Descriptor instead.
+func (Purpose) EnumDescriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{3}
+}
+
 // Uuid is Kafka's Uuid: its most and least significant 64 bits.
 type Uuid struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -2256,6 +2318,622 @@ func (x *ErrorInfo) GetMayBeRecorded() bool {
 	return false
 }
 
+// BrokerHello is the client's hello after the magic and version bytes.
+type BrokerHello struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Purpose Purpose                `protobuf:"varint,1,opt,name=purpose,proto3,enum=rlmm.v1.Purpose" json:"purpose,omitempty"`
+	// The bearer token of the endpoint, when it has one.
+	Token []byte `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// The broker this client serves: a server of another broker refuses it.
+	BrokerId *int32 `protobuf:"varint,3,opt,name=broker_id,json=brokerId,proto3,oneof" json:"broker_id,omitempty"`
+	// The client's process (for the server's log).
+	ClientPid     int64 `protobuf:"varint,4,opt,name=client_pid,json=clientPid,proto3" json:"client_pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerHello) Reset() {
+	*x = BrokerHello{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerHello) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerHello) ProtoMessage() {}
+
+func (x *BrokerHello) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerHello.ProtoReflect.Descriptor instead.
+func (*BrokerHello) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *BrokerHello) GetPurpose() Purpose {
+	if x != nil {
+		return x.Purpose
+	}
+	return Purpose_PURPOSE_UNSPECIFIED
+}
+
+func (x *BrokerHello) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *BrokerHello) GetBrokerId() int32 {
+	if x != nil && x.BrokerId != nil {
+		return *x.BrokerId
+	}
+	return 0
+}
+
+func (x *BrokerHello) GetClientPid() int64 {
+	if x != nil {
+		return x.ClientPid
+	}
+	return 0
+}
+
+// BrokerAnswer is the server's answer to the hello after the magic and
+// version bytes: refused (why, and the server closes), or accepted with who
+// the server is.
+type BrokerAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Refused       string                 `protobuf:"bytes,1,opt,name=refused,proto3" json:"refused,omitempty"`
+	Server        *ServerInfoReply       `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerAnswer) Reset() {
+	*x = BrokerAnswer{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerAnswer) ProtoMessage() {}
+
+func (x *BrokerAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerAnswer.ProtoReflect.Descriptor instead.
+func (*BrokerAnswer) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *BrokerAnswer) GetRefused() string {
+	if x != nil {
+		return x.Refused
+	}
+	return ""
+}
+
+func (x *BrokerAnswer) GetServer() *ServerInfoReply {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+// BrokerRequest is one call on a framed connection.
+type BrokerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The caller's time left in milliseconds: the server bounds a mutation or
+	// an assignment change by it (0 is refused for those); reads never wait.
+	TimeoutMs uint64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Types that are valid to be assigned to Call:
+	//
+	//	*BrokerRequest_SegmentForOffset
+	//	*BrokerRequest_HighestOffsetForEpoch
+	//	*BrokerRequest_ListSegments
+	//	*BrokerRequest_RemoteLogSize
+	//	*BrokerRequest_NextSegmentWithTxnIndex
+	//	*BrokerRequest_AddSegment
+	//	*BrokerRequest_UpdateSegment
+	//	*BrokerRequest_PutPartitionDelete
+	//	*BrokerRequest_LeadershipChanges
+	//	*BrokerRequest_StopPartitions
+	//	*BrokerRequest_ServerInfo
+	Call          isBrokerRequest_Call `protobuf_oneof:"call"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerRequest) Reset() {
+	*x = BrokerRequest{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerRequest) ProtoMessage() {}
+
+func (x *BrokerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerRequest.ProtoReflect.Descriptor instead.
+func (*BrokerRequest) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *BrokerRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BrokerRequest) GetTimeoutMs() uint64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *BrokerRequest) GetCall() isBrokerRequest_Call {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetSegmentForOffset() *SegmentForOffsetRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_SegmentForOffset); ok {
+			return x.SegmentForOffset
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetHighestOffsetForEpoch() *HighestOffsetForEpochRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_HighestOffsetForEpoch); ok {
+			return x.HighestOffsetForEpoch
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetListSegments() *ListSegmentsRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_ListSegments); ok {
+			return x.ListSegments
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetRemoteLogSize() *RemoteLogSizeRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_RemoteLogSize); ok {
+			return x.RemoteLogSize
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetNextSegmentWithTxnIndex() *NextSegmentWithTxnIndexRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_NextSegmentWithTxnIndex); ok {
+			return x.NextSegmentWithTxnIndex
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetAddSegment() *AddSegmentRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_AddSegment); ok {
+			return x.AddSegment
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetUpdateSegment() *UpdateSegmentRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_UpdateSegment); ok {
+			return x.UpdateSegment
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetPutPartitionDelete() *PutPartitionDeleteRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_PutPartitionDelete); ok {
+			return x.PutPartitionDelete
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetLeadershipChanges() *LeadershipChangesRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_LeadershipChanges); ok {
+			return x.LeadershipChanges
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetStopPartitions() *StopPartitionsRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_StopPartitions); ok {
+			return x.StopPartitions
+		}
+	}
+	return nil
+}
+
+func (x *BrokerRequest) GetServerInfo() *ServerInfoRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BrokerRequest_ServerInfo); ok {
+			return x.ServerInfo
+		}
+	}
+	return nil
+}
+
+type isBrokerRequest_Call interface {
+	isBrokerRequest_Call()
+}
+
+type BrokerRequest_SegmentForOffset struct {
+	SegmentForOffset *SegmentForOffsetRequest `protobuf:"bytes,3,opt,name=segment_for_offset,json=segmentForOffset,proto3,oneof"`
+}
+
+type BrokerRequest_HighestOffsetForEpoch struct {
+	HighestOffsetForEpoch *HighestOffsetForEpochRequest `protobuf:"bytes,4,opt,name=highest_offset_for_epoch,json=highestOffsetForEpoch,proto3,oneof"`
+}
+
+type BrokerRequest_ListSegments struct {
+	ListSegments *ListSegmentsRequest `protobuf:"bytes,5,opt,name=list_segments,json=listSegments,proto3,oneof"`
+}
+
+type BrokerRequest_RemoteLogSize struct {
+	RemoteLogSize *RemoteLogSizeRequest `protobuf:"bytes,6,opt,name=remote_log_size,json=remoteLogSize,proto3,oneof"`
+}
+
+type BrokerRequest_NextSegmentWithTxnIndex struct {
+	NextSegmentWithTxnIndex *NextSegmentWithTxnIndexRequest `protobuf:"bytes,7,opt,name=next_segment_with_txn_index,json=nextSegmentWithTxnIndex,proto3,oneof"`
+}
+
+type BrokerRequest_AddSegment struct {
+	AddSegment *AddSegmentRequest `protobuf:"bytes,8,opt,name=add_segment,json=addSegment,proto3,oneof"`
+}
+
+type BrokerRequest_UpdateSegment struct {
+	UpdateSegment *UpdateSegmentRequest `protobuf:"bytes,9,opt,name=update_segment,json=updateSegment,proto3,oneof"`
+}
+
+type BrokerRequest_PutPartitionDelete struct {
+	PutPartitionDelete *PutPartitionDeleteRequest `protobuf:"bytes,10,opt,name=put_partition_delete,json=putPartitionDelete,proto3,oneof"`
+}
+
+type BrokerRequest_LeadershipChanges struct {
+	LeadershipChanges *LeadershipChangesRequest `protobuf:"bytes,11,opt,name=leadership_changes,json=leadershipChanges,proto3,oneof"`
+}
+
+type BrokerRequest_StopPartitions struct {
+	StopPartitions *StopPartitionsRequest `protobuf:"bytes,12,opt,name=stop_partitions,json=stopPartitions,proto3,oneof"`
+}
+
+type BrokerRequest_ServerInfo struct {
+	ServerInfo *ServerInfoRequest `protobuf:"bytes,13,opt,name=server_info,json=serverInfo,proto3,oneof"`
+}
+
+func (*BrokerRequest_SegmentForOffset) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_HighestOffsetForEpoch) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_ListSegments) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_RemoteLogSize) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_NextSegmentWithTxnIndex) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_AddSegment) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_UpdateSegment) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_PutPartitionDelete) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_LeadershipChanges) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_StopPartitions) isBrokerRequest_Call() {}
+
+func (*BrokerRequest_ServerInfo) isBrokerRequest_Call() {}
+
+// BrokerReply answers the request with the same id. A list comes as one or
+// more replies of segments, every one but the last with more set.
+type BrokerReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	More  bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*BrokerReply_Error
+	//	*BrokerReply_Segment
+	//	*BrokerReply_HighestOffset
+	//	*BrokerReply_Segments
+	//	*BrokerReply_RemoteLogSize
+	//	*BrokerReply_Done
+	//	*BrokerReply_ServerInfo
+	Result        isBrokerReply_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerReply) Reset() {
+	*x = BrokerReply{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerReply) ProtoMessage() {}
+
+func (x *BrokerReply) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerReply.ProtoReflect.Descriptor instead.
+func (*BrokerReply) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *BrokerReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BrokerReply) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *BrokerReply) GetResult() isBrokerReply_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetError() *BrokerError {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetSegment() *SegmentReply {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_Segment); ok {
+			return x.Segment
+		}
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetHighestOffset() *HighestOffsetForEpochReply {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_HighestOffset); ok {
+			return x.HighestOffset
+		}
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetSegments() *SegmentBatch {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_Segments); ok {
+			return x.Segments
+		}
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetRemoteLogSize() *RemoteLogSizeReply {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_RemoteLogSize); ok {
+			return x.RemoteLogSize
+		}
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetDone() *MutationReply {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_Done); ok {
+			return x.Done
+		}
+	}
+	return nil
+}
+
+func (x *BrokerReply) GetServerInfo() *ServerInfoReply {
+	if x != nil {
+		if x, ok := x.Result.(*BrokerReply_ServerInfo); ok {
+			return x.ServerInfo
+		}
+	}
+	return nil
+}
+
+type isBrokerReply_Result interface {
+	isBrokerReply_Result()
+}
+
+type BrokerReply_Error struct {
+	Error *BrokerError `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+type BrokerReply_Segment struct {
+	Segment *SegmentReply `protobuf:"bytes,4,opt,name=segment,proto3,oneof"`
+}
+
+type BrokerReply_HighestOffset struct {
+	HighestOffset *HighestOffsetForEpochReply `protobuf:"bytes,5,opt,name=highest_offset,json=highestOffset,proto3,oneof"`
+}
+
+type BrokerReply_Segments struct {
+	Segments *SegmentBatch `protobuf:"bytes,6,opt,name=segments,proto3,oneof"`
+}
+
+type BrokerReply_RemoteLogSize struct {
+	RemoteLogSize *RemoteLogSizeReply `protobuf:"bytes,7,opt,name=remote_log_size,json=remoteLogSize,proto3,oneof"`
+}
+
+type BrokerReply_Done struct {
+	// A mutation or an assignment change is applied (for a mutation: its
+	// event is in the log and visible to this server's reads).
+	Done *MutationReply `protobuf:"bytes,8,opt,name=done,proto3,oneof"`
+}
+
+type BrokerReply_ServerInfo struct {
+	ServerInfo *ServerInfoReply `protobuf:"bytes,9,opt,name=server_info,json=serverInfo,proto3,oneof"`
+}
+
+func (*BrokerReply_Error) isBrokerReply_Result() {}
+
+func (*BrokerReply_Segment) isBrokerReply_Result() {}
+
+func (*BrokerReply_HighestOffset) isBrokerReply_Result() {}
+
+func (*BrokerReply_Segments) isBrokerReply_Result() {}
+
+func (*BrokerReply_RemoteLogSize) isBrokerReply_Result() {}
+
+func (*BrokerReply_Done) isBrokerReply_Result() {}
+
+func (*BrokerReply_ServerInfo) isBrokerReply_Result() {}
+
+// BrokerError is a failed call: which rlmm error, whether a mutation's event
+// may still be recorded, and the server's text.
+type BrokerError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          ErrorKind              `protobuf:"varint,1,opt,name=kind,proto3,enum=rlmm.v1.ErrorKind" json:"kind,omitempty"`
+	MayBeRecorded bool                   `protobuf:"varint,2,opt,name=may_be_recorded,json=mayBeRecorded,proto3" json:"may_be_recorded,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerError) Reset() {
+	*x = BrokerError{}
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerError) ProtoMessage() {}
+
+func (x *BrokerError) ProtoReflect() protoreflect.Message {
+	mi := &file_rlmm_v1_rlmm_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerError.ProtoReflect.Descriptor instead.
+func (*BrokerError) Descriptor() ([]byte, []int) {
+	return file_rlmm_v1_rlmm_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *BrokerError) GetKind() ErrorKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ErrorKind_ERROR_KIND_UNSPECIFIED
+}
+
+func (x *BrokerError) GetMayBeRecorded() bool {
+	if x != nil {
+		return x.MayBeRecorded
+	}
+	return false
+}
+
+func (x *BrokerError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_rlmm_v1_rlmm_proto protoreflect.FileDescriptor
 
 const file_rlmm_v1_rlmm_proto_rawDesc = "" +
@@ -2397,7 +3075,53 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\rlookup_socket\x18\b \x01(\tR\flookupSocket\"[\n" +
 	"\tErrorInfo\x12&\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x12.rlmm.v1.ErrorKindR\x04kind\x12&\n" +
-	"\x0fmay_be_recorded\x18\x02 \x01(\bR\rmayBeRecorded*|\n" +
+	"\x0fmay_be_recorded\x18\x02 \x01(\bR\rmayBeRecorded\"\x9e\x01\n" +
+	"\vBrokerHello\x12*\n" +
+	"\apurpose\x18\x01 \x01(\x0e2\x10.rlmm.v1.PurposeR\apurpose\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\fR\x05token\x12 \n" +
+	"\tbroker_id\x18\x03 \x01(\x05H\x00R\bbrokerId\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"client_pid\x18\x04 \x01(\x03R\tclientPidB\f\n" +
+	"\n" +
+	"_broker_id\"Z\n" +
+	"\fBrokerAnswer\x12\x18\n" +
+	"\arefused\x18\x01 \x01(\tR\arefused\x120\n" +
+	"\x06server\x18\x02 \x01(\v2\x18.rlmm.v1.ServerInfoReplyR\x06server\"\xae\a\n" +
+	"\rBrokerRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x04R\ttimeoutMs\x12P\n" +
+	"\x12segment_for_offset\x18\x03 \x01(\v2 .rlmm.v1.SegmentForOffsetRequestH\x00R\x10segmentForOffset\x12`\n" +
+	"\x18highest_offset_for_epoch\x18\x04 \x01(\v2%.rlmm.v1.HighestOffsetForEpochRequestH\x00R\x15highestOffsetForEpoch\x12C\n" +
+	"\rlist_segments\x18\x05 \x01(\v2\x1c.rlmm.v1.ListSegmentsRequestH\x00R\flistSegments\x12G\n" +
+	"\x0fremote_log_size\x18\x06 \x01(\v2\x1d.rlmm.v1.RemoteLogSizeRequestH\x00R\rremoteLogSize\x12g\n" +
+	"\x1bnext_segment_with_txn_index\x18\a \x01(\v2'.rlmm.v1.NextSegmentWithTxnIndexRequestH\x00R\x17nextSegmentWithTxnIndex\x12=\n" +
+	"\vadd_segment\x18\b \x01(\v2\x1a.rlmm.v1.AddSegmentRequestH\x00R\n" +
+	"addSegment\x12F\n" +
+	"\x0eupdate_segment\x18\t \x01(\v2\x1d.rlmm.v1.UpdateSegmentRequestH\x00R\rupdateSegment\x12V\n" +
+	"\x14put_partition_delete\x18\n" +
+	" \x01(\v2\".rlmm.v1.PutPartitionDeleteRequestH\x00R\x12putPartitionDelete\x12R\n" +
+	"\x12leadership_changes\x18\v \x01(\v2!.rlmm.v1.LeadershipChangesRequestH\x00R\x11leadershipChanges\x12I\n" +
+	"\x0fstop_partitions\x18\f \x01(\v2\x1e.rlmm.v1.StopPartitionsRequestH\x00R\x0estopPartitions\x12=\n" +
+	"\vserver_info\x18\r \x01(\v2\x1a.rlmm.v1.ServerInfoRequestH\x00R\n" +
+	"serverInfoB\x06\n" +
+	"\x04call\"\xd1\x03\n" +
+	"\vBrokerReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\x12,\n" +
+	"\x05error\x18\x03 \x01(\v2\x14.rlmm.v1.BrokerErrorH\x00R\x05error\x121\n" +
+	"\asegment\x18\x04 \x01(\v2\x15.rlmm.v1.SegmentReplyH\x00R\asegment\x12L\n" +
+	"\x0ehighest_offset\x18\x05 \x01(\v2#.rlmm.v1.HighestOffsetForEpochReplyH\x00R\rhighestOffset\x123\n" +
+	"\bsegments\x18\x06 \x01(\v2\x15.rlmm.v1.SegmentBatchH\x00R\bsegments\x12E\n" +
+	"\x0fremote_log_size\x18\a \x01(\v2\x1b.rlmm.v1.RemoteLogSizeReplyH\x00R\rremoteLogSize\x12,\n" +
+	"\x04done\x18\b \x01(\v2\x16.rlmm.v1.MutationReplyH\x00R\x04done\x12;\n" +
+	"\vserver_info\x18\t \x01(\v2\x18.rlmm.v1.ServerInfoReplyH\x00R\n" +
+	"serverInfoB\b\n" +
+	"\x06result\"w\n" +
+	"\vBrokerError\x12&\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x12.rlmm.v1.ErrorKindR\x04kind\x12&\n" +
+	"\x0fmay_be_recorded\x18\x02 \x01(\bR\rmayBeRecorded\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage*|\n" +
 	"\fSegmentState\x12\x18\n" +
 	"\x14COPY_SEGMENT_STARTED\x10\x00\x12\x19\n" +
 	"\x15COPY_SEGMENT_FINISHED\x10\x01\x12\x1a\n" +
@@ -2418,7 +3142,14 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x06CLOSED\x10\x06\x12\v\n" +
 	"\aCORRUPT\x10\a\x12\v\n" +
 	"\aTIMEOUT\x10\b\x12\f\n" +
-	"\bINTERNAL\x10\t2\xf4\b\n" +
+	"\bINTERNAL\x10\t*\x83\x01\n" +
+	"\aPurpose\x12\x17\n" +
+	"\x13PURPOSE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0ePURPOSE_LOOKUP\x10\x01\x12\x12\n" +
+	"\x0ePURPOSE_MUTATE\x10\x02\x12\x10\n" +
+	"\fPURPOSE_READ\x10\x03\x12\x12\n" +
+	"\x0ePURPOSE_ASSIGN\x10\x04\x12\x11\n" +
+	"\rPURPOSE_WATCH\x10\x052\xf4\b\n" +
 	"\x11RemoteLogMetadata\x12@\n" +
 	"\n" +
 	"AddSegment\x12\x1a.rlmm.v1.AddSegmentRequest\x1a\x16.rlmm.v1.MutationReply\x12F\n" +
@@ -2450,118 +3181,145 @@ func file_rlmm_v1_rlmm_proto_rawDescGZIP() []byte {
 	return file_rlmm_v1_rlmm_proto_rawDescData
 }
 
-var file_rlmm_v1_rlmm_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_rlmm_v1_rlmm_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_rlmm_v1_rlmm_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_rlmm_v1_rlmm_proto_goTypes = []any{
 	(SegmentState)(0),                      // 0: rlmm.v1.SegmentState
 	(PartitionDeleteState)(0),              // 1: rlmm.v1.PartitionDeleteState
 	(ErrorKind)(0),                         // 2: rlmm.v1.ErrorKind
-	(*Uuid)(nil),                           // 3: rlmm.v1.Uuid
-	(*TopicIdPartition)(nil),               // 4: rlmm.v1.TopicIdPartition
-	(*EpochStart)(nil),                     // 5: rlmm.v1.EpochStart
-	(*SegmentMetadata)(nil),                // 6: rlmm.v1.SegmentMetadata
-	(*SegmentUpdate)(nil),                  // 7: rlmm.v1.SegmentUpdate
-	(*PartitionDelete)(nil),                // 8: rlmm.v1.PartitionDelete
-	(*AddSegmentRequest)(nil),              // 9: rlmm.v1.AddSegmentRequest
-	(*UpdateSegmentRequest)(nil),           // 10: rlmm.v1.UpdateSegmentRequest
-	(*PutPartitionDeleteRequest)(nil),      // 11: rlmm.v1.PutPartitionDeleteRequest
-	(*MutationReply)(nil),                  // 12: rlmm.v1.MutationReply
-	(*SegmentForOffsetRequest)(nil),        // 13: rlmm.v1.SegmentForOffsetRequest
-	(*SegmentReply)(nil),                   // 14: rlmm.v1.SegmentReply
-	(*SegmentForOffsetStreamRequest)(nil),  // 15: rlmm.v1.SegmentForOffsetStreamRequest
-	(*SegmentForOffsetStreamReply)(nil),    // 16: rlmm.v1.SegmentForOffsetStreamReply
-	(*MutationFrameRequest)(nil),           // 17: rlmm.v1.MutationFrameRequest
-	(*MutationFrameReply)(nil),             // 18: rlmm.v1.MutationFrameReply
-	(*CallStatus)(nil),                     // 19: rlmm.v1.CallStatus
-	(*HighestOffsetForEpochRequest)(nil),   // 20: rlmm.v1.HighestOffsetForEpochRequest
-	(*HighestOffsetForEpochReply)(nil),     // 21: rlmm.v1.HighestOffsetForEpochReply
-	(*ListSegmentsRequest)(nil),            // 22: rlmm.v1.ListSegmentsRequest
-	(*SegmentBatch)(nil),                   // 23: rlmm.v1.SegmentBatch
-	(*RemoteLogSizeRequest)(nil),           // 24: rlmm.v1.RemoteLogSizeRequest
-	(*RemoteLogSizeReply)(nil),             // 25: rlmm.v1.RemoteLogSizeReply
-	(*NextSegmentWithTxnIndexRequest)(nil), // 26: rlmm.v1.NextSegmentWithTxnIndexRequest
-	(*IsReadyRequest)(nil),                 // 27: rlmm.v1.IsReadyRequest
-	(*IsReadyReply)(nil),                   // 28: rlmm.v1.IsReadyReply
-	(*WatchReadinessRequest)(nil),          // 29: rlmm.v1.WatchReadinessRequest
-	(*PartitionReadiness)(nil),             // 30: rlmm.v1.PartitionReadiness
-	(*ReadinessUpdate)(nil),                // 31: rlmm.v1.ReadinessUpdate
-	(*LeadershipChangesRequest)(nil),       // 32: rlmm.v1.LeadershipChangesRequest
-	(*StopPartitionsRequest)(nil),          // 33: rlmm.v1.StopPartitionsRequest
-	(*AssignmentReply)(nil),                // 34: rlmm.v1.AssignmentReply
-	(*ServerInfoRequest)(nil),              // 35: rlmm.v1.ServerInfoRequest
-	(*ServerInfoReply)(nil),                // 36: rlmm.v1.ServerInfoReply
-	(*ErrorInfo)(nil),                      // 37: rlmm.v1.ErrorInfo
-	(*anypb.Any)(nil),                      // 38: google.protobuf.Any
+	(Purpose)(0),                           // 3: rlmm.v1.Purpose
+	(*Uuid)(nil),                           // 4: rlmm.v1.Uuid
+	(*TopicIdPartition)(nil),               // 5: rlmm.v1.TopicIdPartition
+	(*EpochStart)(nil),                     // 6: rlmm.v1.EpochStart
+	(*SegmentMetadata)(nil),                // 7: rlmm.v1.SegmentMetadata
+	(*SegmentUpdate)(nil),                  // 8: rlmm.v1.SegmentUpdate
+	(*PartitionDelete)(nil),                // 9: rlmm.v1.PartitionDelete
+	(*AddSegmentRequest)(nil),              // 10: rlmm.v1.AddSegmentRequest
+	(*UpdateSegmentRequest)(nil),           // 11: rlmm.v1.UpdateSegmentRequest
+	(*PutPartitionDeleteRequest)(nil),      // 12: rlmm.v1.PutPartitionDeleteRequest
+	(*MutationReply)(nil),                  // 13: rlmm.v1.MutationReply
+	(*SegmentForOffsetRequest)(nil),        // 14: rlmm.v1.SegmentForOffsetRequest
+	(*SegmentReply)(nil),                   // 15: rlmm.v1.SegmentReply
+	(*SegmentForOffsetStreamRequest)(nil),  // 16: rlmm.v1.SegmentForOffsetStreamRequest
+	(*SegmentForOffsetStreamReply)(nil),    // 17: rlmm.v1.SegmentForOffsetStreamReply
+	(*MutationFrameRequest)(nil),           // 18: rlmm.v1.MutationFrameRequest
+	(*MutationFrameReply)(nil),             // 19: rlmm.v1.MutationFrameReply
+	(*CallStatus)(nil),                     // 20: rlmm.v1.CallStatus
+	(*HighestOffsetForEpochRequest)(nil),   // 21: rlmm.v1.HighestOffsetForEpochRequest
+	(*HighestOffsetForEpochReply)(nil),     // 22: rlmm.v1.HighestOffsetForEpochReply
+	(*ListSegmentsRequest)(nil),            // 23: rlmm.v1.ListSegmentsRequest
+	(*SegmentBatch)(nil),                   // 24: rlmm.v1.SegmentBatch
+	(*RemoteLogSizeRequest)(nil),           // 25: rlmm.v1.RemoteLogSizeRequest
+	(*RemoteLogSizeReply)(nil),             // 26: rlmm.v1.RemoteLogSizeReply
+	(*NextSegmentWithTxnIndexRequest)(nil), // 27: rlmm.v1.NextSegmentWithTxnIndexRequest
+	(*IsReadyRequest)(nil),                 // 28: rlmm.v1.IsReadyRequest
+	(*IsReadyReply)(nil),                   // 29: rlmm.v1.IsReadyReply
+	(*WatchReadinessRequest)(nil),          // 30: rlmm.v1.WatchReadinessRequest
+	(*PartitionReadiness)(nil),             // 31: rlmm.v1.PartitionReadiness
+	(*ReadinessUpdate)(nil),                // 32: rlmm.v1.ReadinessUpdate
+	(*LeadershipChangesRequest)(nil),       // 33: rlmm.v1.LeadershipChangesRequest
+	(*StopPartitionsRequest)(nil),          // 34: rlmm.v1.StopPartitionsRequest
+	(*AssignmentReply)(nil),                // 35: rlmm.v1.AssignmentReply
+	(*ServerInfoRequest)(nil),              // 36: rlmm.v1.ServerInfoRequest
+	(*ServerInfoReply)(nil),                // 37: rlmm.v1.ServerInfoReply
+	(*ErrorInfo)(nil),                      // 38: rlmm.v1.ErrorInfo
+	(*BrokerHello)(nil),                    // 39: rlmm.v1.BrokerHello
+	(*BrokerAnswer)(nil),                   // 40: rlmm.v1.BrokerAnswer
+	(*BrokerRequest)(nil),                  // 41: rlmm.v1.BrokerRequest
+	(*BrokerReply)(nil),                    // 42: rlmm.v1.BrokerReply
+	(*BrokerError)(nil),                    // 43: rlmm.v1.BrokerError
+	(*anypb.Any)(nil),                      // 44: google.protobuf.Any
 }
 var file_rlmm_v1_rlmm_proto_depIdxs = []int32{
-	3,  // 0: rlmm.v1.TopicIdPartition.topic_id:type_name -> rlmm.v1.Uuid
-	4,  // 1: rlmm.v1.SegmentMetadata.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	3,  // 2: rlmm.v1.SegmentMetadata.segment_id:type_name -> rlmm.v1.Uuid
-	5,  // 3: rlmm.v1.SegmentMetadata.leader_epochs:type_name -> rlmm.v1.EpochStart
+	4,  // 0: rlmm.v1.TopicIdPartition.topic_id:type_name -> rlmm.v1.Uuid
+	5,  // 1: rlmm.v1.SegmentMetadata.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 2: rlmm.v1.SegmentMetadata.segment_id:type_name -> rlmm.v1.Uuid
+	6,  // 3: rlmm.v1.SegmentMetadata.leader_epochs:type_name -> rlmm.v1.EpochStart
 	0,  // 4: rlmm.v1.SegmentMetadata.state:type_name -> rlmm.v1.SegmentState
-	4,  // 5: rlmm.v1.SegmentUpdate.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	3,  // 6: rlmm.v1.SegmentUpdate.segment_id:type_name -> rlmm.v1.Uuid
+	5,  // 5: rlmm.v1.SegmentUpdate.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	4,  // 6: rlmm.v1.SegmentUpdate.segment_id:type_name -> rlmm.v1.Uuid
 	0,  // 7: rlmm.v1.SegmentUpdate.state:type_name -> rlmm.v1.SegmentState
-	4,  // 8: rlmm.v1.PartitionDelete.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 8: rlmm.v1.PartitionDelete.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
 	1,  // 9: rlmm.v1.PartitionDelete.state:type_name -> rlmm.v1.PartitionDeleteState
-	6,  // 10: rlmm.v1.AddSegmentRequest.segment:type_name -> rlmm.v1.SegmentMetadata
-	7,  // 11: rlmm.v1.UpdateSegmentRequest.update:type_name -> rlmm.v1.SegmentUpdate
-	8,  // 12: rlmm.v1.PutPartitionDeleteRequest.delete:type_name -> rlmm.v1.PartitionDelete
-	4,  // 13: rlmm.v1.SegmentForOffsetRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	6,  // 14: rlmm.v1.SegmentReply.segment:type_name -> rlmm.v1.SegmentMetadata
-	13, // 15: rlmm.v1.SegmentForOffsetStreamRequest.request:type_name -> rlmm.v1.SegmentForOffsetRequest
-	14, // 16: rlmm.v1.SegmentForOffsetStreamReply.reply:type_name -> rlmm.v1.SegmentReply
-	19, // 17: rlmm.v1.SegmentForOffsetStreamReply.error:type_name -> rlmm.v1.CallStatus
-	9,  // 18: rlmm.v1.MutationFrameRequest.add_segment:type_name -> rlmm.v1.AddSegmentRequest
-	10, // 19: rlmm.v1.MutationFrameRequest.update_segment:type_name -> rlmm.v1.UpdateSegmentRequest
-	11, // 20: rlmm.v1.MutationFrameRequest.put_partition_delete:type_name -> rlmm.v1.PutPartitionDeleteRequest
-	19, // 21: rlmm.v1.MutationFrameReply.error:type_name -> rlmm.v1.CallStatus
-	38, // 22: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
-	4,  // 23: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 24: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	6,  // 25: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
-	4,  // 26: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 27: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 28: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 29: rlmm.v1.PartitionReadiness.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
-	30, // 30: rlmm.v1.ReadinessUpdate.partitions:type_name -> rlmm.v1.PartitionReadiness
-	4,  // 31: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 32: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
-	4,  // 33: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
+	7,  // 10: rlmm.v1.AddSegmentRequest.segment:type_name -> rlmm.v1.SegmentMetadata
+	8,  // 11: rlmm.v1.UpdateSegmentRequest.update:type_name -> rlmm.v1.SegmentUpdate
+	9,  // 12: rlmm.v1.PutPartitionDeleteRequest.delete:type_name -> rlmm.v1.PartitionDelete
+	5,  // 13: rlmm.v1.SegmentForOffsetRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	7,  // 14: rlmm.v1.SegmentReply.segment:type_name -> rlmm.v1.SegmentMetadata
+	14, // 15: rlmm.v1.SegmentForOffsetStreamRequest.request:type_name -> rlmm.v1.SegmentForOffsetRequest
+	15, // 16: rlmm.v1.SegmentForOffsetStreamReply.reply:type_name -> rlmm.v1.SegmentReply
+	20, // 17: rlmm.v1.SegmentForOffsetStreamReply.error:type_name -> rlmm.v1.CallStatus
+	10, // 18: rlmm.v1.MutationFrameRequest.add_segment:type_name -> rlmm.v1.AddSegmentRequest
+	11, // 19: rlmm.v1.MutationFrameRequest.update_segment:type_name -> rlmm.v1.UpdateSegmentRequest
+	12, // 20: rlmm.v1.MutationFrameRequest.put_partition_delete:type_name -> rlmm.v1.PutPartitionDeleteRequest
+	20, // 21: rlmm.v1.MutationFrameReply.error:type_name -> rlmm.v1.CallStatus
+	44, // 22: rlmm.v1.CallStatus.details:type_name -> google.protobuf.Any
+	5,  // 23: rlmm.v1.HighestOffsetForEpochRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 24: rlmm.v1.ListSegmentsRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	7,  // 25: rlmm.v1.SegmentBatch.segments:type_name -> rlmm.v1.SegmentMetadata
+	5,  // 26: rlmm.v1.RemoteLogSizeRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 27: rlmm.v1.NextSegmentWithTxnIndexRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 28: rlmm.v1.IsReadyRequest.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 29: rlmm.v1.PartitionReadiness.topic_id_partition:type_name -> rlmm.v1.TopicIdPartition
+	31, // 30: rlmm.v1.ReadinessUpdate.partitions:type_name -> rlmm.v1.PartitionReadiness
+	5,  // 31: rlmm.v1.LeadershipChangesRequest.leaders:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 32: rlmm.v1.LeadershipChangesRequest.followers:type_name -> rlmm.v1.TopicIdPartition
+	5,  // 33: rlmm.v1.StopPartitionsRequest.partitions:type_name -> rlmm.v1.TopicIdPartition
 	2,  // 34: rlmm.v1.ErrorInfo.kind:type_name -> rlmm.v1.ErrorKind
-	9,  // 35: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
-	10, // 36: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
-	11, // 37: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
-	13, // 38: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
-	15, // 39: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
-	20, // 40: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
-	22, // 41: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
-	24, // 42: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
-	26, // 43: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
-	27, // 44: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
-	29, // 45: rlmm.v1.RemoteLogMetadata.WatchReadiness:input_type -> rlmm.v1.WatchReadinessRequest
-	32, // 46: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
-	33, // 47: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
-	35, // 48: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
-	12, // 49: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
-	12, // 50: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
-	12, // 51: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
-	14, // 52: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
-	16, // 53: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
-	21, // 54: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
-	23, // 55: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
-	25, // 56: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
-	14, // 57: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
-	28, // 58: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
-	31, // 59: rlmm.v1.RemoteLogMetadata.WatchReadiness:output_type -> rlmm.v1.ReadinessUpdate
-	34, // 60: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
-	34, // 61: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
-	36, // 62: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
-	49, // [49:63] is the sub-list for method output_type
-	35, // [35:49] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	3,  // 35: rlmm.v1.BrokerHello.purpose:type_name -> rlmm.v1.Purpose
+	37, // 36: rlmm.v1.BrokerAnswer.server:type_name -> rlmm.v1.ServerInfoReply
+	14, // 37: rlmm.v1.BrokerRequest.segment_for_offset:type_name -> rlmm.v1.SegmentForOffsetRequest
+	21, // 38: rlmm.v1.BrokerRequest.highest_offset_for_epoch:type_name -> rlmm.v1.HighestOffsetForEpochRequest
+	23, // 39: rlmm.v1.BrokerRequest.list_segments:type_name -> rlmm.v1.ListSegmentsRequest
+	25, // 40: rlmm.v1.BrokerRequest.remote_log_size:type_name -> rlmm.v1.RemoteLogSizeRequest
+	27, // 41: rlmm.v1.BrokerRequest.next_segment_with_txn_index:type_name -> rlmm.v1.NextSegmentWithTxnIndexRequest
+	10, // 42: rlmm.v1.BrokerRequest.add_segment:type_name -> rlmm.v1.AddSegmentRequest
+	11, // 43: rlmm.v1.BrokerRequest.update_segment:type_name -> rlmm.v1.UpdateSegmentRequest
+	12, // 44: rlmm.v1.BrokerRequest.put_partition_delete:type_name -> rlmm.v1.PutPartitionDeleteRequest
+	33, // 45: rlmm.v1.BrokerRequest.leadership_changes:type_name -> rlmm.v1.LeadershipChangesRequest
+	34, // 46: rlmm.v1.BrokerRequest.stop_partitions:type_name -> rlmm.v1.StopPartitionsRequest
+	36, // 47: rlmm.v1.BrokerRequest.server_info:type_name -> rlmm.v1.ServerInfoRequest
+	43, // 48: rlmm.v1.BrokerReply.error:type_name -> rlmm.v1.BrokerError
+	15, // 49: rlmm.v1.BrokerReply.segment:type_name -> rlmm.v1.SegmentReply
+	22, // 50: rlmm.v1.BrokerReply.highest_offset:type_name -> rlmm.v1.HighestOffsetForEpochReply
+	24, // 51: rlmm.v1.BrokerReply.segments:type_name -> rlmm.v1.SegmentBatch
+	26, // 52: rlmm.v1.BrokerReply.remote_log_size:type_name -> rlmm.v1.RemoteLogSizeReply
+	13, // 53: rlmm.v1.BrokerReply.done:type_name -> rlmm.v1.MutationReply
+	37, // 54: rlmm.v1.BrokerReply.server_info:type_name -> rlmm.v1.ServerInfoReply
+	2,  // 55: rlmm.v1.BrokerError.kind:type_name -> rlmm.v1.ErrorKind
+	10, // 56: rlmm.v1.RemoteLogMetadata.AddSegment:input_type -> rlmm.v1.AddSegmentRequest
+	11, // 57: rlmm.v1.RemoteLogMetadata.UpdateSegment:input_type -> rlmm.v1.UpdateSegmentRequest
+	12, // 58: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:input_type -> rlmm.v1.PutPartitionDeleteRequest
+	14, // 59: rlmm.v1.RemoteLogMetadata.SegmentForOffset:input_type -> rlmm.v1.SegmentForOffsetRequest
+	16, // 60: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:input_type -> rlmm.v1.SegmentForOffsetStreamRequest
+	21, // 61: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:input_type -> rlmm.v1.HighestOffsetForEpochRequest
+	23, // 62: rlmm.v1.RemoteLogMetadata.ListSegments:input_type -> rlmm.v1.ListSegmentsRequest
+	25, // 63: rlmm.v1.RemoteLogMetadata.RemoteLogSize:input_type -> rlmm.v1.RemoteLogSizeRequest
+	27, // 64: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:input_type -> rlmm.v1.NextSegmentWithTxnIndexRequest
+	28, // 65: rlmm.v1.RemoteLogMetadata.IsReady:input_type -> rlmm.v1.IsReadyRequest
+	30, // 66: rlmm.v1.RemoteLogMetadata.WatchReadiness:input_type -> rlmm.v1.WatchReadinessRequest
+	33, // 67: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:input_type -> rlmm.v1.LeadershipChangesRequest
+	34, // 68: rlmm.v1.RemoteLogMetadata.OnStopPartitions:input_type -> rlmm.v1.StopPartitionsRequest
+	36, // 69: rlmm.v1.RemoteLogMetadata.ServerInfo:input_type -> rlmm.v1.ServerInfoRequest
+	13, // 70: rlmm.v1.RemoteLogMetadata.AddSegment:output_type -> rlmm.v1.MutationReply
+	13, // 71: rlmm.v1.RemoteLogMetadata.UpdateSegment:output_type -> rlmm.v1.MutationReply
+	13, // 72: rlmm.v1.RemoteLogMetadata.PutPartitionDelete:output_type -> rlmm.v1.MutationReply
+	15, // 73: rlmm.v1.RemoteLogMetadata.SegmentForOffset:output_type -> rlmm.v1.SegmentReply
+	17, // 74: rlmm.v1.RemoteLogMetadata.SegmentForOffsetStream:output_type -> rlmm.v1.SegmentForOffsetStreamReply
+	22, // 75: rlmm.v1.RemoteLogMetadata.HighestOffsetForEpoch:output_type -> rlmm.v1.HighestOffsetForEpochReply
+	24, // 76: rlmm.v1.RemoteLogMetadata.ListSegments:output_type -> rlmm.v1.SegmentBatch
+	26, // 77: rlmm.v1.RemoteLogMetadata.RemoteLogSize:output_type -> rlmm.v1.RemoteLogSizeReply
+	15, // 78: rlmm.v1.RemoteLogMetadata.NextSegmentWithTxnIndex:output_type -> rlmm.v1.SegmentReply
+	29, // 79: rlmm.v1.RemoteLogMetadata.IsReady:output_type -> rlmm.v1.IsReadyReply
+	32, // 80: rlmm.v1.RemoteLogMetadata.WatchReadiness:output_type -> rlmm.v1.ReadinessUpdate
+	35, // 81: rlmm.v1.RemoteLogMetadata.OnPartitionLeadershipChanges:output_type -> rlmm.v1.AssignmentReply
+	35, // 82: rlmm.v1.RemoteLogMetadata.OnStopPartitions:output_type -> rlmm.v1.AssignmentReply
+	37, // 83: rlmm.v1.RemoteLogMetadata.ServerInfo:output_type -> rlmm.v1.ServerInfoReply
+	70, // [70:84] is the sub-list for method output_type
+	56, // [56:70] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_rlmm_v1_rlmm_proto_init() }
@@ -2581,13 +3339,36 @@ func file_rlmm_v1_rlmm_proto_init() {
 		(*MutationFrameRequest_PutPartitionDelete)(nil),
 	}
 	file_rlmm_v1_rlmm_proto_msgTypes[19].OneofWrappers = []any{}
+	file_rlmm_v1_rlmm_proto_msgTypes[35].OneofWrappers = []any{}
+	file_rlmm_v1_rlmm_proto_msgTypes[37].OneofWrappers = []any{
+		(*BrokerRequest_SegmentForOffset)(nil),
+		(*BrokerRequest_HighestOffsetForEpoch)(nil),
+		(*BrokerRequest_ListSegments)(nil),
+		(*BrokerRequest_RemoteLogSize)(nil),
+		(*BrokerRequest_NextSegmentWithTxnIndex)(nil),
+		(*BrokerRequest_AddSegment)(nil),
+		(*BrokerRequest_UpdateSegment)(nil),
+		(*BrokerRequest_PutPartitionDelete)(nil),
+		(*BrokerRequest_LeadershipChanges)(nil),
+		(*BrokerRequest_StopPartitions)(nil),
+		(*BrokerRequest_ServerInfo)(nil),
+	}
+	file_rlmm_v1_rlmm_proto_msgTypes[38].OneofWrappers = []any{
+		(*BrokerReply_Error)(nil),
+		(*BrokerReply_Segment)(nil),
+		(*BrokerReply_HighestOffset)(nil),
+		(*BrokerReply_Segments)(nil),
+		(*BrokerReply_RemoteLogSize)(nil),
+		(*BrokerReply_Done)(nil),
+		(*BrokerReply_ServerInfo)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rlmm_v1_rlmm_proto_rawDesc), len(file_rlmm_v1_rlmm_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   35,
+			NumEnums:      4,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
