@@ -55,8 +55,22 @@
 //   - The server accepts calls before its manager is up (SetManager comes
 //     later): the plugin can connect at once while the log is opened and the
 //     snapshot loaded. Until then reads answer NOT_READY, IsReady false,
-//     ServerInfo works, and mutations and assignment changes wait for the
-//     manager within their deadline.
+//     ServerInfo works, and mutations wait for the manager within their
+//     deadline.
+//
+//   - The server owns the broker's assignment (hosted.go): each leadership
+//     change and stop is recorded in the hosted set and written beside the
+//     snapshot (hosted.pb) before it is acknowledged, then handed to the
+//     manager when it is up; SetManager hands a new manager the whole set
+//     first. A server restarted after a crash so hosts the broker's
+//     partitions before its first call, and the plugin keeps no copy of the
+//     assignment, only the changes not acknowledged yet.
+//
+//   - The broker's framed socket (brokerframe.go, rpc/brokerframe): every
+//     call of Kafka's RLMM, the handshake, readiness pushes and ServerInfo
+//     as protobuf frames on connections opened for one purpose each,
+//     answered by the same code as the gRPC calls, a failure as one
+//     BrokerError (ErrorKind, may_be_recorded, the text).
 //
 //   - Errors (errors.go): a failed call's status has the code of the rlmm
 //     sentinel, rlmm's message, and one rlmmpb.ErrorInfo detail (kind,

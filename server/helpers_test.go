@@ -98,6 +98,7 @@ type fixtureOpts struct {
 	snapDir   string       // default: a fresh directory
 	// consumeWait bounds the manager's mutations (default: topicbased's).
 	consumeWait time.Duration
+	hosted      *Hosted // default: in memory
 }
 
 // newFixture starts a server (and a manager unless noManager) and a client;
@@ -117,7 +118,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	f.gate = newGatedLog(base)
 	f.log = f.gate
 	f.srv = New(Config{Logger: testLogger(t), BatchSize: o.batchSize, Version: "test", BrokerID: 7,
-		MetadataPartitions: base.Partitions(), LogDescription: "memlog"})
+		MetadataPartitions: base.Partitions(), LogDescription: "memlog", Hosted: o.hosted})
 	f.socket = filepath.Join(shortDir(t), "s.sock")
 	l, err := ListenUnix(testCtx(t), f.socket)
 	if err != nil {
@@ -177,6 +178,13 @@ func (f *fixture) assign(t testing.TB, tps ...rlmm.TopicIDPartition) {
 	if _, err := f.client.OnPartitionLeadershipChanges(ctx, req); err != nil {
 		t.Fatal(err)
 	}
+	f.waitReady(t, tps...)
+}
+
+// waitReady waits until every tp is ready.
+func (f *fixture) waitReady(t testing.TB, tps ...rlmm.TopicIDPartition) {
+	t.Helper()
+	ctx := testCtx(t)
 	for _, tp := range tps {
 		for {
 			r, err := f.client.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: tpToProto(tp)})

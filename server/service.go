@@ -221,7 +221,9 @@ func (v *service) OnPartitionLeadershipChanges(ctx context.Context, req *rlmmpb.
 }
 
 // leadershipChanges is the path of a leadership change, gRPC's and the
-// framed socket's.
+// framed socket's: recorded in the hosted set (persisted) and acknowledged
+// then, handed to the manager too when it is up (SetManager hands it the
+// set when it comes up).
 func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipChangesRequest) error {
 	leaders, err := tpsFromProto(req.GetLeaders(), "leaders")
 	if err != nil {
@@ -231,11 +233,23 @@ func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipCh
 	if err != nil {
 		return err
 	}
-	m, err := s.waitManager(ctx)
-	if err != nil {
+	return s.assignment(ctx, append(leaders, followers...), nil, func(m *topicbased.Manager) error {
+		return m.OnPartitionLeadershipChanges(ctx, leaders, followers)
+	})
+}
+
+// assignment records a change of the hosted set, then applies it to the
+// manager when it is up, in the order changes arrive.
+func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, apply func(*topicbased.Manager) error) error {
+	s.assignMu.Lock()
+	defer s.assignMu.Unlock()
+	if err := s.cfg.Hosted.record(add, remove); err != nil {
 		return err
 	}
-	return m.OnPartitionLeadershipChanges(ctx, leaders, followers)
+	if m := s.mgr.Load(); m != nil {
+		return apply(m)
+	}
+	return nil
 }
 
 // OnStopPartitions tells the manager the broker no longer hosts partitions.
@@ -246,17 +260,16 @@ func (v *service) OnStopPartitions(ctx context.Context, req *rlmmpb.StopPartitio
 	return &rlmmpb.AssignmentReply{}, nil
 }
 
-// stopPartitions is the path of a stop, gRPC's and the framed socket's.
+// stopPartitions is the path of a stop, gRPC's and the framed socket's:
+// recorded as leadershipChanges records a change.
 func (s *Server) stopPartitions(ctx context.Context, req *rlmmpb.StopPartitionsRequest) error {
 	parts, err := tpsFromProto(req.GetPartitions(), "partitions")
 	if err != nil {
 		return err
 	}
-	m, err := s.waitManager(ctx)
-	if err != nil {
-		return err
-	}
-	return m.OnStopPartitions(ctx, parts)
+	return s.assignment(ctx, nil, parts, func(m *topicbased.Manager) error {
+		return m.OnStopPartitions(ctx, parts)
+	})
 }
 
 // apiVersion is the api_version ServerInfo states.

@@ -495,9 +495,24 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The broker's assignment as the last server recorded it: the manager
+	// consumes those partitions before the first call. One that cannot be
+	// read is said and started over: the broker's next changes rebuild it.
+	hostedPath := filepath.Join(snapshotDir, server.HostedFileName)
+	hosted, err := server.OpenHosted(hostedPath)
+	if err != nil {
+		logger.Error("serve: the recorded hosted set cannot be read; starting with none", "path", hostedPath, "error", err)
+		if err := os.Rename(hostedPath, hostedPath+".unreadable"); err != nil {
+			logger.Warn("serve: moving the unreadable hosted set aside failed", "error", err)
+		}
+		if hosted, err = server.OpenHosted(hostedPath); err != nil {
+			hosted = nil // kept in memory only
+		}
+	}
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
 		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion, Sizes: o.sizes,
+		Hosted: hosted,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()
