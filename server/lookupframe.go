@@ -39,13 +39,15 @@ const helloTimeout = 10 * time.Second
 // listener and every connection and waits for their goroutines.
 func (s *Server) ServeFramed(ep Endpoint) error {
 	if ep.TLS != nil {
-		return fmt.Errorf("%w: the framed lookup socket speaks no TLS; serve it on a Unix socket", rlmm.ErrInvalidArgument)
+		return fmt.Errorf("%w: the framed socket takes a listener that already speaks TLS (tls.NewListener)", rlmm.ErrInvalidArgument)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	fs := &framedServer{s: s, l: ep.Listener, token: ep.Token, conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
 	if err := s.admit(ep, func() {
 		s.framed = append(s.framed, fs)
-		s.lookupSocket = ep.Listener.Addr().String()
+		if ep.Listener.Addr().Network() == "unix" {
+			s.lookupSocket = ep.Listener.Addr().String() // the last Unix socket served
+		}
 	}); err != nil {
 		return err
 	}

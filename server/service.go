@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -241,6 +242,14 @@ func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipCh
 // assignment records a change of the hosted set, then applies it to the
 // manager when it is up, in the order changes arrive.
 func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, apply func(*topicbased.Manager) error) error {
+	if d := s.cfg.TestAssignDelay; d > 0 {
+		s.logger.Warn("server: --test-assign-delay: holding back an assignment change", "delay", d, "partitions", len(add)+len(remove))
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: held back by --test-assign-delay: %w", rlmm.ErrTimeout, context.Cause(ctx))
+		}
+	}
 	s.assignMu.Lock()
 	defer s.assignMu.Unlock()
 	if err := s.cfg.Hosted.record(add, remove); err != nil {
