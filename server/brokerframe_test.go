@@ -2,8 +2,12 @@ package server
 
 import (
 	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,5 +356,108 @@ func TestBrokerWatch(t *testing.T) {
 	f.srv.Stop(testCtx(t))
 	if _, err := brokerframe.ReadFrame(w.r, nil, brokerframe.MaxReply); err == nil {
 		t.Fatal("the watch goes on after the server stopped")
+	}
+}
+
+// TestBrokerTooLargeFrame: a request frame over the bound is not read: it
+// gets an INVALID_ARGUMENT reply naming the sizes, and the connection is
+// closed (it cannot be resynchronized).
+func TestBrokerTooLargeFrame(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	c := brokerConnFor(t, f.serveFramed(t, nil), rlmmpb.Purpose_PURPOSE_READ)
+	if _, err := c.conn.Write(binary.BigEndian.AppendUint32(nil, brokerframe.MaxRequest+1)); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.readReply(); r.GetError().GetKind() != rlmmpb.ErrorKind_INVALID_ARGUMENT || !strings.Contains(r.GetError().GetMessage(), "more than the") {
+		t.Fatalf("too large a frame: %v, want INVALID_ARGUMENT naming the bound", r)
+	}
+	if _, err := brokerframe.ReadFrame(c.r, nil, brokerframe.MaxReply); !errors.Is(err, io.EOF) {
+		t.Fatalf("after a too-large frame: %v, want the connection closed", err)
+	}
+}
+
+// TestBrokerNotAHello: a first frame that is not a broker hello (an older
+// plugin's lookup hello, anything else) is refused with why.
+func TestBrokerNotAHello(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	c, err := net.Dial("unix", f.serveFramed(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(testTimeout))
+	if _, err := c.Write(brokerframe.Append(nil, append([]byte("RLMMLOOKUP"), 1))); err != nil {
+		t.Fatal(err)
+	}
+	body, err := brokerframe.ReadFrame(c, nil, brokerframe.MaxReply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := brokerframe.ParseAnswer(body, brokerframe.Version); err == nil || !strings.Contains(err.Error(), "not a broker hello") {
+		t.Fatalf("answer to a lookup hello: %v, want a refusal saying it is not a broker hello", err)
+	}
+}
+
+// TestStopClosesBrokerConnections: Stop closes open framed connections (an
+// idle one, one mid-frame, one before its hello, a watch, and a mutation
+// held by the log) instead of waiting for their clients, and leaves no
+// goroutine behind (TestMain's goleak).
+func TestStopClosesBrokerConnections(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	f.assign(t, tp)
+	path := f.serveFramed(t, nil)
+	idle := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_READ)
+	idle.call(&rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_ServerInfo{ServerInfo: &rlmmpb.ServerInfoRequest{}}})
+	mid := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_LOOKUP)
+	if _, err := mid.conn.Write([]byte{0, 0, 0, 9, 1}); err != nil {
+		t.Fatal(err)
+	}
+	watch := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_WATCH)
+	silent, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	mutate := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_MUTATE)
+	f.gate.hold()
+	defer f.gate.release()
+	md := segment(tp, 0)
+	// An hour's bound: a Stop that waited for the mutation would hang the test.
+	b, err := proto.Marshal(&rlmmpb.BrokerRequest{Id: 1, TimeoutMs: uint64(time.Hour / time.Millisecond),
+		Call: &rlmmpb.BrokerRequest_AddSegment{AddSegment: &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate.write(b)
+	time.Sleep(50 * time.Millisecond) // the mutation waits on the gate by then
+	f.srv.Stop(testCtx(t))
+	silentR := bufio.NewReader(silent)
+	for name, r := range map[string]*bufio.Reader{"idle": idle.r, "mid-frame": mid.r, "watch": watch.r, "no hello": silentR} {
+		for {
+			// A close with the client's bytes unread resets the connection.
+			_, err := brokerframe.ReadFrame(r, nil, brokerframe.MaxReply)
+			if err == nil && name == "watch" {
+				continue // a push before the close
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("%s connection after Stop: %v, want it closed", name, err)
+			}
+			break
+		}
+	}
+	if body, err := brokerframe.ReadFrame(mutate.r, nil, brokerframe.MaxReply); err == nil {
+		var r rlmmpb.BrokerReply
+		if proto.Unmarshal(body, &r) == nil && r.GetError() == nil {
+			t.Fatalf("the mutation held by the log succeeded across Stop: %v", &r)
+		}
+	}
+	l, err := ListenUnix(testCtx(t), shortDir(t)+"/x.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := f.srv.ServeFramed(Endpoint{Listener: l}); err == nil {
+		t.Fatal("ServeFramed after Stop succeeded")
 	}
 }

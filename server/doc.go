@@ -26,16 +26,14 @@
 //     its headers and trailers and a handler dispatch per lookup. Stop ends
 //     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
 //
-//   - The same lookup has a third form without gRPC, the framed lookup
-//     socket (lookupframe.go, format rpc/lookupframe): ServeFramed serves a
-//     second Unix socket where a connection says hello (with the endpoint's
-//     token when it has one; answered with this process's pid) and then
-//     sends SegmentForOffsetStreamRequest frames, each answered with one
-//     SegmentForOffsetStreamReply frame by the stream's own lookupAnswerer,
-//     on the connection's one goroutine with reused buffers. ServerInfo
-//     names the socket (lookup_socket). A frame over 64 KiB is answered
-//     INVALID_ARGUMENT and the connection closed; Stop closes every
-//     connection and waits for its goroutine.
+//   - ServeFramed (framed.go) serves the broker's frames (brokerframe.go,
+//     format rpc/brokerframe) on a listener: a connection's hello (read
+//     within 10 s and 64 KiB) must be a broker hello of this version (with
+//     the endpoint's token when it has one, and this server's broker id when
+//     it names one), answered with ServerInfo or refused with why. Split
+//     (split.go) lets one socket serve gRPC and the frames, by HTTP/2's
+//     preface on a connection's first bytes. Stop closes every connection
+//     and waits for its goroutine.
 //
 //   - Readiness is pushed (readiness.go): WatchReadiness is a server stream
 //     that sends the manager's HostedReadiness (every hosted user partition
