@@ -10,7 +10,6 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -54,8 +53,14 @@ final class Wire implements AutoCloseable {
     }
 
     private final java.io.Closeable closer;
+    /** The Unix socket's channel, read and written with reused buffers; null over TCP (the streams). */
+    private final SocketChannel ch;
     private final DataInputStream in;
     private final OutputStream out;
+    /** The request frame being written: reused, grown when too small. */
+    private byte[] frame = new byte[1024];
+    /** What was read from ch and not yet taken (read mode): reused, grown when too small. */
+    private java.nio.ByteBuffer reply = java.nio.ByteBuffer.allocateDirect(8192).flip();
     /** Who the server is, from its answer to the hello. */
     final ServerInfoReply server;
     final Purpose purpose;
@@ -64,10 +69,11 @@ final class Wire implements AutoCloseable {
     /** Set when the watchdog closed this connection for its deadline. */
     volatile boolean expired;
 
-    private Wire(java.io.Closeable closer, InputStream in, OutputStream out, Purpose purpose, Endpoint ep)
+    private Wire(java.io.Closeable closer, SocketChannel ch, InputStream in, OutputStream out, Purpose purpose, Endpoint ep)
             throws IOException, Refused {
         this.closer = closer;
-        this.in = new DataInputStream(new BufferedInputStream(in, 8192));
+        this.ch = ch;
+        this.in = in == null ? null : new DataInputStream(new BufferedInputStream(in, 8192));
         this.out = out;
         this.purpose = purpose;
         BrokerHello.Builder h = BrokerHello.newBuilder().setPurpose(purpose).setBrokerId(ep.brokerId())
@@ -80,7 +86,7 @@ final class Wire implements AutoCloseable {
         System.arraycopy(MAGIC, 0, body, 0, MAGIC.length);
         body[MAGIC.length] = (byte) ep.version();
         System.arraycopy(hello, 0, body, MAGIC.length + 1, hello.length);
-        writeFrame(body);
+        writeFrame(body.length, o -> o.writeRawBytes(body));
         this.server = answer(readFrame(), ep);
     }
 
@@ -116,7 +122,7 @@ final class Wire implements AutoCloseable {
             }, timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
             try {
                 ch.connect(UnixDomainSocketAddress.of(ep.socket()));
-                Wire w = new Wire(ch, Channels.newInputStream(ch), Channels.newOutputStream(ch), p, ep);
+                Wire w = new Wire(ch, ch, null, null, p, ep);
                 if (!timer.cancel(false)) {
                     throw new IOException("rlmm serve at " + ep.describe() + " did not answer the hello within " + timeoutMs + " ms");
                 }
@@ -135,7 +141,7 @@ final class Wire implements AutoCloseable {
             s.setTcpNoDelay(true);
             s.connect(new InetSocketAddress(ep.host(), ep.port()), timeoutMs);
             s.setSoTimeout(timeoutMs);
-            Wire w = new Wire(s, s.getInputStream(), s.getOutputStream(), p, ep);
+            Wire w = new Wire(s, null, s.getInputStream(), s.getOutputStream(), p, ep);
             s.setSoTimeout(0); // calls are bounded by the watchdog
             return w;
         } catch (IOException | Refused | RuntimeException e) {
@@ -170,9 +176,9 @@ final class Wire implements AutoCloseable {
 
     /** Sends req and returns its reply; a list's replies are handed to each until the last. */
     BrokerReply call(BrokerRequest req, java.util.function.Consumer<BrokerReply> more) throws IOException {
-        writeFrame(req.toByteArray());
+        writeFrame(req.getSerializedSize(), req::writeTo);
         while (true) {
-            BrokerReply r = BrokerReply.parseFrom(readFrame());
+            BrokerReply r = BrokerReply.parseFrom(readBody());
             if (r.getId() != req.getId()) {
                 throw new IOException("rlmm serve answered id " + r.getId() + " to request " + req.getId());
             }
@@ -188,30 +194,94 @@ final class Wire implements AutoCloseable {
         return readFrame();
     }
 
-    private void writeFrame(byte[] body) throws IOException {
-        byte[] frame = new byte[4 + body.length];
-        frame[0] = (byte) (body.length >>> 24);
-        frame[1] = (byte) (body.length >>> 16);
-        frame[2] = (byte) (body.length >>> 8);
-        frame[3] = (byte) body.length;
-        System.arraycopy(body, 0, frame, 4, body.length);
-        out.write(frame);
-        out.flush();
+    /** Writes a body of n bytes, which body writes, as one frame in one write. */
+    private interface Body {
+        void writeTo(com.google.protobuf.CodedOutputStream o) throws IOException;
     }
 
-    private byte[] readFrame() throws IOException {
-        int n;
-        try {
-            n = in.readInt();
-        } catch (EOFException e) {
-            throw new EOFException("rlmm serve closed the connection");
+    private void writeFrame(int n, Body body) throws IOException {
+        if (frame.length < 4 + n) {
+            frame = new byte[Math.max(4 + n, 2 * frame.length)];
         }
+        frame[0] = (byte) (n >>> 24);
+        frame[1] = (byte) (n >>> 16);
+        frame[2] = (byte) (n >>> 8);
+        frame[3] = (byte) n;
+        com.google.protobuf.CodedOutputStream o = com.google.protobuf.CodedOutputStream.newInstance(frame, 4, n);
+        body.writeTo(o);
+        o.checkNoSpaceLeft();
+        if (ch == null) {
+            out.write(frame, 0, 4 + n);
+            out.flush();
+            return;
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(frame, 0, 4 + n);
+        while (b.hasRemaining()) {
+            ch.write(b);
+        }
+    }
+
+    /** One frame's body as a copy (the hello's answer, a push). */
+    private byte[] readFrame() throws IOException {
+        java.nio.ByteBuffer b = readBody();
+        byte[] out = new byte[b.remaining()];
+        b.get(out);
+        return out;
+    }
+
+    /**
+     * Reads one frame and returns its body, valid until the next read. On the Unix socket it is
+     * read into one reused buffer.
+     */
+    private java.nio.ByteBuffer readBody() throws IOException {
+        if (ch == null) {
+            int n;
+            try {
+                n = in.readInt();
+            } catch (EOFException e) {
+                throw new EOFException("rlmm serve closed the connection");
+            }
+            checkSize(n);
+            byte[] body = new byte[n];
+            in.readFully(body);
+            return java.nio.ByteBuffer.wrap(body);
+        }
+        fill(4);
+        int n = reply.getInt(reply.position());
+        checkSize(n);
+        fill(4 + n);
+        java.nio.ByteBuffer body = reply.slice(reply.position() + 4, n);
+        reply.position(reply.position() + 4 + n);
+        return body;
+    }
+
+    private static void checkSize(int n) throws IOException {
         if (n < 0 || n > MAX_REPLY) {
             throw new IOException("a frame of " + Integer.toUnsignedString(n) + " bytes, more than the " + MAX_REPLY + " allowed");
         }
-        byte[] body = new byte[n];
-        in.readFully(body);
-        return body;
+    }
+
+    /**
+     * Reads from ch until at least n bytes are unread (usually one read: the server writes a
+     * frame's header and body at once; a watch's pushes or a list's replies may come in one read).
+     */
+    private void fill(int n) throws IOException {
+        if (reply.remaining() >= n) {
+            return;
+        }
+        if (reply.capacity() < n) {
+            java.nio.ByteBuffer bigger = java.nio.ByteBuffer.allocateDirect(Math.max(n, 2 * reply.capacity()));
+            bigger.put(reply);
+            reply = bigger;
+        } else {
+            reply.compact();
+        }
+        while (reply.position() < n) {
+            if (ch.read(reply) < 0) {
+                throw new EOFException("rlmm serve closed the connection");
+            }
+        }
+        reply.flip();
     }
 
     @Override
