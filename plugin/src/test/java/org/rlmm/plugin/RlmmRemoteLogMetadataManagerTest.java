@@ -493,6 +493,31 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
     }
 
     @Test
+    void connectModeOverTcpWithTlsAndAToken() throws Exception {
+        // A self-signed certificate for 127.0.0.1, made by openssl (PKCS#8 key), trusted as the CA.
+        Path cert = dir.resolve("cert.pem");
+        Path key = dir.resolve("key.pem");
+        Process gen = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                "-nodes", "-keyout", key.toString(), "-out", cert.toString(), "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1").redirectErrorStream(true).start();
+        String genOut = new String(gen.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(0, gen.waitFor(), "openssl: " + genOut);
+        Path token = dir.resolve("token");
+        java.nio.file.Files.writeString(token, "s3cret-token-over-tls\n");
+        try (TestSupport.Server server = TestSupport.Server.start(dir, "--listen-tcp", "127.0.0.1:0",
+                "--listen-tls-cert", cert.toString(), "--listen-tls-key", key.toString(), "--token-file", token.toString())) {
+            RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                    "rlmm.serve.tls.ca", cert.toString(), "rlmm.serve.token.file", token.toString()));
+            TopicIdPartition tp = newPartition("tls");
+            assignAndAwaitReady(m, tp, READY);
+            RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+            m.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+            assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
+            assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 5), "a copy not finished is not read");
+        }
+    }
+
+    @Test
     void aChildLeftRunningByADeadBrokerIsStoppedFirst() throws Exception {
         // The plugin's own socket and pid file, held by a server nobody stopped.
         Map<String, Object> c = embeddedConfig(dir);
