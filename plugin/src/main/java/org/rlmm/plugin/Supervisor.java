@@ -306,6 +306,10 @@ final class Supervisor implements AutoCloseable {
             return;
         }
         if (w.isEmpty()) {
+            if (current() != null) {
+                lost("rlmm serve at " + cfg.target() + " does not answer");
+                serverIdentity = null; // whichever server answers next is taken as a new one
+            }
             return;
         }
         String id = w.get().server.getPid() + "@" + w.get().server.getStartedUnixMs();
@@ -319,7 +323,7 @@ final class Supervisor implements AutoCloseable {
             lost("rlmm serve at " + cfg.target() + " restarted");
         }
         serverIdentity = id;
-        up(w.get(), last != null);
+        up(w.get(), last != null || state() == State.RESTARTING);
     }
 
     /** The pid of the child started, or -1 (connect mode, or none alive). */
