@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and tests rlmm's Kafka broker plugin (plugin/: a RemoteLogMetadataManager
-# that is a thin gRPC client of `rlmm serve`).
+# that is a thin client of `rlmm serve` over its framed socket).
 #
 #   scripts/plugin.sh build   build the rlmm binary (plugin/target/rlmm), the binaries the jar
 #                             carries (linux/amd64 and linux/arm64, CGO off, without S3: -tags

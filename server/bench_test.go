@@ -13,7 +13,7 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
-	"github.com/rlmm-go/rlmm/rpc/lookupframe"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
@@ -84,35 +84,34 @@ func BenchmarkLookupRoundTrip(b *testing.B) {
 		endLookupStream(b, s)
 	})
 	b.Run("framed", func(b *testing.B) {
-		c, err := dialFramed(b, f.serveFramed(b, nil), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		req := &rlmmpb.SegmentForOffsetStreamRequest{Request: &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), LeaderEpoch: 1}}
+		c := brokerConnFor(b, f.serveFramed(b, nil), rlmmpb.Purpose_PURPOSE_LOOKUP)
+		q := &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp), LeaderEpoch: 1}
+		req := &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_SegmentForOffset{SegmentForOffset: q}}
 		var out, in []byte
-		var r rlmmpb.SegmentForOffsetStreamReply
+		var r rlmmpb.BrokerReply
+		var err error
 		lat := make([]time.Duration, 0, 1<<16)
 		i := 0
 		for b.Loop() {
 			req.Id = uint64(i)
-			req.Request.Offset = int64(i%segments)*100 + 60
+			q.Offset = int64(i%segments)*100 + 60
 			i++
 			start := time.Now()
 			var at int
-			out, at = lookupframe.Begin(out[:0])
+			out, at = brokerframe.Begin(out[:0])
 			out, err = proto.MarshalOptions{}.MarshalAppend(out, req)
 			if err == nil {
-				_, err = c.conn.Write(lookupframe.End(out, at))
+				_, err = c.conn.Write(brokerframe.End(out, at))
 			}
 			if err == nil {
-				in, err = lookupframe.ReadFrame(c.r, in[:0], lookupframe.MaxReply)
+				in, err = brokerframe.ReadFrame(c.r, in[:0], brokerframe.MaxReply)
 			}
 			if err == nil {
 				err = proto.Unmarshal(in, &r)
 			}
 			lat = append(lat, time.Since(start))
-			if err != nil || r.Id != req.Id || !r.GetReply().GetFound() {
-				b.Fatalf("lookup of %d: %v %v", req.Request.Offset, &r, err)
+			if err != nil || r.Id != req.Id || !r.GetSegment().GetFound() {
+				b.Fatalf("lookup of %d: %v %v", q.Offset, &r, err)
 			}
 		}
 		reportLatencies(b, lat)

@@ -26,16 +26,14 @@
 //     its headers and trailers and a handler dispatch per lookup. Stop ends
 //     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
 //
-//   - The same lookup has a third form without gRPC, the framed lookup
-//     socket (lookupframe.go, format rpc/lookupframe): ServeFramed serves a
-//     second Unix socket where a connection says hello (with the endpoint's
-//     token when it has one; answered with this process's pid) and then
-//     sends SegmentForOffsetStreamRequest frames, each answered with one
-//     SegmentForOffsetStreamReply frame by the stream's own lookupAnswerer,
-//     on the connection's one goroutine with reused buffers. ServerInfo
-//     names the socket (lookup_socket). A frame over 64 KiB is answered
-//     INVALID_ARGUMENT and the connection closed; Stop closes every
-//     connection and waits for its goroutine.
+//   - ServeFramed (framed.go) serves the broker's frames (brokerframe.go,
+//     format rpc/brokerframe) on a listener: a connection's hello (read
+//     within 10 s and 64 KiB) must be a broker hello of this version (with
+//     the endpoint's token when it has one, and this server's broker id when
+//     it names one), answered with ServerInfo or refused with why. Split
+//     (split.go) lets one socket serve gRPC and the frames, by HTTP/2's
+//     preface on a connection's first bytes. Stop closes every connection
+//     and waits for its goroutine.
 //
 //   - Readiness is pushed (readiness.go): WatchReadiness is a server stream
 //     that sends the manager's HostedReadiness (every hosted user partition
@@ -55,8 +53,22 @@
 //   - The server accepts calls before its manager is up (SetManager comes
 //     later): the plugin can connect at once while the log is opened and the
 //     snapshot loaded. Until then reads answer NOT_READY, IsReady false,
-//     ServerInfo works, and mutations and assignment changes wait for the
-//     manager within their deadline.
+//     ServerInfo works, and mutations wait for the manager within their
+//     deadline.
+//
+//   - The server owns the broker's assignment (hosted.go): each leadership
+//     change and stop is recorded in the hosted set and written beside the
+//     snapshot (hosted.pb) before it is acknowledged, then handed to the
+//     manager when it is up; SetManager hands a new manager the whole set
+//     first. A server restarted after a crash so hosts the broker's
+//     partitions before its first call, and the plugin keeps no copy of the
+//     assignment, only the changes not acknowledged yet.
+//
+//   - The broker's framed socket (brokerframe.go, rpc/brokerframe): every
+//     call of Kafka's RLMM, the handshake, readiness pushes and ServerInfo
+//     as protobuf frames on connections opened for one purpose each,
+//     answered by the same code as the gRPC calls, a failure as one
+//     BrokerError (ErrorKind, may_be_recorded, the text).
 //
 //   - Errors (errors.go): a failed call's status has the code of the rlmm
 //     sentinel, rlmm's message, and one rlmmpb.ErrorInfo detail (kind,

@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,12 +16,10 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
-	"github.com/rlmm-go/rlmm/rpc/lookupframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
@@ -98,6 +94,7 @@ type fixtureOpts struct {
 	snapDir   string       // default: a fresh directory
 	// consumeWait bounds the manager's mutations (default: topicbased's).
 	consumeWait time.Duration
+	hosted      *Hosted // default: in memory
 }
 
 // newFixture starts a server (and a manager unless noManager) and a client;
@@ -117,7 +114,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	f.gate = newGatedLog(base)
 	f.log = f.gate
 	f.srv = New(Config{Logger: testLogger(t), BatchSize: o.batchSize, Version: "test", BrokerID: 7,
-		MetadataPartitions: base.Partitions(), LogDescription: "memlog"})
+		MetadataPartitions: base.Partitions(), LogDescription: "memlog", Hosted: o.hosted})
 	f.socket = filepath.Join(shortDir(t), "s.sock")
 	l, err := ListenUnix(testCtx(t), f.socket)
 	if err != nil {
@@ -177,6 +174,13 @@ func (f *fixture) assign(t testing.TB, tps ...rlmm.TopicIDPartition) {
 	if _, err := f.client.OnPartitionLeadershipChanges(ctx, req); err != nil {
 		t.Fatal(err)
 	}
+	f.waitReady(t, tps...)
+}
+
+// waitReady waits until every tp is ready.
+func (f *fixture) waitReady(t testing.TB, tps ...rlmm.TopicIDPartition) {
+	t.Helper()
+	ctx := testCtx(t)
 	for _, tp := range tps {
 		for {
 			r, err := f.client.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: tpToProto(tp)})
@@ -375,138 +379,4 @@ func (f *fixture) serveFramed(t testing.TB, token []byte) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// framedClient is a test's connection to a framed lookup socket.
-type framedClient struct {
-	t    testing.TB
-	conn net.Conn
-	r    *bufio.Reader
-	pid  int64
-}
-
-// dialFramed connects to the framed socket at path and says the lookup
-// hello with token; the answer's error (a refusal) is returned, not failed
-// on.
-func dialFramed(t testing.TB, path string, token []byte) (*framedClient, error) {
-	t.Helper()
-	return dialFramedAs(t, path, lookupframe.Lookups, token)
-}
-
-// dialFramedAs is dialFramed for a connection of either kind.
-func dialFramedAs(t testing.TB, path string, kind lookupframe.Kind, token []byte) (*framedClient, error) {
-	t.Helper()
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(testTimeout))
-	fc := &framedClient{t: t, conn: c, r: bufio.NewReader(c)}
-	fc.write(lookupframe.AppendHello(nil, kind, token))
-	body, err := lookupframe.ReadFrame(fc.r, nil, lookupframe.MaxReply)
-	if err != nil {
-		t.Fatalf("reading the hello's answer: %v", err)
-	}
-	fc.pid, err = lookupframe.ParseAnswer(kind, body)
-	return fc, err
-}
-
-// write sends body as one frame.
-func (fc *framedClient) write(body []byte) {
-	fc.t.Helper()
-	if _, err := fc.conn.Write(lookupframe.Append(nil, body)); err != nil {
-		fc.t.Fatalf("writing a frame: %v", err)
-	}
-}
-
-// read reads one reply frame.
-func (fc *framedClient) read() (*rlmmpb.SegmentForOffsetStreamReply, error) {
-	body, err := lookupframe.ReadFrame(fc.r, nil, lookupframe.MaxReply)
-	if err != nil {
-		return nil, err
-	}
-	r := &rlmmpb.SegmentForOffsetStreamReply{}
-	if err := proto.Unmarshal(body, r); err != nil {
-		fc.t.Fatalf("a reply frame that does not decode: %v", err)
-	}
-	return r, nil
-}
-
-// lookup sends one request and returns its reply, checking the id, with
-// the id cleared for comparison.
-func (fc *framedClient) lookup(id uint64, q *rlmmpb.SegmentForOffsetRequest) *rlmmpb.SegmentForOffsetStreamReply {
-	fc.t.Helper()
-	b, err := proto.Marshal(&rlmmpb.SegmentForOffsetStreamRequest{Id: id, Request: q})
-	if err != nil {
-		fc.t.Fatal(err)
-	}
-	fc.write(b)
-	r, err := fc.read()
-	if err != nil {
-		fc.t.Fatalf("reading the reply to %d: %v", id, err)
-	}
-	if r.Id != id {
-		fc.t.Fatalf("reply id %d, want %d", r.Id, id)
-	}
-	r.Id = 0
-	return r
-}
-
-// mutationConn is a fixture with a partition assigned and a framed
-// mutation connection to it.
-func mutationConn(t *testing.T) (*fixture, rlmm.TopicIDPartition, *framedClient) {
-	t.Helper()
-	f := newFixture(t, fixtureOpts{})
-	tp := newTP()
-	f.assign(t, tp)
-	c, err := dialFramedAs(t, f.serveFramed(t, nil), lookupframe.Mutations, nil)
-	if err != nil {
-		t.Fatalf("mutation hello refused: %v", err)
-	}
-	return f, tp, c
-}
-
-// mutate sends one mutation request on a mutation connection and returns
-// its reply, checking the id.
-func (fc *framedClient) mutate(req *rlmmpb.MutationFrameRequest) *rlmmpb.MutationFrameReply {
-	fc.t.Helper()
-	b, err := proto.Marshal(req)
-	if err != nil {
-		fc.t.Fatal(err)
-	}
-	fc.write(b)
-	r, err := fc.readMutation()
-	if err != nil {
-		fc.t.Fatalf("reading the reply to mutation %d: %v", req.GetId(), err)
-	}
-	if r.Id != req.GetId() {
-		fc.t.Fatalf("reply id %d, want %d", r.Id, req.GetId())
-	}
-	return r
-}
-
-// readMutation reads one mutation reply frame.
-func (fc *framedClient) readMutation() (*rlmmpb.MutationFrameReply, error) {
-	body, err := lookupframe.ReadFrame(fc.r, nil, lookupframe.MaxReply)
-	if err != nil {
-		return nil, err
-	}
-	r := &rlmmpb.MutationFrameReply{}
-	if err := proto.Unmarshal(body, r); err != nil {
-		fc.t.Fatalf("a mutation reply frame that does not decode: %v", err)
-	}
-	return r, nil
-}
-
-// dialFramedNoHello connects to the framed socket at path and sends nothing.
-func dialFramedNoHello(t testing.TB, path string) (*framedClient, error) {
-	t.Helper()
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(testTimeout))
-	return &framedClient{t: t, conn: c, r: bufio.NewReader(c)}, nil
 }

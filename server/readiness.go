@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rlmm-go/rlmm"
@@ -22,7 +23,12 @@ import (
 // context) or the server stops (UNAVAILABLE, CLOSED; GracefulStop would
 // otherwise wait for the stream forever).
 func (v *service) WatchReadiness(_ *rlmmpb.WatchReadinessRequest, stream rlmmpb.RemoteLogMetadata_WatchReadinessServer) error {
-	ctx := stream.Context()
+	return v.watchReadiness(stream.Context(), stream.Send)
+}
+
+// watchReadiness is WatchReadiness's loop, gRPC's and the framed socket's
+// (PURPOSE_WATCH): each update is handed to push, whose error ends it.
+func (v *service) watchReadiness(ctx context.Context, push func(*rlmmpb.ReadinessUpdate) error) error {
 	var last map[rlmm.TopicIDPartition]bool
 	send := func(list []topicbased.PartitionReadiness) error {
 		now := make(map[rlmm.TopicIDPartition]bool, len(list))
@@ -36,7 +42,7 @@ func (v *service) WatchReadiness(_ *rlmmpb.WatchReadinessRequest, stream rlmmpb.
 		for i, p := range list {
 			u.Partitions[i] = &rlmmpb.PartitionReadiness{TopicIdPartition: tpToProto(p.TopicIDPartition), Ready: p.Ready}
 		}
-		if err := stream.Send(u); err != nil {
+		if err := push(u); err != nil {
 			return err // the stream's own status (the client went away)
 		}
 		last = now

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -49,6 +50,14 @@ type Config struct {
 	// Only tests set it (rlmm serve's hidden --test-api-version), to play a
 	// server of another version.
 	APIVersion int32
+	// Hosted is the broker's assignment, recorded and persisted by the
+	// server (OpenHosted); nil keeps it in memory only.
+	Hosted *Hosted
+	// TestAssignDelay holds each assignment change this long before it is
+	// recorded (within its deadline). Only tests set it (rlmm serve's hidden
+	// --test-assign-delay), to hold open the window in which the broker's
+	// change is on its way.
+	TestAssignDelay time.Duration
 }
 
 // Endpoint is one listener and what its callers must present.
@@ -65,8 +74,9 @@ type Endpoint struct {
 
 // Server serves the RPC over a topicbased.Manager that may come later: it
 // accepts calls as soon as it serves, before the manager is up (reads then
-// answer NOT_READY, IsReady false, mutations and assignment changes wait
-// within their deadline), so a broker plugin can connect at once while the
+// answer NOT_READY, IsReady false, mutations wait within their deadline;
+// assignment changes are recorded in the hosted set at once and handed to
+// the manager as it comes up), so a broker plugin can connect at once while the
 // log is opened and the snapshot loaded. Create it with New.
 type Server struct {
 	cfg    Config
@@ -76,6 +86,9 @@ type Server struct {
 	mgr    atomic.Pointer[topicbased.Manager]
 	up     chan struct{} // closed by SetManager
 	upOnce sync.Once
+	// assignMu orders the assignment changes and SetManager's hand-over of
+	// the hosted set, so the manager sees every change after the set.
+	assignMu sync.Mutex
 
 	mu     sync.Mutex
 	grpcs  []*grpc.Server
@@ -100,6 +113,9 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Hosted == nil {
+		cfg.Hosted, _ = OpenHosted("") // in memory: never fails
+	}
 	s := &Server{cfg: cfg, logger: cfg.Logger, up: make(chan struct{}), stopping: make(chan struct{}), errs: make(chan error, 8)}
 	s.svc = &service{s: s}
 	s.stats = prometheus.NewRegistry()
@@ -107,10 +123,23 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// SetManager installs the manager the RPCs run on; calls waiting for it go
-// on. Only the first call has an effect. The server never closes it.
+// SetManager installs the manager the RPCs run on, after handing it the
+// hosted set (Config.Hosted) so that it consumes the broker's partitions
+// before any read reaches it; calls waiting for it go on. Only the first
+// call has an effect. The server never closes it.
 func (s *Server) SetManager(m *topicbased.Manager) {
 	s.upOnce.Do(func() {
+		s.assignMu.Lock()
+		defer s.assignMu.Unlock()
+		if hosted := s.cfg.Hosted.List(); len(hosted) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if err := m.OnPartitionLeadershipChanges(ctx, hosted, nil); err != nil {
+				s.logger.Error("server: handing the manager the hosted set failed", "partitions", len(hosted), "error", err)
+			} else {
+				s.logger.Info("server: the manager hosts the recorded partitions", "partitions", len(hosted))
+			}
+			cancel()
+		}
 		s.mgr.Store(m)
 		close(s.up)
 	})

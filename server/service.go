@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -55,22 +56,29 @@ func (v *service) PutPartitionDelete(ctx context.Context, req *rlmmpb.PutPartiti
 		(*topicbased.Manager).PutPartitionDelete)
 }
 
-// mutate is the path of every mutation: decode the request, wait for the
-// manager within the call's deadline, apply, and answer with the verdict.
+// mutate is the path of every gRPC mutation: applyMutation, its failure
+// as the call's status.
 func mutate[T any](ctx context.Context, v *service, decode func() (T, error),
 	apply func(*topicbased.Manager, context.Context, T) error) (*rlmmpb.MutationReply, error) {
-	arg, err := decode()
-	if err != nil {
-		return nil, toStatus(err, true)
-	}
-	m, err := v.s.waitManager(ctx)
-	if err != nil {
-		return nil, toStatus(err, true)
-	}
-	if err := apply(m, ctx, arg); err != nil {
+	if err := applyMutation(ctx, v.s, decode, apply); err != nil {
 		return nil, toStatus(err, true)
 	}
 	return &rlmmpb.MutationReply{}, nil
+}
+
+// applyMutation is the path of every mutation, gRPC's and the framed
+// socket's: decode the request, wait for the manager within ctx, apply.
+func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, error),
+	apply func(*topicbased.Manager, context.Context, T) error) error {
+	arg, err := decode()
+	if err != nil {
+		return err
+	}
+	m, err := s.waitManager(ctx)
+	if err != nil {
+		return err
+	}
+	return apply(m, ctx, arg)
 }
 
 // SegmentForOffset is the fetch path's lookup.
@@ -207,38 +215,70 @@ func (v *service) IsReady(_ context.Context, req *rlmmpb.IsReadyRequest) (*rlmmp
 // OnPartitionLeadershipChanges passes the broker's leaders and followers
 // to the manager (waiting, within the call's deadline, for it to be up).
 func (v *service) OnPartitionLeadershipChanges(ctx context.Context, req *rlmmpb.LeadershipChangesRequest) (*rlmmpb.AssignmentReply, error) {
-	leaders, err := tpsFromProto(req.Leaders, "leaders")
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	followers, err := tpsFromProto(req.Followers, "followers")
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	m, err := v.s.waitManager(ctx)
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	if err := m.OnPartitionLeadershipChanges(ctx, leaders, followers); err != nil {
+	if err := v.s.leadershipChanges(ctx, req); err != nil {
 		return nil, toStatus(err, false)
 	}
 	return &rlmmpb.AssignmentReply{}, nil
 }
 
+// leadershipChanges is the path of a leadership change, gRPC's and the
+// framed socket's: recorded in the hosted set (persisted) and acknowledged
+// then, handed to the manager too when it is up (SetManager hands it the
+// set when it comes up).
+func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipChangesRequest) error {
+	leaders, err := tpsFromProto(req.GetLeaders(), "leaders")
+	if err != nil {
+		return err
+	}
+	followers, err := tpsFromProto(req.GetFollowers(), "followers")
+	if err != nil {
+		return err
+	}
+	return s.assignment(ctx, append(leaders, followers...), nil, func(m *topicbased.Manager) error {
+		return m.OnPartitionLeadershipChanges(ctx, leaders, followers)
+	})
+}
+
+// assignment records a change of the hosted set, then applies it to the
+// manager when it is up, in the order changes arrive.
+func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, apply func(*topicbased.Manager) error) error {
+	if d := s.cfg.TestAssignDelay; d > 0 {
+		s.logger.Warn("server: --test-assign-delay: holding back an assignment change", "delay", d, "partitions", len(add)+len(remove))
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: held back by --test-assign-delay: %w", rlmm.ErrTimeout, context.Cause(ctx))
+		}
+	}
+	s.assignMu.Lock()
+	defer s.assignMu.Unlock()
+	if err := s.cfg.Hosted.record(add, remove); err != nil {
+		return err
+	}
+	if m := s.mgr.Load(); m != nil {
+		return apply(m)
+	}
+	return nil
+}
+
 // OnStopPartitions tells the manager the broker no longer hosts partitions.
 func (v *service) OnStopPartitions(ctx context.Context, req *rlmmpb.StopPartitionsRequest) (*rlmmpb.AssignmentReply, error) {
-	parts, err := tpsFromProto(req.Partitions, "partitions")
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	m, err := v.s.waitManager(ctx)
-	if err != nil {
-		return nil, toStatus(err, false)
-	}
-	if err := m.OnStopPartitions(ctx, parts); err != nil {
+	if err := v.s.stopPartitions(ctx, req); err != nil {
 		return nil, toStatus(err, false)
 	}
 	return &rlmmpb.AssignmentReply{}, nil
+}
+
+// stopPartitions is the path of a stop, gRPC's and the framed socket's:
+// recorded as leadershipChanges records a change.
+func (s *Server) stopPartitions(ctx context.Context, req *rlmmpb.StopPartitionsRequest) error {
+	parts, err := tpsFromProto(req.GetPartitions(), "partitions")
+	if err != nil {
+		return err
+	}
+	return s.assignment(ctx, nil, parts, func(m *topicbased.Manager) error {
+		return m.OnStopPartitions(ctx, parts)
+	})
 }
 
 // apiVersion is the api_version ServerInfo states.

@@ -15,6 +15,7 @@ import (
 var subcommands = []func() *cobra.Command{
 	newConsoleCmd,
 	newDecodeCmd,
+	newFramesCmd,
 	newInspectCmd,
 	newRebuildCmd,
 	newRepairCmd,

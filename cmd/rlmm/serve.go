@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	exitWithStdin   bool
 	testAPIVersion  int32
+	testAssignDelay time.Duration
 	servingProcs    int
 }
 
@@ -143,6 +145,10 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	// (server.APIVersion unless set), to play a server of another version.
 	f.Int32Var(&o.testAPIVersion, "test-api-version", 0, "tests only: the api_version ServerInfo states (default server.APIVersion)")
 	_ = f.MarkHidden("test-api-version")
+	// For the broker tests only: holds each assignment change back before
+	// it is recorded, so that reads fall into the window it is on its way.
+	f.DurationVar(&o.testAssignDelay, "test-assign-delay", 0, "tests only: how long each assignment change waits before it is recorded")
+	_ = f.MarkHidden("test-assign-delay")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -499,9 +505,24 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The broker's assignment as the last server recorded it: the manager
+	// consumes those partitions before the first call. One that cannot be
+	// read is said and started over: the broker's next changes rebuild it.
+	hostedPath := filepath.Join(snapshotDir, server.HostedFileName)
+	hosted, err := server.OpenHosted(hostedPath)
+	if err != nil {
+		logger.Error("serve: the recorded hosted set cannot be read; starting with none", "path", hostedPath, "error", err)
+		if err := os.Rename(hostedPath, hostedPath+".unreadable"); err != nil {
+			logger.Warn("serve: moving the unreadable hosted set aside failed", "error", err)
+		}
+		if hosted, err = server.OpenHosted(hostedPath); err != nil {
+			hosted = nil // kept in memory only
+		}
+	}
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
 		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion, Sizes: o.sizes,
+		Hosted: hosted, TestAssignDelay: o.testAssignDelay,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()
@@ -576,11 +597,17 @@ type serveRun struct {
 // startEndpoints serves the socket (and the framed lookup socket, and
 // TCP), starts the ops listener and writes the ready file.
 func (r *serveRun) startEndpoints(unix, framed net.Listener, tcp server.Endpoint, reg *prometheus.Registry) error {
-	if err := r.srv.Serve(server.Endpoint{Listener: unix}); err != nil {
+	// The socket speaks the broker's frames (rpc/brokerframe) and gRPC, each
+	// connection in the protocol it opens with.
+	unixGRPC, unixFramed := server.Split(unix)
+	if err := r.srv.Serve(server.Endpoint{Listener: unixGRPC}); err != nil {
 		unix.Close()
 		if framed != nil {
 			framed.Close()
 		}
+		return couldNotRun(err)
+	}
+	if err := r.srv.ServeFramed(server.Endpoint{Listener: unixFramed}); err != nil {
 		return couldNotRun(err)
 	}
 	lines := []string{fmt.Sprintf("pid=%d", os.Getpid()), "socket=" + r.socket}
@@ -594,8 +621,18 @@ func (r *serveRun) startEndpoints(unix, framed net.Listener, tcp server.Endpoint
 		lines = append(lines, "lookup_socket="+framed.Addr().String())
 	}
 	if tcp.Listener != nil {
-		if err := r.srv.Serve(tcp); err != nil {
+		// TLS ends here, before the split: both protocols get the same
+		// verified connection, and the token is checked by each.
+		l := tcp.Listener
+		if tcp.TLS != nil {
+			l = tls.NewListener(l, tcp.TLS)
+		}
+		tcpGRPC, tcpFramed := server.Split(l)
+		if err := r.srv.Serve(server.Endpoint{Listener: tcpGRPC, Token: tcp.Token}); err != nil {
 			tcp.Listener.Close()
+			return couldNotRun(err)
+		}
+		if err := r.srv.ServeFramed(server.Endpoint{Listener: tcpFramed, Token: tcp.Token}); err != nil {
 			return couldNotRun(err)
 		}
 		lines = append(lines, "tcp="+tcp.Listener.Addr().String())

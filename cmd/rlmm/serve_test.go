@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/server"
 	"github.com/rlmm-go/rlmm/topicbased"
@@ -245,6 +246,10 @@ func TestServeLifecycle(t *testing.T) {
 	si, err := c.ServerInfo(context.Background(), &rlmmpb.ServerInfoRequest{})
 	if err != nil || si.BrokerId != 3 || si.MetadataPartitions != 8 || si.Log != "embedded log "+logDir {
 		t.Fatalf("ServerInfo %v %v", si, err)
+	}
+	// The same socket speaks the broker's frames: the hello's answer says who the server is.
+	if fi := brokerHello(t, socket); fi.GetPid() != si.GetPid() || fi.GetBrokerId() != 3 {
+		t.Fatalf("the broker hello on %s was answered by %v, want the server of ServerInfo %v", socket, fi, si)
 	}
 	// The framed lookup socket beside the socket, named by ServerInfo and the ready file.
 	lookupSocket := filepath.Join(dir, "s.lookup.sock")
@@ -468,7 +473,8 @@ func TestServeNarrowsProcsWhenRestored(t *testing.T) {
 }
 
 // TestServeLogsGRPCThroughSlog: gRPC's own log lines (here its INFO line
-// about a caller that does not speak HTTP/2, logged at Debug) come out as
+// about a caller whose HTTP/2 preface is cut short, logged at Debug: the
+// socket hands a connection to gRPC by the preface's first bytes) come out as
 // the server's JSON lines, with component=grpc, not as gRPC's default text.
 func TestServeLogsGRPCThroughSlog(t *testing.T) {
 	bin := rlmmBinary(t)
@@ -481,7 +487,7 @@ func TestServeLogsGRPCThroughSlog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Write([]byte("this is not HTTP/2 at all, not even its preface\r\n\r\n")); err != nil {
+	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nnot the rest of the preface\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	_ = conn.Close()
@@ -715,4 +721,32 @@ func TestServeKilledRestarts(t *testing.T) {
 	}
 	waitReady(t, ctx, c, protoTP(tp))
 	lookup(t, c, tp, 42, seg)
+}
+
+// brokerHello says the broker frames' hello (purpose read) on socket and
+// returns who the server says it is.
+func brokerHello(t *testing.T, socket string) *rlmmpb.ServerInfoReply {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(serveTestTimeout))
+	hello, err := brokerframe.AppendHello(nil, brokerframe.Version, &rlmmpb.BrokerHello{Purpose: rlmmpb.Purpose_PURPOSE_READ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(brokerframe.Append(nil, hello)); err != nil {
+		t.Fatal(err)
+	}
+	body, err := brokerframe.ReadFrame(c, nil, brokerframe.MaxReply)
+	if err != nil {
+		t.Fatalf("reading the answer to the broker hello: %v", err)
+	}
+	info, err := brokerframe.ParseAnswer(body, brokerframe.Version)
+	if err != nil {
+		t.Fatalf("the broker hello: %v", err)
+	}
+	return info
 }

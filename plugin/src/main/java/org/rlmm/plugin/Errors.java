@@ -1,15 +1,9 @@
 package org.rlmm.plugin;
 
-import com.google.protobuf.Any;
-import com.google.protobuf.InvalidProtocolBufferException;
-import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
-import io.grpc.protobuf.StatusProto;
 import org.apache.kafka.common.errors.ReplicaNotAvailableException;
 import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
-import org.rlmm.plugin.proto.ErrorInfo;
-import org.rlmm.plugin.proto.ErrorKind;
+import org.rlmm.plugin.proto.BrokerError;
 
 /**
  * Maps a failed call to the exception Kafka's own RLMM raises in that case (kafka-rlmm.md §2,
@@ -28,63 +22,32 @@ import org.rlmm.plugin.proto.ErrorKind;
 final class Errors {
     private Errors() {}
 
-    /** The ErrorInfo detail of a failed call, or null when the server sent none. */
-    static ErrorInfo info(Throwable t) {
-        com.google.rpc.Status s = StatusProto.fromThrowable(t);
-        if (s == null) {
-            return null;
-        }
-        for (Any a : s.getDetailsList()) {
-            if (a.is(ErrorInfo.class)) {
-                try {
-                    return a.unpack(ErrorInfo.class);
-                } catch (InvalidProtocolBufferException e) {
-                    return null;
-                }
-            }
-        }
-        return null;
-    }
-
-    /** The kind of rlmm error a failed call carries (UNSPECIFIED when it carries none). */
-    static ErrorKind kind(Throwable t) {
-        ErrorInfo i = info(t);
-        return i == null ? ErrorKind.ERROR_KIND_UNSPECIFIED : i.getKind();
-    }
-
     /** What the failed call was: the one thing besides the server's answer the mapping depends on. */
     enum Call {
-        /** A read of a partition in the plugin's record of what the broker assigned to it. */
-        READ_ASSIGNED,
-        /** A read of a partition the broker did not assign to this plugin (or stopped). */
-        READ_NOT_ASSIGNED,
+        /** A read of a partition with an assignment change waiting in the plugin's outbox. */
+        READ_WAITING,
+        /** A read of a partition with no change waiting: the server's answer is the broker's assignment. */
+        READ,
         /** A mutation (its future fails with the result). */
         MUTATION,
         /** Anything else: assignment changes, probes, log lines. */
         OTHER
     }
 
-    /** {@link #map(Throwable, String, String, Call)} of a call that is neither a read nor a mutation. */
-    static Exception map(Throwable t, String what, String target) {
-        return map(t, what, target, Call.OTHER);
-    }
-
     /**
-     * The exception a failed call raises (a read throws it, a mutation's future fails with it).
-     * Unchecked results (NOT_READY, and NOT_ASSIGNED of an assigned partition) come back as
-     * {@link RuntimeException}s to be thrown as they are. The rule, as Kafka's own manager answers:
+     * The exception a call the server refused raises (a read throws it, a mutation's future fails
+     * with it): the one mapping of the server's {@link BrokerError}. Unchecked results (NOT_READY,
+     * and NOT_ASSIGNED of a partition with a change waiting) come back as {@link RuntimeException}s
+     * to be thrown as they are. The rule, as Kafka's own manager answers:
      *
      * <ul>
      *   <li>NOT_READY (the partition's metadata is being built or catches up):
      *       {@link ReplicaNotAvailableException}, retriable;
-     *   <li>NOT_ASSIGNED of a read: {@link ReplicaNotAvailableException} when the broker did assign
-     *       the partition here (the assignment has not reached the server yet: a child that just
-     *       started, a change still on its way; Kafka's manager answers the same while it catches
-     *       up), {@link RemoteResourceNotFoundException} when it did not (Kafka's "No resource found
-     *       for partition"). Never an empty answer;
-     *   <li>NOT_ASSIGNED of a mutation or another call: {@link RemoteStorageException} (Kafka's
-     *       manager fails the future "not assigned");
-     *   <li>UNKNOWN_SEGMENT, or NOT_FOUND without rlmm's detail: {@link RemoteResourceNotFoundException};
+     *   <li>NOT_ASSIGNED of a read: {@link ReplicaNotAvailableException} when a change of the
+     *       partition waits in the outbox (it has not reached the server yet),
+     *       {@link RemoteResourceNotFoundException} otherwise (Kafka's "No resource found for
+     *       partition"). Never an empty answer;
+     *   <li>UNKNOWN_SEGMENT: {@link RemoteResourceNotFoundException};
      *   <li>everything else: {@link RemoteStorageException} with rlmm's message and kind, and "the
      *       event may still be recorded" when the server says so.
      * </ul>
@@ -92,63 +55,47 @@ final class Errors {
      * @param what the call, as the message names it ("lookup of ...")
      * @param target the server's address
      */
-    static Exception map(Throwable t, String what, String target, Call call) {
-        Status status = Status.fromThrowable(t);
-        String rlmm = status.getDescription() == null ? status.getCode().toString() : status.getDescription();
-        ErrorInfo info = info(t);
-        ErrorKind kind = info == null ? ErrorKind.ERROR_KIND_UNSPECIFIED : info.getKind();
-        String msg = what + " failed at rlmm serve " + target + ": " + rlmm;
-        switch (kind) {
+    static Exception map(BrokerError e, String what, String target, Call call) {
+        String msg = what + " failed at rlmm serve " + target + ": " + e.getMessage();
+        switch (e.getKind()) {
             case NOT_READY:
-                return new ReplicaNotAvailableException(msg, t);
+                return new ReplicaNotAvailableException(msg);
             case UNKNOWN_SEGMENT:
-                return new RemoteResourceNotFoundException(msg, t);
+                return new RemoteResourceNotFoundException(msg);
             case NOT_ASSIGNED:
-                if (call == Call.READ_ASSIGNED) {
-                    return new ReplicaNotAvailableException(msg + " (this broker assigned the partition; the assignment"
-                            + " has not reached rlmm serve yet)", t);
+                if (call == Call.READ_WAITING) {
+                    return new ReplicaNotAvailableException(msg + " (this broker's change of the partition has not reached"
+                            + " rlmm serve yet)");
                 }
-                if (call == Call.READ_NOT_ASSIGNED) {
-                    return new RemoteResourceNotFoundException(msg + " (this broker does not host the partition)", t);
+                if (call == Call.READ) {
+                    return new RemoteResourceNotFoundException(msg + " (this broker does not host the partition)");
                 }
-                if (info.getMayBeRecorded()) {
-                    msg += " (the event may still be recorded)";
-                }
-                return new RemoteStorageException(msg + " [" + kind + "]", t);
-            case ERROR_KIND_UNSPECIFIED:
-                return unclassified(status, t, what, target, rlmm);
+                break;
             default:
-                if (info.getMayBeRecorded()) {
-                    msg += " (the event may still be recorded)";
-                }
-                return new RemoteStorageException(msg + " [" + kind + "]", t);
+                break;
         }
+        if (e.getMayBeRecorded()) {
+            msg += " (the event may still be recorded)";
+        }
+        return new RemoteStorageException(msg + " [" + e.getKind() + "]");
     }
 
-    /** A failure without rlmm's detail: the transport's own (unreachable, deadline, cancelled). */
-    private static Exception unclassified(Status status, Throwable t, String what, String target, String rlmm) {
-        switch (status.getCode()) {
-            case UNAVAILABLE:
-                return new RemoteStorageException(
-                        what + " failed: rlmm serve at " + target + " is unreachable (" + rlmm + ")", t);
-            case DEADLINE_EXCEEDED:
-                return new RemoteStorageException(
-                        what + " failed: rlmm serve at " + target + " did not answer in time (" + rlmm + ")", t);
-            case NOT_FOUND:
-                return new RemoteResourceNotFoundException(
-                        what + " failed at rlmm serve " + target + ": " + rlmm, t);
-            default:
-                return new RemoteStorageException(
-                        what + " failed at rlmm serve " + target + ": " + status.getCode() + ": " + rlmm, t);
+    /** A call that got no answer: the connection broke, or its deadline closed it. */
+    static RemoteStorageException broken(Link.Broken b, String what, String target, long boundMs, boolean mutation) {
+        String may = mutation && b.sent ? " (the event may still be recorded)" : "";
+        if (b.deadline) {
+            return new RemoteStorageException(what + " failed: rlmm serve at " + target + " did not answer within " + boundMs
+                    + " ms" + may, b);
         }
+        return new RemoteStorageException(what + " failed: rlmm serve at " + target + " is unreachable (" + b.getMessage()
+                + ")" + may, b);
     }
 
     /** Throws what {@link #map} returns: the checked kind as it is, the unchecked kind unwrapped. */
-    static RemoteStorageException rethrow(Throwable e, String what, String target, Call call)
-            throws RemoteStorageException {
+    static RemoteStorageException rethrow(BrokerError e, String what, String target, Call call) throws RemoteStorageException {
         Exception m = map(e, what, target, call);
-        if (m instanceof RuntimeException) {
-            throw (RuntimeException) m;
+        if (m instanceof RuntimeException r) {
+            throw r;
         }
         throw (RemoteStorageException) m;
     }
@@ -182,11 +129,6 @@ final class Errors {
         return new RemoteStorageException("rlmm plugin: " + why);
     }
 
-    /** The status a call that ran out its own timed wait fails with, as a gRPC deadline would. */
-    static StatusRuntimeException deadline(long boundMs) {
-        return Status.DEADLINE_EXCEEDED.withDescription("no answer within " + boundMs + " ms").asRuntimeException();
-    }
-
     /** A method of Kafka's interface called on an instance that is closed. */
     static IllegalStateException closed() {
         return new IllegalStateException("rlmm plugin: this instance is closed");
@@ -207,18 +149,11 @@ final class Errors {
         return new org.apache.kafka.common.KafkaException(cause.getMessage(), cause);
     }
 
-    /**
-     * Why a server that states another API version than the plugin's is refused, naming both; null
-     * when it matches.
-     */
-    static String versionMismatch(org.rlmm.plugin.proto.ServerInfoReply info, String target, int apiVersion) {
-        if (info.getApiVersion() == apiVersion) {
-            return null;
-        }
-        return "rlmm serve " + info.getVersion() + " (pid " + info.getPid() + ") at " + target + " speaks API version "
-                + info.getApiVersion() + (info.getApiVersion() == 0 ? " (older than the version handshake)" : "")
-                + ", but this plugin speaks API version " + apiVersion
-                + ": refused (use the rlmm binary of the plugin's own jar, or a plugin jar of the server's release)";
+    /** Why a server of another version than the plugin's is refused, naming both. */
+    static String versionMismatch(String target, int serverVersion, int pluginVersion) {
+        return "rlmm serve at " + target + " speaks version " + serverVersion + " of the broker frames, but this plugin speaks"
+                + " version " + pluginVersion + ": refused (use the rlmm binary of the plugin's own jar, or a plugin jar of the"
+                + " server's release)";
     }
 
     /** A server the plugin will not use (another API version): thrown by the handshake, never retried. */

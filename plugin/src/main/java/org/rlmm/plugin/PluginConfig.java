@@ -55,18 +55,10 @@ final class PluginConfig {
     static final String EMBEDDED_DIR = "rlmm.serve.embedded.dir";
     /** Extra command-line arguments for the child, separated by spaces. */
     static final String EXTRA_ARGS = "rlmm.serve.args";
-    /** {@link Transport}. */
-    static final String TRANSPORT = "rlmm.serve.transport";
-    /** {@link LookupTransport}. */
-    static final String LOOKUP_TRANSPORT = "rlmm.serve.lookup.transport";
-    /** {@link MutationTransport}. */
-    static final String MUTATION_TRANSPORT = "rlmm.serve.mutation.transport";
     /** Deadline of a read (lookup, list, size, isReady) and of an assignment change. */
     static final String CALL_TIMEOUT = "rlmm.serve.call.timeout.ms";
     /** Deadline of a mutation (add, update, partition delete). */
     static final String MUTATION_TIMEOUT = "rlmm.serve.mutation.timeout.ms";
-    /** How long a lookup refused NOT_READY or NOT_ASSIGNED waits for the partition to be ready before it fails. */
-    static final String LOOKUP_READY_WAIT = "rlmm.serve.lookup.ready.wait.ms";
     /** How long the child may take to answer after it is started (or restarted). */
     static final String START_TIMEOUT = "rlmm.serve.start.timeout.ms";
     /** How long the plugin waits, from configure, for its first server before it stops the broker. */
@@ -81,13 +73,6 @@ final class PluginConfig {
     static final String RESTART_BACKOFF = "rlmm.serve.restart.backoff.ms";
     /** Longest wait before a retry. */
     static final String RESTART_BACKOFF_MAX = "rlmm.serve.restart.backoff.max.ms";
-    /**
-     * For tests only (not in plugin/README.md's table; logged at WARN when set): how long the
-     * plugin waits, each time a server answers, before it hands it the broker's partitions, and
-     * before it sends each leadership change, holding open the windows in which a read could
-     * reach a server without its partition, so a test can show that none is answered "nothing".
-     */
-    static final String TEST_ASSIGN_DELAY = "rlmm.serve.test.assign.delay.ms";
 
     static final String BROKER_ID = "broker.id";
     static final String LOG_DIR = "log.dir";
@@ -142,32 +127,9 @@ final class PluginConfig {
             .define(EXTRA_ARGS, Type.STRING, "", Importance.LOW,
                     "More flags for the child, space-separated (e.g. --metrics-listen 127.0.0.1:9464); no secrets: "
                             + String.join(", ", SECRET_FLAGS) + " is refused.")
-            .define(TRANSPORT, Type.STRING, "epoll", ConfigDef.ValidString.in("epoll", "nio"), Importance.LOW,
-                    "How the plugin's channel drives the Unix socket: epoll (Netty's native transport, its library"
-                            + " from the jar; the lookup's round trip about a quarter shorter than nio's, measured) or nio"
-                            + " (the JDK's, no native code). Where epoll cannot load (not Linux x86_64 or aarch64) the"
-                            + " plugin logs why and uses nio. TCP always uses nio.")
-            .define(LOOKUP_TRANSPORT, Type.STRING, "framed", ConfigDef.ValidString.in("framed", "stream", "unary"), Importance.LOW,
-                    "How the fetch path's lookup (remoteLogSegmentMetadata) reaches rlmm serve: framed (its framed lookup"
-                            + " socket, no gRPC: the broker's thread writes and reads a blocking Unix socket itself; on the"
-                            + " stream when the server has none or in TCP mode), stream (one long-lived gRPC stream) or"
-                            + " unary (one gRPC call each). Every path answers and fails alike.")
-            .define(MUTATION_TRANSPORT, Type.STRING, "framed", ConfigDef.ValidString.in("framed", "grpc"), Importance.LOW,
-                    "How a mutation (add, update, partition delete) reaches rlmm serve: framed (a mutation connection"
-                            + " of its framed socket, no gRPC: the broker's thread writes the request and blocks in the"
-                            + " read of its answer, within the mutation timeout; as a gRPC call when the server has no"
-                            + " framed socket, does not accept it, or in TCP mode) or grpc (one asynchronous gRPC call"
-                            + " each, the broker's thread returning at once with the future). Both answer and fail alike.")
             .define(CALL_TIMEOUT, Type.LONG, 10_000L, atLeast(1), Importance.MEDIUM,
                     "Bound of a read (lookup, list, size, isReady) and of each try of an assignment change, the wait"
                             + " for a restarting child included.")
-            .define(LOOKUP_READY_WAIT, Type.LONG, 400L, atLeast(0), Importance.LOW,
-                    "How long a lookup (remoteLogSegmentMetadata, the fetch path's) that rlmm serve refuses as not"
-                            + " ready or not assigned waits, within the call timeout, for the readiness stream to say the"
-                            + " partition is ready, and then asks once more; it fails as before when the partition is not"
-                            + " ready by then. After a restart the broker serves fetches before the assignment has reached"
-                            + " rlmm serve, and a failed remote read costs the consumer a whole round of the broker's"
-                            + " remote.fetch.max.wait.ms (500 ms by default): keep this below it. 0: fail at once.")
             .define(MUTATION_TIMEOUT, Type.LONG, null, atLeast(1), Importance.MEDIUM,
                     "Bound of a mutation (add, update, partition delete). Default: " + CONSUME_WAIT
                             + " (2 minutes unless set) plus the call timeout.")
@@ -181,12 +143,10 @@ final class PluginConfig {
             .define(STOP_TIMEOUT, Type.LONG, 30_000L, atLeast(1), Importance.LOW,
                     "close(): SIGTERM, then SIGKILL after this.")
             .define(RESTART_BACKOFF, Type.LONG, 100L, atLeast(1), Importance.LOW,
-                    "First pause of every retry (restarting the child, handing it the partitions, re-sending an"
-                            + " assignment change, re-opening a stream); doubles after each failure.")
+                    "First pause of every retry (restarting the child, re-sending an assignment change,"
+                            + " re-opening the readiness watch); doubles after each failure.")
             .define(RESTART_BACKOFF_MAX, Type.LONG, 10_000L, atLeast(1), Importance.LOW,
-                    "Longest pause of a retry (not below " + RESTART_BACKOFF + ").")
-            .defineInternal(TEST_ASSIGN_DELAY, Type.LONG, 0L, atLeast(0), Importance.LOW,
-                    "Tests only: how long to hold back the broker's partitions from each new server.");
+                    "Longest pause of a retry (not below " + RESTART_BACKOFF + ").");
 
     /** A bound of at least min that lets an absent value (null: the setting's own default rule) through. */
     private static ConfigDef.Validator atLeast(long min) {
@@ -233,36 +193,7 @@ final class PluginConfig {
         TCP
     }
 
-    /** How the channel drives a Unix socket ({@link #TRANSPORT}). */
-    enum Transport {
-        /** Netty's native epoll transport (JNI library from the jar), nio where it cannot load. */
-        EPOLL,
-        /** Netty's NIO transport over the JDK's Unix domain sockets. */
-        NIO
-    }
-
-    /** The lookup's path to the server ({@link #LOOKUP_TRANSPORT}). */
-    enum LookupTransport {
-        /** The framed socket's lookup connections (FramedPool), on the stream where there is none. */
-        FRAMED,
-        /** The gRPC lookup stream (LookupStream). */
-        STREAM,
-        /** One unary gRPC call per lookup. */
-        UNARY
-    }
-
-    /** A mutation's path to the server ({@link #MUTATION_TRANSPORT}). */
-    enum MutationTransport {
-        /** The framed socket's mutation connections (FramedPool), as a gRPC call where they cannot be used. */
-        FRAMED,
-        /** One asynchronous unary gRPC call per mutation. */
-        GRPC
-    }
-
     final Mode mode;
-    final Transport transport;
-    final LookupTransport lookupTransport;
-    final MutationTransport mutationTransport;
     final int brokerId;
     final String clusterId;
     final Path logDir;
@@ -281,16 +212,12 @@ final class PluginConfig {
     final List<String> extraArgs;
     final Duration callTimeout;
     final Duration mutationTimeout;
-    /** {@link #LOOKUP_READY_WAIT}. */
-    final Duration lookupReadyWait;
     final Duration startTimeout;
     /** {@link #INIT_TIMEOUT}. */
     final Duration initTimeout;
     final Duration stopTimeout;
     final Duration restartBackoff;
     final Duration restartBackoffMax;
-    /** {@link #TEST_ASSIGN_DELAY}; zero unless a test sets it. */
-    final Duration testAssignDelay;
     /** Kafka's remote.log.metadata.* settings (and the Kerberos file), forwarded to the child as they are. */
     final Map<String, String> kafkaSettings;
 
@@ -360,11 +287,7 @@ final class PluginConfig {
         String logDirSetting = string(values, LOG_DIR);
         logDir = logDirSetting == null ? null : Paths.get(logDirSetting).toAbsolutePath();
         String work = string(values, WORK_DIR);
-        transport = Transport.valueOf(string(values, TRANSPORT).toUpperCase(java.util.Locale.ROOT));
-        lookupTransport = LookupTransport.valueOf(string(values, LOOKUP_TRANSPORT).toUpperCase(java.util.Locale.ROOT));
-        mutationTransport = MutationTransport.valueOf(string(values, MUTATION_TRANSPORT).toUpperCase(java.util.Locale.ROOT));
         callTimeout = millis(values, CALL_TIMEOUT);
-        lookupReadyWait = millis(values, LOOKUP_READY_WAIT);
         startTimeout = millis(values, START_TIMEOUT);
         if (values.get(INIT_TIMEOUT) != null) {
             initTimeout = millis(values, INIT_TIMEOUT);
@@ -380,7 +303,6 @@ final class PluginConfig {
             throw new ConfigException(RESTART_BACKOFF_MAX, configs.get(RESTART_BACKOFF_MAX),
                     "must not be below " + RESTART_BACKOFF + " (" + restartBackoff.toMillis() + ")");
         }
-        testAssignDelay = millis(values, TEST_ASSIGN_DELAY);
         if (values.get(MUTATION_TIMEOUT) != null) {
             mutationTimeout = millis(values, MUTATION_TIMEOUT);
         } else {
@@ -534,14 +456,6 @@ final class PluginConfig {
             throw new ConfigException(key, shown, "a line break or a trailing backslash cannot be passed to rlmm serve");
         }
         return v;
-    }
-
-    /** Logs what the operator should know of the settings: a test setting in use. */
-    void logNotes(org.slf4j.Logger log) {
-        if (!testAssignDelay.isZero()) {
-            log.warn("rlmm plugin: {}={}: a test setting; every new server gets the broker's partitions that much later",
-                    TEST_ASSIGN_DELAY, testAssignDelay.toMillis());
-        }
     }
 
     private static Path readableFile(Map<String, ?> values, String key) {

@@ -1,6 +1,7 @@
 package org.rlmm.plugin;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
@@ -9,9 +10,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
@@ -21,15 +21,17 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
 import org.apache.kafka.server.log.remote.storage.RemotePartitionDeleteMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.rlmm.plugin.proto.AddSegmentRequest;
-import org.rlmm.plugin.proto.HighestOffsetForEpochReply;
+import org.rlmm.plugin.proto.BrokerReply;
+import org.rlmm.plugin.proto.BrokerRequest;
 import org.rlmm.plugin.proto.HighestOffsetForEpochRequest;
 import org.rlmm.plugin.proto.LeadershipChangesRequest;
 import org.rlmm.plugin.proto.ListSegmentsRequest;
-import org.rlmm.plugin.proto.MutationFrameRequest;
 import org.rlmm.plugin.proto.NextSegmentWithTxnIndexRequest;
+import org.rlmm.plugin.proto.Purpose;
 import org.rlmm.plugin.proto.PutPartitionDeleteRequest;
 import org.rlmm.plugin.proto.RemoteLogSizeRequest;
 import org.rlmm.plugin.proto.SegmentForOffsetRequest;
+import org.rlmm.plugin.proto.SegmentMetadata;
 import org.rlmm.plugin.proto.SegmentReply;
 import org.rlmm.plugin.proto.StopPartitionsRequest;
 import org.rlmm.plugin.proto.UpdateSegmentRequest;
@@ -37,47 +39,46 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * rlmm as the RemoteLogMetadataManager of an Apache Kafka 4.x broker: a thin gRPC client of
- * {@code rlmm serve} (proto/rlmm/v1/rlmm.proto), which runs rlmm's topic-based manager over the
- * cluster's {@code __remote_log_metadata} topic. Nothing here decides a segment's state: every
- * method maps Kafka's arguments to one call to the server, whose verdict comes back as Kafka's own
- * exceptions ({@link Errors}).
+ * rlmm as the RemoteLogMetadataManager of an Apache Kafka 4.x broker: a thin client of
+ * {@code rlmm serve}, which runs rlmm's topic-based manager over the cluster's
+ * {@code __remote_log_metadata} topic and owns the broker's assignment. Nothing here decides a
+ * segment's state: every method maps Kafka's arguments to one request on the server's framed
+ * socket (rpc/brokerframe), written and read by the broker's calling thread, whose verdict comes
+ * back as Kafka's own exceptions ({@link Errors}).
  *
- * <p>The parts: {@link PluginConfig} (the settings, on Kafka's ConfigDef), {@link Supervisor} (the
- * child, or a running server, and one {@link Session} per generation of it: channel, lookup and
- * readiness streams, version handshake, the broker's partitions handed over), {@link Caller} (the
- * one call primitive: deadline, wait for a session, Errors), {@link Assigner} (the broker's
- * assignment changes, in order, off its metadata thread) and {@link RlmmMetrics}. configure returns
- * without waiting for the server; calls wait for it within their bounds; a setting the child refuses
- * stops the broker as Kafka's own manager does when it cannot initialize. The settings are in
- * plugin/README.md.
+ * <p>The parts: {@link PluginConfig} (the settings), {@link Supervisor} (the child, or a running
+ * server, as a small state machine), {@link Link} and {@link Wire} (the connections to one server,
+ * one purpose each, and its pushed readiness), {@link Outbox} (the broker's assignment changes the
+ * server has not acknowledged yet) and {@link RlmmMetrics}. configure returns without waiting for
+ * the server; calls wait for it within their bounds; a setting the child refuses stops the broker as
+ * Kafka's own manager does when it cannot initialize. The settings are in plugin/README.md.
  */
 public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private static final Logger LOG = LoggerFactory.getLogger(RlmmRemoteLogMetadataManager.class);
 
     /**
-     * The version of rlmm serve's API (proto/rlmm/v1/rlmm.proto) this plugin speaks: every server
-     * it reaches must state the same api_version in ServerInfo (server.APIVersion in the Go code)
-     * before any call goes through; one of another version is refused naming both, and the broker
-     * is stopped as when the child refuses its settings.
+     * The version of rlmm serve's broker frames (rpc/brokerframe.Version, server.APIVersion in the
+     * Go code) this plugin speaks: a server of another version refuses the plugin's hello, and the
+     * plugin a server's answer, naming both; the broker is stopped as when the child refuses its
+     * settings.
      */
     public static final int API_VERSION = 1;
 
-    /** For tests only: {@link PluginConfig#TEST_ASSIGN_DELAY}. */
-    static final String TEST_ASSIGN_DELAY = PluginConfig.TEST_ASSIGN_DELAY;
-
     private volatile PluginConfig cfg;
     private volatile boolean closed;
-    private ExecutorService callbacks;
     private Supervisor supervisor;
-    private Caller caller;
-    private Assigner assigner;
+    private Outbox outbox;
     private volatile RlmmMetrics metrics;
-    /** The lookup path that overrides the configured one (the benchmark's A/B), or null. */
-    private volatile PluginConfig.LookupTransport lookupPath;
+    /** Injected by tests before configure: holds assignment changes back (the window they are on their way). */
+    private Outbox.Gate gate = Outbox.Gate.OPEN;
 
     /** Instantiated by the broker (public no-argument constructor). */
     public RlmmRemoteLogMetadataManager() {}
+
+    /** A test's seam: the gate every assignment change passes before it is sent. */
+    RlmmRemoteLogMetadataManager(Outbox.Gate gate) {
+        this.gate = gate;
+    }
 
     @Override
     public synchronized void configure(Map<String, ?> configs) {
@@ -90,14 +91,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return;
         }
         PluginConfig c = PluginConfig.parse(configs);
-        c.logNotes(LOG);
-        callbacks = Executors.newCachedThreadPool(Channels.daemon("rlmm-plugin-callback"));
         RlmmMetrics m = RlmmMetrics.register(c.brokerId, LOG, this::upGauge, () -> readyCount(true), () -> readyCount(false));
         metrics = m;
-        supervisor = new Supervisor(c, LOG, API_VERSION, m != null ? m : Supervisor.Listener.NONE);
-        caller = new Caller(c, supervisor, LOG, callbacks);
-        assigner = new Assigner(LOG, c.restartBackoff, c.restartBackoffMax);
-        caller.metrics(m);
+        supervisor = new Supervisor(c, LOG, Tls.endpoint(c, API_VERSION), m != null ? m : Supervisor.Listener.NONE);
+        outbox = new Outbox(this::send, gate, LOG, new Backoff(c.restartBackoff, c.restartBackoffMax));
         cfg = c;
         try {
             supervisor.start();
@@ -112,27 +109,99 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                 c.mode == PluginConfig.Mode.SPAWN ? "starts in the background" : "is used as it runs", c.callTimeout.toMillis());
     }
 
-    /** The child-up gauge: 1 while calls go to a server that passed the handshake, else 0. */
+    /** The child-up gauge: 1 while calls go to a server that answered the hello, else 0. */
     private long upGauge() {
         Supervisor s = supervisor;
         return s != null && !closed && s.up() ? 1 : 0;
     }
 
-    /** Hosted partitions the open session's server last said are ready (or not). */
+    /** Hosted partitions the server last said are ready (or not). */
     private long readyCount(boolean ready) {
         Supervisor s = supervisor;
-        Session open = s == null ? null : s.current();
-        return open == null ? 0 : open.readiness.counts()[ready ? 0 : 1];
+        Link l = s == null ? null : s.current();
+        return l == null ? 0 : l.counts()[ready ? 0 : 1];
     }
 
-    private Caller caller() {
+    private PluginConfig cfg() {
         if (closed) {
             throw Errors.closed();
         }
-        if (cfg == null) {
+        PluginConfig c = cfg;
+        if (c == null) {
             throw Errors.notConfigured();
         }
-        return caller;
+        return c;
+    }
+
+    /**
+     * The one call primitive: waits (within the call's bound) for the server, sends req on a
+     * connection of purpose p in this thread and reads the reply; a refusal is mapped once
+     * ({@link Errors}). A call whose server died under it runs again on the next one within the
+     * same bound, unless it is a mutation that may have reached the server. more gets a list's
+     * replies before the last; reset runs before each try.
+     */
+    private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req,
+            Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
+        PluginConfig c = cfg();
+        long bound = (p == Purpose.PURPOSE_MUTATE ? c.mutationTimeout : c.callTimeout).toMillis();
+        long began = System.nanoTime();
+        long due = began + TimeUnit.MILLISECONDS.toNanos(bound);
+        boolean ok = false;
+        try {
+            while (true) {
+                Link l = supervisor.await(due, what, bound);
+                boolean changeWaiting = tp != null && outbox.waiting(tp);
+                reset.run();
+                BrokerReply r;
+                try {
+                    req.setTimeoutMs(Math.max(1, TimeUnit.NANOSECONDS.toMillis(due - System.nanoTime())));
+                    r = l.call(p, req, due, more);
+                } catch (Link.Broken b) {
+                    long left = due - System.nanoTime();
+                    if (b.deadline || left <= 0 || p == Purpose.PURPOSE_MUTATE && b.sent) {
+                        throw Errors.broken(b, what.get(), c.target(), bound, p == Purpose.PURPOSE_MUTATE);
+                    }
+                    // Its server died or restarts under it (the supervisor may not have seen it
+                    // yet): asked again, on the next server, within the same bound.
+                    if (!supervisor.gone(l)) {
+                        pause(Math.min(left, RETRY_PAUSE_NANOS), what);
+                    }
+                    continue;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw Errors.interrupted(what.get(), e);
+                }
+                if (r.hasError()) {
+                    Errors.Call kind = p == Purpose.PURPOSE_MUTATE ? Errors.Call.MUTATION : tp == null ? Errors.Call.OTHER
+                            : changeWaiting ? Errors.Call.READ_WAITING : Errors.Call.READ;
+                    throw Errors.rethrow(r.getError(), what.get(), c.target(), kind);
+                }
+                ok = true;
+                return r;
+            }
+        } finally {
+            RlmmMetrics m = metrics;
+            if (m != null) {
+                m.call(rpc, System.nanoTime() - began, !ok);
+            }
+        }
+    }
+
+    /** The pause before a call whose connection broke is tried again on a server not seen gone. */
+    private static final long RETRY_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+    private static void pause(long nanos, Supplier<String> what) throws RemoteStorageException {
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw Errors.interrupted(what.get(), e);
+        }
+    }
+
+    private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req)
+            throws RemoteStorageException {
+        return call(rpc, p, tp, what, req, r -> { }, () -> { });
     }
 
     // ---- reads -----------------------------------------------------------------------------
@@ -140,36 +209,31 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     @Override
     public Optional<RemoteLogSegmentMetadata> remoteLogSegmentMetadata(TopicIdPartition tp, int epochForOffset, long offset)
             throws RemoteStorageException {
-        return lookup(tp, epochForOffset, offset, lookupPath);
+        Objects.requireNonNull(tp, "topicIdPartition can not be null");
+        BrokerRequest.Builder req = BrokerRequest.newBuilder().setSegmentForOffset(SegmentForOffsetRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(epochForOffset).setOffset(offset));
+        return segment(call("lookup", Purpose.PURPOSE_LOOKUP, tp,
+                () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp, req).getSegment());
     }
 
-    /** {@link #remoteLogSegmentMetadata} by the given path, or (null) the configured one (tests, benchmark). */
-    Optional<RemoteLogSegmentMetadata> lookup(TopicIdPartition tp, int epochForOffset, long offset,
-            PluginConfig.LookupTransport path) throws RemoteStorageException {
-        Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        SegmentForOffsetRequest req = SegmentForOffsetRequest.newBuilder()
-                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(epochForOffset).setOffset(offset).build();
-        SegmentReply r = caller().lookup("lookup", tp, () -> "lookup of offset " + offset + " in epoch " + epochForOffset + " of " + tp,
-                (s, d) -> s.lookup(req, d, path != null ? path : cfg.lookupTransport));
+    private static Optional<RemoteLogSegmentMetadata> segment(SegmentReply r) {
         return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
     }
 
     @Override
     public Optional<Long> highestOffsetForEpoch(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        HighestOffsetForEpochRequest req = HighestOffsetForEpochRequest.newBuilder()
-                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build();
-        HighestOffsetForEpochReply r = caller().call("highest-offset", tp,
-                () -> "highest offset of epoch " + leaderEpoch + " of " + tp,
-                (s, d) -> s.blocking.withDeadline(d).withWaitForReady().highestOffsetForEpoch(req));
+        BrokerRequest.Builder req = BrokerRequest.newBuilder().setHighestOffsetForEpoch(HighestOffsetForEpochRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch));
+        var r = call("highest-offset", Purpose.PURPOSE_READ, tp, () -> "highest offset of epoch " + leaderEpoch + " of " + tp, req)
+                .getHighestOffset();
         return r.getFound() ? Optional.of(r.getOffset()) : Optional.empty();
     }
 
     @Override
     public Iterator<RemoteLogSegmentMetadata> listRemoteLogSegments(TopicIdPartition tp) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return list(tp, () -> "list of the segments of " + tp,
-                ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).build());
+        return list(tp, () -> "list of the segments of " + tp, ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)));
     }
 
     @Override
@@ -177,49 +241,68 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
         return list(tp, () -> "list of the segments of epoch " + leaderEpoch + " of " + tp,
-                ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build());
+                ListSegmentsRequest.newBuilder().setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch));
     }
 
-    /**
-     * Reads the whole stream before returning: a failure (unknown partition, not ready, a server
-     * gone mid-stream) is thrown from this call as Kafka's exception, and no stream stays open
-     * when the caller stops iterating early.
-     */
-    private Iterator<RemoteLogSegmentMetadata> list(TopicIdPartition tp, Supplier<String> what, ListSegmentsRequest req)
+    /** Reads the whole list before returning: a failure is thrown from this call as Kafka's exception. */
+    private Iterator<RemoteLogSegmentMetadata> list(TopicIdPartition tp, Supplier<String> what, ListSegmentsRequest.Builder q)
             throws RemoteStorageException {
-        List<RemoteLogSegmentMetadata> out = caller().call("list", tp, what, (s, d) -> s.list(req, d));
+        List<RemoteLogSegmentMetadata> out = new ArrayList<>();
+        Consumer<BrokerReply> add = r -> {
+            for (SegmentMetadata m : r.getSegments().getSegmentsList()) {
+                out.add(Convert.segment(m));
+            }
+        };
+        add.accept(call("list", Purpose.PURPOSE_READ, tp, what, BrokerRequest.newBuilder().setListSegments(q), add, out::clear));
         return Collections.unmodifiableList(out).iterator();
     }
 
     @Override
     public long remoteLogSize(TopicIdPartition tp, int leaderEpoch) throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        RemoteLogSizeRequest req = RemoteLogSizeRequest.newBuilder()
-                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch).build();
-        return caller().call("remote-log-size", tp, () -> "remote log size of epoch " + leaderEpoch + " of " + tp,
-                (s, d) -> s.blocking.withDeadline(d).withWaitForReady().remoteLogSize(req)).getSizeInBytes();
+        BrokerRequest.Builder req = BrokerRequest.newBuilder().setRemoteLogSize(RemoteLogSizeRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(leaderEpoch));
+        return call("remote-log-size", Purpose.PURPOSE_READ, tp, () -> "remote log size of epoch " + leaderEpoch + " of " + tp, req)
+                .getRemoteLogSize().getSizeInBytes();
     }
 
     @Override
     public Optional<RemoteLogSegmentMetadata> nextSegmentWithTxnIndex(TopicIdPartition tp, int epoch, long offset)
             throws RemoteStorageException {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        NextSegmentWithTxnIndexRequest req = NextSegmentWithTxnIndexRequest.newBuilder()
-                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(epoch).setOffset(offset).build();
-        SegmentReply r = caller().call("next-txn-index", tp,
-                () -> "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp,
-                (s, d) -> s.blocking.withDeadline(d).withWaitForReady().nextSegmentWithTxnIndex(req));
-        return r.getFound() ? Optional.of(Convert.segment(r.getSegment())) : Optional.empty();
+        BrokerRequest.Builder req = BrokerRequest.newBuilder().setNextSegmentWithTxnIndex(NextSegmentWithTxnIndexRequest.newBuilder()
+                .setTopicIdPartition(Convert.partition(tp)).setLeaderEpoch(epoch).setOffset(offset));
+        return segment(call("next-txn-index", Purpose.PURPOSE_READ, tp,
+                () -> "next segment with a transaction index from offset " + offset + " in epoch " + epoch + " of " + tp, req)
+                .getSegment());
     }
 
-    /** Whether tp's metadata is ready, as the server last pushed it: a read of memory ({@link Caller#isReady}). */
+    /** Whether tp's metadata is ready, as the server last pushed it: a read of memory, never a wait. */
     @Override
     public boolean isReady(TopicIdPartition tp) {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        return caller().isReady(tp);
+        cfg();
+        Link l = supervisor.current();
+        return l != null && l.ready(tp);
     }
 
     // ---- mutations -------------------------------------------------------------------------
+
+    /**
+     * A mutation runs in the broker's thread, which returns with the future settled: the broker
+     * waits for every add and finish at once (RemoteLogManager calls get() on the future).
+     */
+    private CompletableFuture<Void> mutate(String rpc, String what, BrokerRequest.Builder req) {
+        try {
+            call(rpc, Purpose.PURPOSE_MUTATE, null, () -> what, req);
+            return CompletableFuture.completedFuture(null);
+        } catch (RemoteStorageException | RuntimeException e) {
+            if (e instanceof IllegalStateException) {
+                throw (IllegalStateException) e; // closed, not configured: thrown, as Kafka's manager does
+            }
+            return CompletableFuture.failedFuture(e);
+        }
+    }
 
     @Override
     public CompletableFuture<Void> addRemoteLogSegmentMetadata(RemoteLogSegmentMetadata metadata) throws RemoteStorageException {
@@ -228,9 +311,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             throw new IllegalArgumentException("Given remoteLogSegmentMetadata should have state as "
                     + RemoteLogSegmentState.COPY_SEGMENT_STARTED + " but it contains state as: " + metadata.state());
         }
-        AddSegmentRequest req = AddSegmentRequest.newBuilder().setSegment(Convert.segment(metadata)).build();
-        return caller().mutate("add", "adding segment " + metadata.remoteLogSegmentId(),
-                MutationFrameRequest.newBuilder().setAddSegment(req), (stub, obs) -> stub.addSegment(req, obs));
+        return mutate("add", "adding segment " + metadata.remoteLogSegmentId(), BrokerRequest.newBuilder()
+                .setAddSegment(AddSegmentRequest.newBuilder().setSegment(Convert.segment(metadata))));
     }
 
     @Override
@@ -241,79 +323,66 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             throw new IllegalArgumentException("Given remoteLogSegmentMetadata should not have the state as: "
                     + RemoteLogSegmentState.COPY_SEGMENT_STARTED);
         }
-        UpdateSegmentRequest req = UpdateSegmentRequest.newBuilder().setUpdate(Convert.update(update)).build();
-        return caller().mutate("update", "updating segment " + update.remoteLogSegmentId() + " to " + update.state(),
-                MutationFrameRequest.newBuilder().setUpdateSegment(req), (stub, obs) -> stub.updateSegment(req, obs));
+        return mutate("update", "updating segment " + update.remoteLogSegmentId() + " to " + update.state(),
+                BrokerRequest.newBuilder().setUpdateSegment(UpdateSegmentRequest.newBuilder().setUpdate(Convert.update(update))));
     }
 
     @Override
     public CompletableFuture<Void> putRemotePartitionDeleteMetadata(RemotePartitionDeleteMetadata metadata)
             throws RemoteStorageException {
         Objects.requireNonNull(metadata, "remotePartitionDeleteMetadata can not be null");
-        PutPartitionDeleteRequest req = PutPartitionDeleteRequest.newBuilder().setDelete(Convert.partitionDelete(metadata)).build();
-        return caller().mutate("partition-delete", "recording " + metadata.state() + " of partition " + metadata.topicIdPartition(),
-                MutationFrameRequest.newBuilder().setPutPartitionDelete(req), (stub, obs) -> stub.putPartitionDelete(req, obs));
+        return mutate("partition-delete", "recording " + metadata.state() + " of partition " + metadata.topicIdPartition(),
+                BrokerRequest.newBuilder().setPutPartitionDelete(PutPartitionDeleteRequest.newBuilder()
+                        .setDelete(Convert.partitionDelete(metadata))));
     }
 
     // ---- assignment ------------------------------------------------------------------------
 
     /**
-     * Records the change and hands it to the server in the background, in order ({@link Assigner}):
-     * this is called from the broker's metadata thread, which must not wait for a server that is
-     * starting. The broker waits for {@link #isReady} before it copies.
+     * Queues the change in the {@link Outbox} and returns: this is the broker's metadata thread,
+     * which never waits for a server. The server records the change when it arrives.
      */
     @Override
     public void onPartitionLeadershipChanges(Set<TopicIdPartition> leaderPartitions, Set<TopicIdPartition> followerPartitions) {
         Objects.requireNonNull(leaderPartitions, "leaderPartitions can not be null");
         Objects.requireNonNull(followerPartitions, "followerPartitions can not be null");
-        Caller c = caller();
-        LeadershipChangesRequest req = LeadershipChangesRequest.newBuilder()
-                .addAllLeaders(Convert.partitions(leaderPartitions)).addAllFollowers(Convert.partitions(followerPartitions)).build();
-        String what = "leadership change of " + leaderPartitions.size() + " leader and " + followerPartitions.size()
-                + " follower partitions";
-        boolean[] held = {false};
-        supervisor.recordLeadership(leaderPartitions, followerPartitions, () -> assigner.submit(what, () -> {
-            if (!held[0]) {
-                held[0] = true;
-                supervisor.holdBackChange(what);
-            }
-            c.call("leadership", null, () -> what, (s, d) -> s.blocking.withDeadline(d).withWaitForReady()
-                    .onPartitionLeadershipChanges(req));
-            if (!cfg.testAssignDelay.isZero()) { // brokertest/window_test.go reads this line
-                LOG.warn("rlmm plugin: {}: the {} reached rlmm serve ({} reads of partitions assigned here were refused"
-                        + " NOT_ASSIGNED so far)", TEST_ASSIGN_DELAY, what, c.refusedAssigned());
-            }
-        }));
+        cfg();
+        List<TopicIdPartition> all = new ArrayList<>(leaderPartitions);
+        all.addAll(followerPartitions);
+        outbox.submit(new Outbox.Change("leadership change of " + leaderPartitions.size() + " leader and "
+                + followerPartitions.size() + " follower partitions", BrokerRequest.newBuilder().setLeadershipChanges(
+                LeadershipChangesRequest.newBuilder().addAllLeaders(Convert.partitions(leaderPartitions))
+                        .addAllFollowers(Convert.partitions(followerPartitions))), all));
     }
 
-    /** Like {@link #onPartitionLeadershipChanges}: recorded at once, handed over in the background. */
+    /** Like {@link #onPartitionLeadershipChanges}: queued, sent in order. */
     @Override
     public void onStopPartitions(Set<TopicIdPartition> partitions) {
         Objects.requireNonNull(partitions, "partitions can not be null");
-        Caller c = caller();
-        StopPartitionsRequest req = StopPartitionsRequest.newBuilder().addAllPartitions(Convert.partitions(partitions)).build();
-        String what = "stopping " + partitions.size() + " partitions";
-        supervisor.recordStop(partitions, () -> assigner.submit(what, () -> c.call("stop", null, () -> what,
-                (s, d) -> s.blocking.withDeadline(d).withWaitForReady().onStopPartitions(req))));
+        cfg();
+        outbox.submit(new Outbox.Change("stop of " + partitions.size() + " partitions", BrokerRequest.newBuilder()
+                .setStopPartitions(StopPartitionsRequest.newBuilder().addAllPartitions(Convert.partitions(partitions))), partitions));
+    }
+
+    /** The outbox's sender: one change, until the server acknowledges it. */
+    private void send(Outbox.Change c) throws RemoteStorageException {
+        call(c.request().hasLeadershipChanges() ? "leadership" : "stop", Purpose.PURPOSE_ASSIGN, null, c::what, c.request());
     }
 
     // ---- lifecycle -------------------------------------------------------------------------
 
-    /** Stops the child (SIGTERM, then SIGKILL after rlmm.serve.stop.timeout.ms) and every channel; idempotent. */
+    /** Stops the child (SIGTERM, then SIGKILL after rlmm.serve.stop.timeout.ms) and every connection; idempotent. */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
-        if (assigner != null) {
-            assigner.close();
+        if (outbox != null) {
+            outbox.close();
         }
         if (supervisor != null) {
             supervisor.close();
-        }
-        if (callbacks != null) {
-            callbacks.shutdownNow();
         }
         RlmmMetrics m = metrics;
         if (m != null) {
@@ -322,7 +391,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         LOG.info("rlmm plugin: closed");
     }
 
-    // ---- for tests and the benchmark -------------------------------------------------------
+    // ---- for tests -------------------------------------------------------------------------
 
     /** The pid of the child this instance started, or -1 (connect mode, or none alive). */
     long childPid() {
@@ -349,39 +418,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return metrics;
     }
 
-    /** The open session's readiness stream; null between generations. */
-    ReadinessWatch readinessWatch() {
-        Session s = supervisor.current();
-        return s == null ? null : s.readiness;
-    }
-
-    /** How many lookup streams this instance opened, over every session. */
-    int lookupStreamsOpened() {
-        return supervisor == null ? 0 : supervisor.lookupStreamsOpened();
-    }
-
-    /** Makes {@link #remoteLogSegmentMetadata} go by path (null: the configured one; the benchmark's A/B switch). */
-    void lookupPath(PluginConfig.LookupTransport path) {
-        lookupPath = path;
-    }
-
-    /** How many framed lookup connections this instance opened, over every session. */
-    int framedConnectionsOpened() {
-        return supervisor == null ? 0 : supervisor.framedConnectionsOpened();
-    }
-
-    /** How many framed mutation connections this instance opened, over every session. */
-    int framedMutationConnectionsOpened() {
-        return supervisor == null ? 0 : supervisor.framedMutationConnectionsOpened();
-    }
-
-    /** System.nanoTime() when the server's answer to a mutation last reached the plugin (the benchmark's split). */
-    long lastMutationSettled() {
-        return caller == null ? 0 : caller.lastSettled();
-    }
-
-    /** Whether every assignment change so far has reached the server. */
+    /** Whether every assignment change so far was acknowledged by the server. */
     boolean assignmentsSent() {
-        return assigner == null || assigner.idle();
+        return outbox == null || outbox.idle();
     }
 }

@@ -26,10 +26,11 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
+import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.junit.jupiter.api.Test;
 
-/** The lookup by (epoch, offset) on rlmm serve's framed socket (FramedPool), the default path. */
+/** The lookup by (epoch, offset) on rlmm serve's framed socket (rpc/brokerframe): answers, deadlines, a child killed under a call. */
 class FramedLookupsTest extends ManagerFixture {
 
     /** Finished segments [i*10, i*10+9] in epoch 0 (epoch 1 from i*10+5), returned as the plugin reads them. */
@@ -46,22 +47,18 @@ class FramedLookupsTest extends ManagerFixture {
         return out;
     }
 
-    /** The answer or the exception of a lookup by path, for comparing paths. */
-    private static Object outcome(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, int epoch, long offset,
-            PluginConfig.LookupTransport path) {
+    /** The answer or the exception of a lookup. */
+    private static Object outcome(RlmmRemoteLogMetadataManager m, TopicIdPartition tp, int epoch, long offset) {
         try {
-            return m.lookup(tp, epoch, offset, path);
+            return m.remoteLogSegmentMetadata(tp, epoch, offset);
         } catch (RemoteStorageException | RuntimeException e) {
             return e.getClass().getName() + ": " + e.getMessage();
         }
     }
 
     @Test
-    void framedLookupsFromManyThreadsAgreeWithTheStream() throws Exception {
+    void framedLookupsFromManyThreadsAnswerAsTheServerHoldsThem() throws Exception {
         Map<String, Object> c = embeddedConfig(dir);
-        // Refusals fail at once instead of waiting for readiness (the same on both paths), which
-        // would make this test 30 s longer.
-        c.put(PluginConfig.LOOKUP_READY_WAIT, "0");
         long watchdogsBefore = watchdogs();
         RlmmRemoteLogMetadataManager m = started(c);
         TopicIdPartition tp = newPartition("framed-threads");
@@ -85,15 +82,14 @@ class FramedLookupsTest extends ManagerFixture {
                         int epoch = r.nextInt(3); // epoch 2 is a miss everywhere
                         long offset = r.nextLong(-5, 220); // past 199 a miss
                         TopicIdPartition p = r.nextInt(10) == 0 ? notHeld.get(r.nextInt(notHeld.size())) : tp;
-                        Object framed = outcome(m, p, epoch, offset, PluginConfig.LookupTransport.FRAMED);
-                        Object stream = outcome(m, p, epoch, offset, PluginConfig.LookupTransport.STREAM);
-                        assertEquals(stream, framed, "epoch " + epoch + " offset " + offset + " of " + p);
+                        Object framed = outcome(m, p, epoch, offset);
                         if (framed instanceof Optional<?> o && o.isPresent()) {
                             hits.incrementAndGet();
                             RemoteLogSegmentMetadata s = (RemoteLogSegmentMetadata) o.get();
                             assertTrue(s.startOffset() <= offset && offset <= s.endOffset(), s + " for offset " + offset);
                             assertTrue(segs.contains(s), s + " is one of the copied segments");
-                        } else if (framed instanceof String) {
+                        } else if (framed instanceof String why) {
+                            assertTrue(p != tp && why.startsWith(RemoteResourceNotFoundException.class.getName()), why);
                             refusals.incrementAndGet();
                         }
                     }
@@ -107,12 +103,7 @@ class FramedLookupsTest extends ManagerFixture {
             pool.shutdownNow();
         }
         assertTrue(hits.get() > 0 && refusals.get() > 0, hits + " hits, " + refusals + " refusals: both kinds were asked");
-        int opened = m.framedConnectionsOpened();
-        assertTrue(opened >= 1 && opened <= threads, opened + " framed connections for " + threads + " threads");
-        // The default path is the framed one.
-        int before = m.lookupStreamsOpened();
         assertEquals(Optional.of(segs.get(4)), m.remoteLogSegmentMetadata(tp, 0, 42));
-        assertEquals(before, m.lookupStreamsOpened());
         assertTrue(watchdogs() > watchdogsBefore, "a watchdog while the session is open");
         // No watchdog outlives close.
         m.close();
@@ -121,11 +112,11 @@ class FramedLookupsTest extends ManagerFixture {
 
     private static long watchdogs() {
         return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.isAlive() && t.getName().equals("rlmm-plugin-lookup-watchdog")).count();
+                .filter(t -> t.isAlive() && t.getName().equals("rlmm-plugin-deadline")).count();
     }
 
     @Test
-    void aHungChildFailsTheLookupAtItsDeadlineAsTheStreamDoes() throws Exception {
+    void aHungChildFailsTheLookupAtItsDeadline() throws Exception {
         Map<String, Object> c = embeddedConfig(dir);
         long timeoutMs = 1000;
         c.put("rlmm.serve.call.timeout.ms", Long.toString(timeoutMs));
@@ -134,8 +125,6 @@ class FramedLookupsTest extends ManagerFixture {
         assignAndAwaitReady(m, tp, READY);
         List<RemoteLogSegmentMetadata> segs = copy(m, tp, 3);
         assertEquals(Optional.of(segs.get(1)), m.remoteLogSegmentMetadata(tp, 0, 12));
-        assertEquals(Optional.of(segs.get(1)), m.lookup(tp, 0, 12, PluginConfig.LookupTransport.STREAM));
-        int opened = m.framedConnectionsOpened();
         long pid = m.childPid();
         signal(pid, "STOP");
         try {
@@ -144,16 +133,12 @@ class FramedLookupsTest extends ManagerFixture {
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             assertTrue(ms >= timeoutMs - 5 && ms < timeoutMs + 1500, "the framed lookup failed after " + ms + " ms; its bound is "
                     + timeoutMs + " ms");
-            RemoteStorageException stream = assertThrows(RemoteStorageException.class,
-                    () -> m.lookup(tp, 0, 12, PluginConfig.LookupTransport.STREAM));
-            assertEquals(stream.getMessage(), framed.getMessage(), "both paths fail alike");
-            assertTrue(framed.getMessage().contains("no answer within " + timeoutMs + " ms"), framed.getMessage());
+            assertTrue(framed.getMessage().contains("did not answer within " + timeoutMs + " ms"), framed.getMessage());
         } finally {
             signal(pid, "CONT");
         }
         assertEquals(Optional.of(segs.get(2)), m.remoteLogSegmentMetadata(tp, 0, 22));
         assertEquals(pid, m.childPid(), "the same child answers after SIGCONT");
-        assertEquals(opened + 1, m.framedConnectionsOpened(), "the overdue connection was dropped and a new one dialed");
     }
 
     @Test
@@ -167,7 +152,6 @@ class FramedLookupsTest extends ManagerFixture {
         List<RemoteLogSegmentMetadata> segs = copy(m, tp, 3);
         assertEquals(Optional.of(segs.get(0)), m.remoteLogSegmentMetadata(tp, 0, 2));
         long pid = m.childPid();
-        int opened = m.framedConnectionsOpened();
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try {
             // Stopped first, so that the lookup is surely waiting in its read when the child dies.
@@ -188,21 +172,5 @@ class FramedLookupsTest extends ManagerFixture {
         }
         assertNotEquals(pid, m.childPid());
         assertEquals(Optional.of(segs.get(1)), m.remoteLogSegmentMetadata(tp, 0, 12));
-        assertTrue(m.framedConnectionsOpened() > opened, "a framed connection to the new child");
-    }
-
-    @Test
-    void aServerWithoutTheFramedSocketGetsStreamLookups() throws Exception {
-        Map<String, Object> c = embeddedConfig(dir);
-        c.put(PluginConfig.EXTRA_ARGS, "--lookup-socket none");
-        RlmmRemoteLogMetadataManager m = started(c);
-        TopicIdPartition tp = newPartition("framed-none");
-        assignAndAwaitReady(m, tp, READY);
-        List<RemoteLogSegmentMetadata> segs = copy(m, tp, 2);
-        for (int i = 0; i < 5; i++) {
-            assertEquals(Optional.of(segs.get(1)), m.remoteLogSegmentMetadata(tp, 0, 10 + i));
-        }
-        assertEquals(0, m.framedConnectionsOpened(), "no framed connection to a server without the socket");
-        assertEquals(1, m.lookupStreamsOpened(), "the lookups went on the stream");
     }
 }

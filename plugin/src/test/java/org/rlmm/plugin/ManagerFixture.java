@@ -33,7 +33,12 @@ abstract class ManagerFixture {
 
     /** A new plugin configured with config, closed after the test. */
     RlmmRemoteLogMetadataManager started(Map<String, Object> config) {
-        rlmm = new RlmmRemoteLogMetadataManager();
+        return started(config, Outbox.Gate.OPEN);
+    }
+
+    /** started, with gate holding back each assignment change before it is sent (the test's seam). */
+    RlmmRemoteLogMetadataManager started(Map<String, Object> config, Outbox.Gate gate) {
+        rlmm = new RlmmRemoteLogMetadataManager(gate);
         rlmm.configure(config);
         return rlmm;
     }

@@ -17,7 +17,6 @@ import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentId;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadataUpdate;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentState;
-import org.rlmm.plugin.proto.SegmentForOffsetRequest;
 
 /**
  * A timed loop through the plugin against `rlmm serve`, as the broker's RemoteLogManager sees
@@ -26,30 +25,21 @@ import org.rlmm.plugin.proto.SegmentForOffsetRequest;
  *
  * <pre>
  *   scripts/plugin.sh bench [--bootstrap HOST:PORT] [--segments N] [--warmup-segments N]
- *                           [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R] [--threads T]
- *                           [--split] [--framed-wait N] [--mutations framed|grpc]
+ *                           [--lookups N] [--warmup N] [--rounds R] [--threads T] [--split]
  * </pre>
  *
  * The first --warmup-segments copies (300 by default) are not timed: they run while the JIT
- * compiles the gRPC path, a cost a broker pays once in its life, not per segment.
+ * compiles the call path, a cost a broker pays once in its life, not per segment.
  *
  * Without --bootstrap (or RLMM_KAFKA_BOOTSTRAP) the child runs over rlmm's embedded log. The
- * lookups go on the framed lookup socket (the plugin's default), the channel's lookup stream
- * ({@code --paths stream}) or as unary calls ({@code --paths unary}); with more than one, the
- * timed lookups are split into R rounds (default 10) and the paths take turns, each round starting
- * with the next one, so all are measured in the same minutes against the same child. With T
+ * lookups go on the plugin's framed socket, the one transport. With T
  * threads the timed lookups of each round are split over T threads calling at once (as the
- * broker's remote-fetch threads do). {@code --framed-wait N} then times N round trips on raw
- * connections to the child's framed lookup socket, a blocking read against a Selector's wait
- * ({@link FramedWaitBenchmark}).
+ * broker's remote-fetch threads do).
  *
  * <p>With --split the child also serves /metrics on a loopback port, and the timed add + finish
- * loop is split: per mutation the time from the call to gRPC's answer on the channel's I/O thread
- * (the rest, to the return of get(), is the hand-over to the caller), and the child's own
- * histograms of the same mutations ({@link SidecarMetrics}: the manager's whole mutation, and its
- * phases ready, encode, publish, fetch, apply, wake). What the child does not see of the call is
- * the JVM's, gRPC's and the socket's. {@code --mutations} sets rlmm.serve.mutation.transport
- * (default framed, the plugin's): with framed the "gRPC's answer" lines time the framed round trip.
+ * loop is reported with the child's own histograms of the same mutations ({@link SidecarMetrics}:
+ * the manager's whole mutation, and its phases ready, encode, publish, fetch, apply, wake). What the
+ * child does not see of the call is the JVM's and the socket's.
  */
 public final class PluginBenchmark {
     private PluginBenchmark() {}
@@ -59,14 +49,12 @@ public final class PluginBenchmark {
         String bootstrap = System.getenv("RLMM_KAFKA_BOOTSTRAP");
         int segments = 500;
         int lookups = 200_000;
-        String mutations = "framed";
         int warmup = 50_000;
         List<String> paths = List.of("framed");
         int rounds = 10;
         int threads = 1;
         int warmupSegments = 300;
         boolean split = false;
-        int framedWait = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--bootstrap" -> bootstrap = args[++i];
@@ -75,16 +63,13 @@ public final class PluginBenchmark {
                 case "--lookups" -> lookups = Integer.parseInt(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--warmup-segments" -> warmupSegments = Integer.parseInt(args[++i]);
-                case "--paths" -> paths = List.of(args[++i].split(","));
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--threads" -> threads = Integer.parseInt(args[++i]);
                 case "--split" -> split = true;
-                case "--framed-wait" -> framedWait = Integer.parseInt(args[++i]);
-                case "--mutations" -> mutations = args[++i];
                 default -> {
                     System.err.println("usage: PluginBenchmark [--bootstrap HOST:PORT | --embedded] [--segments N]"
-                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--paths framed,stream,unary] [--rounds R]"
-                            + " [--threads T] [--split] [--framed-wait N] [--mutations framed|grpc]");
+                            + " [--warmup-segments N] [--lookups N] [--warmup N] [--rounds R]"
+                            + " [--threads T] [--split]");
                     System.exit(2);
                 }
             }
@@ -97,7 +82,6 @@ public final class PluginBenchmark {
         if (sidecar != null) {
             c.put("rlmm.serve.args", sidecar.listenFlag());
         }
-        c.put(PluginConfig.MUTATION_TRANSPORT, mutations);
         RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
         try {
             m.configure(c);
@@ -114,8 +98,6 @@ public final class PluginBenchmark {
             // Add plus finish per segment, one segment at a time as the broker copies them.
             long[] copy = new long[segments];
             long[] adds = new long[segments];
-            long[] addSettled = new long[segments]; // call to the I/O thread's onCompleted
-            long[] finishSettled = new long[segments];
             long size = 1000;
             String[] families = {"rlmm_mutation_duration_seconds", "rlmm_mutation_phase_seconds"};
             Map<String, SidecarMetrics.Histogram> before = null;
@@ -133,14 +115,11 @@ public final class PluginBenchmark {
                 long t0 = System.nanoTime();
                 m.addRemoteLogSegmentMetadata(s).get(60, TimeUnit.SECONDS);
                 long addedAt = System.nanoTime();
-                long addSettledAt = m.lastMutationSettled();
                 m.updateRemoteLogSegmentMetadata(f).get(60, TimeUnit.SECONDS);
                 long finishedAt = System.nanoTime();
                 if (k >= 0) {
                     adds[k] = addedAt - t0;
                     copy[k] = finishedAt - t0;
-                    addSettled[k] = addSettledAt - t0;
-                    finishSettled[k] = m.lastMutationSettled() - addedAt;
                 }
             }
             Map<String, SidecarMetrics.Histogram> after = sidecar == null ? null : sidecar.read(families);
@@ -149,8 +128,6 @@ public final class PluginBenchmark {
             report("add+finish per segment (" + where + ")", copy, segments);
             report("  of which the add", adds, segments);
             if (split) {
-                report("  the add, call to gRPC's onCompleted on the I/O thread", addSettled, segments);
-                report("  the finish, call to gRPC's onCompleted on the I/O thread", finishSettled, segments);
                 SidecarMetrics.report(before, after);
             }
             long[] ready = new long[20_000];
@@ -163,8 +140,8 @@ public final class PluginBenchmark {
 
             // Lookups of random offsets, each must find its segment.
             for (String path : paths) {
-                if (!path.equals("framed") && !path.equals("stream") && !path.equals("unary")) {
-                    throw new IllegalArgumentException("--paths: " + path + " is none of framed, stream, unary");
+                if (!path.equals("framed")) {
+                    throw new IllegalArgumentException("--paths: " + path + " is not framed, the one path");
                 }
             }
             if (paths.size() == 1) {
@@ -172,7 +149,6 @@ public final class PluginBenchmark {
             }
             long max = (long) (warmupSegments + segments) * size;
             for (String path : paths) {
-                m.lookupPath(PluginConfig.LookupTransport.valueOf(path.toUpperCase(Locale.ROOT)));
                 for (int i = 0; i < warmup; i++) {
                     lookup(m, tp, ThreadLocalRandom.current().nextLong(max));
                 }
@@ -189,7 +165,6 @@ public final class PluginBenchmark {
             for (int r = 0; r < rounds; r++) {
                 for (int k = 0; k < paths.size(); k++) {
                     String path = paths.get((k + r) % paths.size());
-                    m.lookupPath(PluginConfig.LookupTransport.valueOf(path.toUpperCase(Locale.ROOT)));
                     long[] times = look.get(path);
                     long childCpu0 = childCpu(child);
                     long jvmCpu0 = jvmCpu();
@@ -239,14 +214,6 @@ public final class PluginBenchmark {
                     System.out.println(b);
                 }
             }
-            if (framedWait > 0) {
-                Path socket = Path.of(c.get(PluginConfig.LOG_DIR) + ".rlmm", "serve.lookup.sock");
-                SegmentForOffsetRequest q = SegmentForOffsetRequest.newBuilder().setTopicIdPartition(Convert.partition(tp))
-                        .setLeaderEpoch(0).setOffset(max / 2).build();
-                FramedWaitBenchmark.run(socket, q, framedWait, () -> childCpu(child));
-            }
-            System.out.println("lookup streams opened: " + m.lookupStreamsOpened() + "; framed lookup connections opened: "
-                    + m.framedConnectionsOpened());
         } finally {
             m.close();
             removeTree(dir); // the child's log and snapshot: a run leaves nothing behind in the temp directory

@@ -36,7 +36,6 @@ class PluginConfigTest {
                 Arguments.of("start timeout negative", "rlmm.serve.start.timeout.ms", "-5", "rlmm.serve.start.timeout.ms"),
                 Arguments.of("binary missing", "rlmm.serve.binary", "/nonexistent/rlmm", "rlmm.serve.binary"),
                 Arguments.of("backoff max below backoff", "rlmm.serve.restart.backoff.max.ms", "10", "rlmm.serve.restart.backoff.max.ms"),
-                Arguments.of("transport unknown", "rlmm.serve.transport", "io_uring", "rlmm.serve.transport"),
                 Arguments.of("socket and address", "rlmm.serve.address", "127.0.0.1:7000", "rlmm.serve.socket"),
                 Arguments.of("TLS without TCP", "rlmm.serve.tls.ca", "/nonexistent/ca.pem", "rlmm.serve.tls.ca"),
                 Arguments.of("a line break in a forwarded setting", "remote.log.metadata.common.client.client.id", "a\nb",
@@ -184,7 +183,6 @@ class PluginConfigTest {
         assertEquals(java.time.Duration.ofMillis(30_000), p.stopTimeout);
         assertEquals(java.time.Duration.ofMillis(100), p.restartBackoff);
         assertEquals(java.time.Duration.ofMillis(10_000), p.restartBackoffMax);
-        assertEquals(java.time.Duration.ZERO, p.testAssignDelay);
         Map<String, Object> c = new HashMap<>(good());
         c.put(PluginConfig.CALL_TIMEOUT, 2500);
         c.put(PluginConfig.RESTART_BACKOFF, "7");

@@ -40,7 +40,11 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
 
     /** started, then waits until the child answers (configure does not wait for it). */
     private RlmmRemoteLogMetadataManager startedAndUp(Map<String, Object> config) throws InterruptedException {
-        RlmmRemoteLogMetadataManager m = started(config);
+        return startedAndUp(config, Outbox.Gate.OPEN);
+    }
+
+    private RlmmRemoteLogMetadataManager startedAndUp(Map<String, Object> config, Outbox.Gate gate) throws InterruptedException {
+        RlmmRemoteLogMetadataManager m = started(config, gate);
         assertTrue(m.awaitServer(READY), "rlmm serve answered within " + READY);
         return m;
     }
@@ -286,7 +290,6 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         TopicIdPartition other = newPartition("ready-not-assigned");
         assignAndAwaitReady(m, tp, READY);
         long pid = m.childPid();
-        int streams = m.readinessWatch().opened();
         // A stopped child answers nothing: a call would wait out its deadline and answer false.
         signal("STOP", pid);
         try {
@@ -295,7 +298,6 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         } finally {
             signal("CONT", pid);
         }
-        assertEquals(streams, m.readinessWatch().opened(), "the one stream stayed open");
 
         // The stream follows the hosted set: a stopped partition turns false, assigned again true.
         m.onStopPartitions(Set.of(tp));
@@ -321,19 +323,18 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
 
     @Test
     void aReadNeverAnswersEmptyForAPartitionNotHeldYet() throws Exception {
-        // A broker restart: the first instance copies a segment, the second one's child gets the
-        // broker's partitions two seconds after it answers (the test hook), and the broker reads
-        // at once. Every answer is the segment or a retriable exception, never "no segment".
+        // A broker restart: the first instance copies a segment, the second one holds the broker's
+        // change back two seconds (the test's gate), and the broker reads at once: the restarted
+        // child knows the partition from its own record. Every answer is the segment or a
+        // retriable exception, never "no segment", also across a kill -9 of the child.
         Map<String, Object> c = embeddedConfig(dir);
         RemoteLogSegmentMetadata want = copiedByAnEarlierInstance(c, "window");
         TopicIdPartition tp = want.topicIdPartition();
 
-        c.put(RlmmRemoteLogMetadataManager.TEST_ASSIGN_DELAY, "2000");
-        RlmmRemoteLogMetadataManager m = started(c);
+        RlmmRemoteLogMetadataManager m = started(c, change -> Thread.sleep(2000));
         m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
         int[] retriable = {0};
         TestSupport.await("the segment from the new child", READY, () -> answersSegment(m, tp, want, retriable));
-        // The same across a restart of the child (kill -9), with the hook's delay again.
         long pid = m.childPid();
         ProcessHandle.of(pid).orElseThrow().destroyForcibly();
         TestSupport.assertGone(pid, Duration.ofSeconds(10));
@@ -345,28 +346,20 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
     }
 
     @Test
-    void aLookupInTheAssignmentWindowWaitsForReadinessWithinItsBound() throws Exception {
-        // A restart as above: the new child gets the broker's partitions 300 ms after it answers
-        // (the test hook). A lookup asked at once waits for the readiness stream and answers the
-        // segment; with the wait off it fails at once, retriable, as before.
-        Map<String, Object> c = embeddedConfig(dir);
-        RemoteLogSegmentMetadata want = copiedByAnEarlierInstance(c, "ready-wait");
-        TopicIdPartition tp = want.topicIdPartition();
-
-        c.put(RlmmRemoteLogMetadataManager.TEST_ASSIGN_DELAY, "300");
-        c.put(PluginConfig.LOOKUP_READY_WAIT, "5000");
-        RlmmRemoteLogMetadataManager waits = startedAndUp(c);
-        waits.onPartitionLeadershipChanges(Set.of(tp), Set.of());
-        assertFalse(waits.isReady(tp), "ready before the held-back change reached the server");
-        assertEquals(Optional.of(want), waits.remoteLogSegmentMetadata(tp, 0, 5));
-        waits.close();
-
-        c.put(PluginConfig.LOOKUP_READY_WAIT, "0");
-        RlmmRemoteLogMetadataManager fails = startedAndUp(c);
-        fails.onPartitionLeadershipChanges(Set.of(tp), Set.of());
-        // Asked inside the same 300 ms window: a lookup that waited would answer the segment.
-        assertThrows(ReplicaNotAvailableException.class, () -> fails.remoteLogSegmentMetadata(tp, 0, 5));
-        fails.close();
+    void aReadOfAPartitionWithAChangeInTheOutboxIsRetriable() throws Exception {
+        // The broker assigned tp, and its change waits in the outbox (the gate holds it): the
+        // server answers NOT_ASSIGNED, which is retriable for tp and "not found" for a partition
+        // with no change waiting. The change then reaches the server and tp becomes ready.
+        java.util.concurrent.CountDownLatch open = new java.util.concurrent.CountDownLatch(1);
+        RlmmRemoteLogMetadataManager m = startedAndUp(embeddedConfig(dir), change -> open.await());
+        TopicIdPartition tp = newPartition("outbox");
+        m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
+        assertThrows(ReplicaNotAvailableException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 5));
+        assertThrows(RemoteResourceNotFoundException.class, () -> m.remoteLogSegmentMetadata(newPartition("none"), 0, 5));
+        assertFalse(m.assignmentsSent());
+        open.countDown();
+        TestSupport.await("tp ready once the change went", READY, () -> m.isReady(tp));
+        assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 5));
     }
 
     /** One lookup of offset 5: true for want, false for a retriable failure; an empty answer fails the test. */
@@ -483,15 +476,44 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
             assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
             m.close();
 
-            // A wrong token is refused, and the error names the address.
+            // A wrong token is refused: a setting the server refuses stops the broker, naming the address.
             Path wrong = dir.resolve("wrong-token");
             java.nio.file.Files.writeString(wrong, "not-the-token");
             rlmm = null;
-            RlmmRemoteLogMetadataManager bad = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
-                    "rlmm.serve.token.file", wrong.toString(), "rlmm.serve.call.timeout.ms", "2000"));
-            RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> bad.remoteLogSegmentMetadata(tp, 0, 0));
-            assertTrue(e.getMessage().contains(server.tcp), e.getMessage());
-            assertTrue(e.getMessage().contains("UNAUTHENTICATED"), e.getMessage());
+            try (TestSupport.ExitRecorder exit = new TestSupport.ExitRecorder()) {
+                RlmmRemoteLogMetadataManager bad = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                        "rlmm.serve.token.file", wrong.toString(), "rlmm.serve.call.timeout.ms", "2000"));
+                String why = exit.await("a refused token", READY);
+                assertEquals(BrokerExit.STATUS, exit.status());
+                assertTrue(why.contains(server.tcp) && why.contains("a valid token is required"), why);
+                RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> bad.remoteLogSegmentMetadata(tp, 0, 0));
+                assertTrue(e.getMessage().contains("a valid token is required"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void connectModeOverTcpWithTlsAndAToken() throws Exception {
+        // A self-signed certificate for 127.0.0.1, made by openssl (PKCS#8 key), trusted as the CA.
+        Path cert = dir.resolve("cert.pem");
+        Path key = dir.resolve("key.pem");
+        Process gen = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                "-nodes", "-keyout", key.toString(), "-out", cert.toString(), "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1").redirectErrorStream(true).start();
+        String genOut = new String(gen.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(0, gen.waitFor(), "openssl: " + genOut);
+        Path token = dir.resolve("token");
+        java.nio.file.Files.writeString(token, "s3cret-token-over-tls\n");
+        try (TestSupport.Server server = TestSupport.Server.start(dir, "--listen-tcp", "127.0.0.1:0",
+                "--listen-tls-cert", cert.toString(), "--listen-tls-key", key.toString(), "--token-file", token.toString())) {
+            RlmmRemoteLogMetadataManager m = started(Map.of("broker.id", 1, "rlmm.serve.address", server.tcp,
+                    "rlmm.serve.tls.ca", cert.toString(), "rlmm.serve.token.file", token.toString()));
+            TopicIdPartition tp = newPartition("tls");
+            assignAndAwaitReady(m, tp, READY);
+            RemoteLogSegmentMetadata a = segment(tp, 0, 9, Optional.empty(), true, 0, 0);
+            m.addRemoteLogSegmentMetadata(a).get(10, TimeUnit.SECONDS);
+            assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
+            assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 5), "a copy not finished is not read");
         }
     }
 

@@ -94,11 +94,8 @@ class ShadedJarTest {
             assertNotNull(j.getEntry(CLASS.replace('.', '/') + ".class"));
         }
         assertEquals(List.of(), stray, "classes outside org/rlmm/plugin/ (unrelocated, or Kafka's)");
-        // Only epoll's library (rlmm.serve.transport), under the relocated package's name Netty looks for.
-        assertEquals(List.of(
-                "META-INF/native/liborg_rlmm_plugin_shaded_io_grpc_netty_shaded_netty_transport_native_epoll_aarch_64.so",
-                "META-INF/native/liborg_rlmm_plugin_shaded_io_grpc_netty_shaded_netty_transport_native_epoll_x86_64.so"),
-                nativeLibs.stream().filter(n -> n.endsWith(".so")).sorted().toList(), "JNI libraries in the jar");
+        // No JNI library: the plugin's sockets are the JDK's.
+        assertEquals(List.of(), nativeLibs.stream().filter(n -> n.endsWith(".so")).sorted().toList(), "JNI libraries in the jar");
     }
 
     /** The ELF machine of each platform's binary (e_machine: x86-64 62, AArch64 183). */
@@ -162,12 +159,7 @@ class ShadedJarTest {
                 RemoteLogSegmentMetadataUpdate f = TestSupport.update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
                 m.updateRemoteLogSegmentMetadata(f).get(10, TimeUnit.SECONDS);
                 assertEquals(Optional.of(s.createWithUpdates(f)), m.remoteLogSegmentMetadata(tp, 0, 3));
-                // It served over the Unix socket through epoll (the default transport): the relocated
-                // classes found the jar's renamed library.
-                Class<?> epoll = loader.loadClass("org.rlmm.plugin.shaded.io.grpc.netty.shaded.io.netty.channel.epoll.Epoll");
-                assertTrue((Boolean) epoll.getMethod("isAvailable").invoke(null),
-                        "relocated epoll does not load: " + epoll.getMethod("unavailabilityCause").invoke(null));
-                assertFalse(classVisible(parent, "io.grpc.ManagedChannel"), "the test's parent loader has no gRPC");
+                assertFalse(classVisible(parent, "com.google.protobuf.MessageLite"), "the test's parent loader has no protobuf");
             } finally {
                 m.close();
             }
@@ -249,10 +241,7 @@ class ShadedJarTest {
                 } finally {
                     m.close();
                 }
-                Class<?> epoll = loader.loadClass("org.rlmm.plugin.shaded.io.grpc.netty.shaded.io.netty.channel.epoll.Epoll");
-                System.out.println("loader " + (i + 1) + ": reached the server; open fds " + openFds()
-                        + "; relocated Epoll.isAvailable()=" + epoll.getMethod("isAvailable").invoke(null)
-                        + (i == 0 ? " (" + epoll.getMethod("unavailabilityCause").invoke(null) + ")" : ""));
+                System.out.println("loader " + (i + 1) + ": reached the server; open fds " + openFds());
             }
             assertTrue(server.alive(), "the server outlived its clients");
         } finally {

@@ -1,4 +1,4 @@
-package lookupframe
+package brokerframe
 
 import (
 	"encoding/binary"
@@ -12,20 +12,25 @@ import (
 // HeaderSize is the size of a frame's length prefix.
 const HeaderSize = 4
 
-// MaxRequest bounds a request body the server reads: a lookup request is a
-// topic name (at most 249 bytes in Kafka), its id and three integers, and a
-// hello a token; 64 KiB leaves room for any of them many times over.
-const MaxRequest = 64 << 10
+// MaxHello bounds the first frame the server reads, before the client is
+// known: a hello is a token, a purpose and two integers.
+const MaxHello = 64 << 10
 
-// MaxMutation bounds a mutation request body the server reads: a segment
-// with its leader epochs and custom metadata, as large as the gRPC server's
-// own bound on a received message (4 MiB), which the unary mutations have.
-const MaxMutation = 4 << 20
+// MaxRequest bounds a request body the server reads once the hello was
+// accepted: a mutation's segment with its leader epochs and custom metadata,
+// or an assignment change of every partition a broker hosts (about 40 bytes
+// each: 16 MiB is 400,000 of them).
+const MaxRequest = 16 << 20
 
 // MaxReply bounds a reply body the client reads: a segment with its custom
-// metadata and leader epochs, as large as the gRPC channel's own bound on a
-// message (64 MiB).
+// metadata and leader epochs, a batch of a list (ListBatchBytes), or a
+// readiness push of every hosted partition.
 const MaxReply = 64 << 20
+
+// ListBatchBytes bounds the segments of one reply of a list: a list of a
+// partition with a million segments comes as several frames, each a buffer
+// the client reads whole.
+const ListBatchBytes = 1 << 20
 
 // ReadFrame reads one frame from r into buf (grown when too small) and
 // returns its body, which aliases buf. A clean end of r before a frame is

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+)
+
+// TestHostedPersists: every change is in the file when record returns, and
+// a set opened from it is the set recorded.
+func TestHostedPersists(t *testing.T) {
+	path := filepath.Join(t.TempDir(), HostedFileName)
+	h, err := OpenHosted(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := newTP(), newTP(), newTP()
+	steps := []struct {
+		name        string
+		add, remove []rlmm.TopicIDPartition
+		want        []rlmm.TopicIDPartition
+	}{
+		{"leaders", []rlmm.TopicIDPartition{a, b}, nil, []rlmm.TopicIDPartition{a, b}},
+		{"a follower", []rlmm.TopicIDPartition{c}, nil, []rlmm.TopicIDPartition{a, b, c}},
+		{"a stop", nil, []rlmm.TopicIDPartition{b}, []rlmm.TopicIDPartition{a, c}},
+		{"no change", []rlmm.TopicIDPartition{a}, nil, []rlmm.TopicIDPartition{a, c}},
+		{"all stopped", nil, []rlmm.TopicIDPartition{a, c}, nil},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if err := h.record(st.add, st.remove); err != nil {
+				t.Fatal(err)
+			}
+			again, err := OpenHosted(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range [][]rlmm.TopicIDPartition{h.List(), again.List()} {
+				if !sameTPs(got, st.want) {
+					t.Fatalf("hosted %v, want %v", got, st.want)
+				}
+			}
+		})
+	}
+}
+
+func sameTPs(a, b []rlmm.TopicIDPartition) bool {
+	key := func(tp rlmm.TopicIDPartition) string { return tp.String() }
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i := range a {
+		ka[i] = key(a[i])
+	}
+	for i := range b {
+		kb[i] = key(b[i])
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
+}
+
+// TestHostedCorrupt: a file that does not decode, or names an invalid
+// partition, is ErrCorrupt naming the file.
+func TestHostedCorrupt(t *testing.T) {
+	tests := []struct {
+		name string
+		body []byte
+	}{
+		{"not protobuf", []byte{0xff, 0xff}},
+		{"invalid partition", []byte{0x0a, 0x02, 0x18, 0x01}}, // a leader without topic id or name
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), HostedFileName)
+			if err := os.WriteFile(path, tc.body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenHosted(path)
+			if !errors.Is(err, rlmm.ErrCorrupt) {
+				t.Fatalf("OpenHosted error %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestRestartedServerKnowsTheHostedSet: a change acknowledged before the
+// manager is up is recorded; a new server on the same file hands its
+// manager the set as it comes up, so a read of the partition is answered
+// without any change sent to it.
+func TestRestartedServerKnowsTheHostedSet(t *testing.T) {
+	dir := shortDir(t)
+	path := filepath.Join(dir, HostedFileName)
+	h, err := OpenHosted(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOpts{noManager: true, hosted: h})
+	tp := newTP()
+	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+		Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
+		t.Fatalf("a leadership change before the manager is up: %v", err)
+	}
+	again, err := OpenHosted(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newFixture(t, fixtureOpts{hosted: again})
+	if _, err := g.client.ListSegments(testCtx(t), &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(tp)}); err != nil {
+		// NOT_READY while it catches up is fine; NOT_ASSIGNED is what must not come.
+		if _, info := errorInfo(t, err); info.GetKind() == rlmmpb.ErrorKind_NOT_ASSIGNED {
+			t.Fatalf("the restarted server does not host the recorded partition: %v", err)
+		}
+	}
+	g.waitReady(t, tp)
+}
