@@ -57,10 +57,11 @@
 //     deadline.
 //
 //   - The server owns the broker's assignment (hosted.go): each leadership
-//     change and stop is recorded in the hosted set and written beside the
-//     snapshot (hosted.pb) before it is acknowledged, then handed to the
-//     manager when it is up; SetManager hands a new manager the whole set
-//     first. A server restarted after a crash so hosts the broker's
+//     change and stop is applied to the hosted set and to the manager when
+//     it is up, and acknowledged once the set is written beside the snapshot
+//     (hosted.pb); a change whose write fails (a full disk) is served but
+//     refused NOT_READY, and the plugin sends it again. SetManager hands a
+//     new manager the whole set first. A server restarted after a crash so hosts the broker's
 //     partitions before its first call, and the plugin keeps no copy of the
 //     assignment, only the changes not acknowledged yet.
 //

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/internal/atomicfile"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
@@ -19,19 +19,29 @@ const HostedFileName = "hosted.pb"
 
 // Hosted is the broker's assignment as this server recorded it: every user
 // partition a leadership change named and no stop removed since. The
-// server is its one owner. Each change is written to the file (beside the
-// snapshot) before the change is acknowledged, so a server restarted after
-// a crash knows the broker's partitions before its first call and hands
-// them to its manager as it comes up; the plugin keeps no copy to replay.
+// server is its one owner. A change is applied at once (in memory and to
+// the manager) and acknowledged once the set is written to the file
+// beside the snapshot, so a server restarted after a crash knows the
+// broker's partitions before its first call and hands them to its manager
+// as it comes up; the plugin keeps no copy to replay, only the changes not
+// acknowledged yet, which it sends again in order.
+//
+// When the file cannot be written (a full or read-only disk) the change is
+// served all the same but not acknowledged: the plugin sends it again, each
+// try writes again, and the first write that succeeds acknowledges it. So a
+// full disk delays acknowledgements, never a read, and a crash meanwhile
+// loses nothing: what the file lacks is still in the plugin's outbox.
 //
 // The file is a LeadershipChangesRequest whose leaders are the set: the one
-// change that restores it. It is replaced whole (written beside, synced,
-// renamed), so a crash leaves the old set or the new one.
+// change that restores it. It is replaced whole (internal/atomicfile), so a
+// crash leaves the old set or the new one.
 type Hosted struct {
 	path string // "" keeps the set in memory only
 
-	mu  sync.Mutex
-	set map[rlmm.TopicIDPartition]struct{}
+	mu       sync.Mutex
+	set      map[rlmm.TopicIDPartition]struct{}
+	unsaved  bool   // set differs from the file
+	failures uint64 // writes of the file that failed
 }
 
 // OpenHosted reads the hosted set at path (none yet: empty). "" is a set
@@ -63,38 +73,53 @@ func OpenHosted(path string) (*Hosted, error) {
 	return h, nil
 }
 
-// record adds add to the set and removes remove from it, and writes the
-// set when it changed; the set is unchanged when the write fails.
-func (h *Hosted) record(add, remove []rlmm.TopicIDPartition) error {
+// update adds add to the set and removes remove from it, in memory.
+func (h *Hosted) update(add, remove []rlmm.TopicIDPartition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	next := make(map[rlmm.TopicIDPartition]struct{}, len(h.set)+len(add))
-	for tp := range h.set {
-		next[tp] = struct{}{}
-	}
 	for _, tp := range add {
-		next[tp] = struct{}{}
+		if _, ok := h.set[tp]; !ok {
+			h.set[tp] = struct{}{}
+			h.unsaved = true
+		}
 	}
 	for _, tp := range remove {
-		delete(next, tp)
+		if _, ok := h.set[tp]; ok {
+			delete(h.set, tp)
+			h.unsaved = true
+		}
 	}
-	if len(next) == len(h.set) && subset(next, h.set) {
+}
+
+// save writes the set to the file when it differs from it; after a failed
+// write the set stays unsaved, and the next save writes it again.
+func (h *Hosted) save() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.unsaved || h.path == "" {
 		return nil
 	}
-	if err := h.write(next); err != nil {
-		return err
+	req := &rlmmpb.LeadershipChangesRequest{Leaders: make([]*rlmmpb.TopicIdPartition, 0, len(h.set))}
+	for tp := range h.set {
+		req.Leaders = append(req.Leaders, tpToProto(tp))
 	}
-	h.set = next
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("server: encoding the hosted set: %w", err)
+	}
+	if err := atomicfile.WriteFile(h.path, b, 0o600); err != nil {
+		h.failures++
+		return fmt.Errorf("server: writing the hosted set %s: %w", h.path, err)
+	}
+	h.unsaved = false
 	return nil
 }
 
-func subset(a, b map[rlmm.TopicIDPartition]struct{}) bool {
-	for tp := range a {
-		if _, ok := b[tp]; !ok {
-			return false
-		}
-	}
-	return true
+// Failures is the number of writes of the file that failed.
+func (h *Hosted) Failures() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failures
 }
 
 // List returns the partitions of the set.
@@ -106,47 +131,4 @@ func (h *Hosted) List() []rlmm.TopicIDPartition {
 		out = append(out, tp)
 	}
 	return out
-}
-
-// write replaces the file with set: written beside it, synced, renamed
-// over it, and the directory synced.
-func (h *Hosted) write(set map[rlmm.TopicIDPartition]struct{}) error {
-	if h.path == "" {
-		return nil
-	}
-	req := &rlmmpb.LeadershipChangesRequest{Leaders: make([]*rlmmpb.TopicIdPartition, 0, len(set))}
-	for tp := range set {
-		req.Leaders = append(req.Leaders, tpToProto(tp))
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("server: encoding the hosted set: %w", err)
-	}
-	tmp := h.path + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("server: writing the hosted set: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, h.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("server: writing the hosted set %s: %w", h.path, err)
-	}
-	if d, err := os.Open(filepath.Dir(h.path)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("server: syncing the directory of the hosted set %s: %w", h.path, err)
-		}
-	}
-	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
-// TestHostedPersists: every change is in the file when record returns, and
+// TestHostedPersists: every change is in the file when save returns, and
 // a set opened from it is the set recorded.
 func TestHostedPersists(t *testing.T) {
 	path := filepath.Join(t.TempDir(), HostedFileName)
@@ -33,7 +33,8 @@ func TestHostedPersists(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			if err := h.record(st.add, st.remove); err != nil {
+			h.update(st.add, st.remove)
+			if err := h.save(); err != nil {
 				t.Fatal(err)
 			}
 			again, err := OpenHosted(path)
@@ -116,4 +117,56 @@ func TestRestartedServerKnowsTheHostedSet(t *testing.T) {
 		}
 	}
 	g.waitReady(t, tp)
+}
+
+// TestUnwritableHostedSetServesButDoesNotAcknowledge: while the hosted set
+// cannot be written, a leadership change is served (a read of its
+// partition is never NOT_ASSIGNED) but refused as retriable (NOT_READY), so
+// the plugin keeps it and sends it again; the failed write is counted, and
+// the first change sent after the disk is back is acknowledged and in the
+// file.
+func TestUnwritableHostedSetServesButDoesNotAcknowledge(t *testing.T) {
+	dir := shortDir(t)
+	// A file where the hosted set's directory should be: every write fails
+	// (as root too, whom a read-only mode would not stop).
+	blocked := filepath.Join(dir, "snapshots")
+	path := filepath.Join(blocked, HostedFileName)
+	h, err := OpenHosted(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOpts{hosted: h})
+	tp := newTP()
+	change := &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}
+	_, err = f.client.OnPartitionLeadershipChanges(testCtx(t), change)
+	if err == nil {
+		t.Fatal("a change whose hosted set cannot be written was acknowledged")
+	}
+	if _, info := errorInfo(t, err); info.GetKind() != rlmmpb.ErrorKind_NOT_READY {
+		t.Fatalf("unwritable hosted set: %v (kind %v), want NOT_READY, which the plugin sends again", err, info.GetKind())
+	}
+	if h.Failures() == 0 {
+		t.Fatal("the failed write is not counted")
+	}
+	f.waitReady(t, tp) // served all the same
+	if _, err := f.client.ListSegments(testCtx(t), &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(tp)}); err != nil {
+		t.Fatalf("a read of the partition while its change is not acknowledged: %v", err)
+	}
+
+	if err := os.Remove(blocked); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), change); err != nil {
+		t.Fatalf("the change sent again once the disk is back: %v", err)
+	}
+	again, err := OpenHosted(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.List(); !sameTPs(got, []rlmm.TopicIDPartition{tp}) {
+		t.Fatalf("hosted set on disk %v, want [%v]", got, tp)
+	}
 }

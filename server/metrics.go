@@ -214,7 +214,9 @@ func (m *Metrics) HistoryLost(partition int32, from, to int64) {
 //     partitions hosted after it was consumed, and the partitions rebuilt;
 //   - rlmm_tombstones_total: records with a null value read and skipped (a
 //     metadata topic compacted as KIP-1266 proposes holds two per deleted
-//     segment; nothing to apply).
+//     segment; nothing to apply);
+//   - rlmm_hosted_set_write_failures_total: writes of the hosted set that
+//     failed (a full or read-only disk): changes wait to be acknowledged.
 //
 // With several brokers, each one's server shows only its own partitions.
 type statsCollector struct{ s *Server }
@@ -226,6 +228,7 @@ var (
 	descSkipped = prometheus.NewDesc("rlmm_events_skipped_total", "Events of user partitions this server does not host: read with their metadata partition, not decoded, not kept.", nil, nil)
 	descPasses  = prometheus.NewDesc("rlmm_rebuild_passes_total", "Rebuild passes started: a metadata partition read again from its start for user partitions hosted after it was consumed.", nil, nil)
 	descRebuilt = prometheus.NewDesc("rlmm_rebuilt_partitions_total", "User partitions the rebuild passes rebuilt.", nil, nil)
+	descHostedW = prometheus.NewDesc("rlmm_hosted_set_write_failures_total", "Writes of the hosted set (hosted.pb beside the snapshot) that failed; the assignment change waits to be acknowledged until a write succeeds.", nil, nil)
 	descTombs   = prometheus.NewDesc("rlmm_tombstones_total", "Records with a null value (tombstones of a compacted metadata topic, KIP-1266) read and skipped: nothing to apply.", nil, nil)
 )
 
@@ -237,6 +240,7 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descPasses
 	ch <- descRebuilt
 	ch <- descTombs
+	ch <- descHostedW
 }
 
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -251,4 +255,5 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPasses, prometheus.CounterValue, float64(st.Passes))
 	ch <- prometheus.MustNewConstMetric(descRebuilt, prometheus.CounterValue, float64(st.Rebuilt))
 	ch <- prometheus.MustNewConstMetric(descTombs, prometheus.CounterValue, float64(st.Tombstones))
+	ch <- prometheus.MustNewConstMetric(descHostedW, prometheus.CounterValue, float64(c.s.cfg.Hosted.Failures()))
 }

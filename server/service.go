@@ -239,8 +239,9 @@ func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipCh
 	})
 }
 
-// assignment records a change of the hosted set, then applies it to the
-// manager when it is up, in the order changes arrive.
+// assignment applies a change to the hosted set and to the manager when it
+// is up, in the order changes arrive, and acknowledges it (returns nil) once
+// the set is written (see Hosted).
 func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, apply func(*topicbased.Manager) error) error {
 	if d := s.cfg.TestAssignDelay; d > 0 {
 		s.logger.Warn("server: --test-assign-delay: holding back an assignment change", "delay", d, "partitions", len(add)+len(remove))
@@ -252,11 +253,15 @@ func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDParti
 	}
 	s.assignMu.Lock()
 	defer s.assignMu.Unlock()
-	if err := s.cfg.Hosted.record(add, remove); err != nil {
-		return err
-	}
+	s.cfg.Hosted.update(add, remove)
 	if m := s.mgr.Load(); m != nil {
-		return apply(m)
+		if err := apply(m); err != nil {
+			return err
+		}
+	}
+	if err := s.cfg.Hosted.save(); err != nil {
+		s.logger.Warn("server: an assignment change is served but not acknowledged: the hosted set could not be written; the plugin sends the change again", "error", err)
+		return fmt.Errorf("%w: the assignment change is applied, but not acknowledged until the hosted set is written: %w", rlmm.ErrNotReady, err)
 	}
 	return nil
 }
