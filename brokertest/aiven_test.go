@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -623,21 +622,7 @@ func TestAivenScrubRebuild(t *testing.T) {
 	// events carry the custom metadata the RSM returned, byte for byte.
 	rebuildArgs := append([]string{"rebuild", "--json", "-q", "--kafka", c.addrs[0], "--topic", rebuilt.Topic,
 		"--aiven-custom-metadata-fields", "REMOTE_SIZE,OBJECT_PREFIX,OBJECT_KEY"}, b.storageArgs()...)
-	run := func(extra ...string) rebuildDoc {
-		t.Helper()
-		out, code := rlmmRun(ctx, t, append(slices.Clone(rebuildArgs), extra...)...)
-		var doc rebuildDoc
-		err := json.Unmarshal([]byte(out), &doc)
-		for _, p := range doc.Problems {
-			if !cut[p.SegmentID] {
-				err = fmt.Errorf("problem with segment %s: %s", p.SegmentID, p.Detail)
-			}
-		}
-		if err != nil || (code != 0 && (code != 1 || len(doc.Problems) == 0)) {
-			t.Fatalf("rlmm %s: exit %d (%v):\n%s", strings.Join(append(rebuildArgs, extra...), " "), code, err, out)
-		}
-		return doc
-	}
+	run := rebuildRunner(ctx, t, rebuildArgs, cut)
 	dry := run()
 	var want []*segment
 	for _, s := range orig {
