@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -83,13 +85,17 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 
 	must(t, disk.Fill())
 	tp, seg := segment(3)
-	brokerWork(t, c, tp, seg, 0) // recorded and answered on the full disk
+	// On the full disk a leadership change is served, but not acknowledged
+	// until the hosted set is written: the plugin sends it again.
+	assignUnacknowledged(t, c, tp)
+	copyAndLookup(t, c, tp, seg, 0) // recorded and answered on the full disk
 	waitUntil(t, "a failed snapshot write counted", func() bool { _, failed := snapshotWrites(t, metrics); return failed > 0 })
 	if !strings.Contains(p.stderr.String(), "periodic snapshot failed") || !strings.Contains(p.stderr.String(), syscall.ENOSPC.Error()) {
 		t.Errorf("the log does not name the failed write:\n%s", p.stderr.String())
 	}
 	okBefore, _ := snapshotWrites(t, metrics)
 	must(t, disk.Free())
+	assign(t, c, tp) // sent again, acknowledged once the set is written
 	waitUntil(t, "a snapshot once space is back", func() bool { ok, _ := snapshotWrites(t, metrics); return ok > okBefore })
 	waitUntil(t, "the log saying it", func() bool { return strings.Contains(p.stderr.String(), "snapshot written again") })
 
@@ -121,12 +127,37 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 		lookup(t, c, tp, 50, seg)
 	}
 	tp, seg = segment(4)
-	brokerWork(t, c, tp, seg, 0)
+	assignUnacknowledged(t, c, tp)
+	copyAndLookup(t, c, tp, seg, 0)
 	waitUntil(t, "a failed snapshot write counted after the restart", func() bool { _, failed := snapshotWrites(t, metrics); return failed > 0 })
 	must(t, disk.ReadWrite())
+	assign(t, c, tp)
 	waitUntil(t, "a snapshot once the directory is writable", func() bool { ok, _ := snapshotWrites(t, metrics); return ok > 0 })
 	if code := p.stop(t); code != 0 {
 		t.Errorf("stop: exit %d:\n%s", code, p.stderr.String())
+	}
+}
+
+// assign sends tp's leadership change and wants it acknowledged.
+func assign(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}}); err != nil {
+		t.Fatalf("OnPartitionLeadershipChanges: %v", err)
+	}
+}
+
+// assignUnacknowledged sends tp's leadership change while the hosted set
+// cannot be written and wants it refused as not ready (Unavailable), which
+// the plugin sends again; the change is served all the same.
+func assignUnacknowledged(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	_, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "hosted set") {
+		t.Fatalf("a leadership change while the hosted set cannot be written: %v, want Unavailable naming the hosted set", err)
 	}
 }
 

@@ -163,6 +163,16 @@ func brokerWork(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDP
 	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{ptp}}); err != nil {
 		t.Fatalf("OnPartitionLeadershipChanges: %v", err)
 	}
+	copyAndLookup(t, c, tp, segID, start)
+}
+
+// copyAndLookup is brokerWork on a partition the server already hosts: one
+// segment copied (added, finished) and looked up.
+func copyAndLookup(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
+	defer cancel()
+	ptp := protoTP(tp)
 	waitReady(t, ctx, c, ptp)
 	id := &rlmmpb.Uuid{MostSignificantBits: uint64(segID.MostSignificantBits()), LeastSignificantBits: uint64(segID.LeastSignificantBits())}
 	if _, err := c.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: &rlmmpb.SegmentMetadata{
