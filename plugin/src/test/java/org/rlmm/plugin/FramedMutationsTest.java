@@ -138,7 +138,7 @@ class FramedMutationsTest extends ManagerFixture {
         try {
             Future<String> f = pool.submit(() -> outcome(m.addRemoteLogSegmentMetadata(s)));
             Thread.sleep(300);
-            assertFalse(f.isDone(), "the mutation waits for the stopped child");
+            assertFalse(f.isDone(), () -> "the mutation waits for the stopped child; it ended: " + ended(f));
             m.close();
             String got = f.get(20, TimeUnit.SECONDS); // far below the mutation's 60 s bound
             assertTrue(got.startsWith(RemoteStorageException.class.getName()), got);
@@ -151,6 +151,15 @@ class FramedMutationsTest extends ManagerFixture {
                     // gone already
                 }
             });
+        }
+    }
+
+    /** What a finished future gave, for a failure's message. */
+    private static String ended(Future<String> f) {
+        try {
+            return f.get();
+        } catch (Exception e) {
+            return e.toString();
         }
     }
 }
