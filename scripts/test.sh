@@ -2,7 +2,8 @@
 # The project's test command (make test, .ci/run). With no argument it runs
 # everything; `lint` runs only the static checks; `faults` runs only the
 # fault tests (make fault-test); `gssapi` runs only the GSSAPI test
-# (scripts/gssapi-test.sh); `memory` only the memory targets (make memory-targets).
+# (scripts/gssapi-test.sh); `memory` only the memory targets (make memory-targets);
+# `cluster-faults` only the cluster fault tests; `soak` random fault schedules (make soak).
 #
 # Environment:
 #   RLMM_SKIP_KAFKA=1  do not fetch and start a real Kafka broker (tests that
@@ -44,6 +45,18 @@ faults() {
 	return "$status"
 }
 
+# cluster_faults runs each single fault once on one cluster (TestFaultsAlone); soak runs
+# TestFaultSoak: random schedules from RLMM_SOAK_SEED for RLMM_SOAK_MINUTES.
+cluster_faults() {
+	step "cluster faults: each fault alone on a 3-broker tiered cluster with rlmm's plugin under load (faulttest/ TestFaultsAlone)"
+	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout 40m -v -run '^TestFaultsAlone$' ./faulttest/
+}
+soak() {
+	local minutes=${RLMM_SOAK_MINUTES:-10}
+	step "soak: random fault schedules for $minutes minutes (seed ${RLMM_SOAK_SEED:-the time, logged})"
+	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout "$((minutes + 30))m" -v -run '^TestFaultSoak$' ./faulttest/
+}
+
 # memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute).
 memory_targets() {
 	go test -run '^$' -bench '^(BenchmarkRetainedHeap|BenchmarkEpochChurnHeap|BenchmarkSnapshotWriteMemory)$' \
@@ -65,6 +78,14 @@ gssapi)
 	;;
 memory)
 	memory_targets
+	exit 0
+	;;
+cluster-faults)
+	cluster_faults
+	exit 0
+	;;
+soak)
+	soak
 	exit 0
 	;;
 esac
@@ -185,6 +206,15 @@ fi
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	faults
 fi
+
+# --- the cluster fault tests (faulttest/cluster_*_test.go): a 3-broker Kafka 4.3.1 tiered
+# cluster with rlmm's plugin, every listener behind a fault proxy, each sidecar's snapshot
+# directory on a tmpfs, under produce, remote reads and moving leadership; each single fault
+# once (TestFaultsAlone). `make soak SEED=... MINUTES=...` runs random schedules.
+if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
+	cluster_faults
+fi
+# --- end of the cluster fault tests -----------------------------------------------------
 
 # Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
 # docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out,

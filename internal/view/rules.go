@@ -183,8 +183,19 @@ func CheckSegments(tp rlmm.TopicIDPartition, segs []rlmm.SegmentMetadata, refMs 
 // epochSpan is the part of one finished segment inside one leader epoch.
 type epochSpan struct {
 	start, end int64
+	segEnd     int64 // the whole segment's end offset, past this epoch too
 	id         rlmm.Uuid
 	broker     int32
+}
+
+// recopies reports whether n's segment, another broker's, re-covers the
+// tail of o's inside this epoch and goes past o's segment: what a new
+// leader's RemoteLogManager copies (its own segment holding the next
+// offset, whole). Whole segments are compared, not the epoch's spans: a
+// segment that goes past o only in a later epoch re-covers o's offsets of
+// this one exactly.
+func (n epochSpan) recopies(o epochSpan) bool {
+	return n.broker != o.broker && n.segEnd > o.segEnd && n.start >= o.start
 }
 
 // checkCoverage finds overlaps and gaps among the finished segments, per
@@ -201,7 +212,7 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 			if !ok || end < s {
 				continue
 			}
-			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.ID.ID, m.BrokerID})
+			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.EndOffset, m.ID.ID, m.BrokerID})
 		}
 	}
 	epochs := make([]int32, 0, len(spans))
@@ -215,31 +226,35 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 		slices.SortFunc(list, func(a, b epochSpan) int {
 			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), slices.Compare(a.id[:], b.id[:]))
 		})
-		maxEnd, maxID, maxBroker := list[0].end, list[0].id, list[0].broker
+		top := list[0] // the span reaching furthest so far
 		for _, sp := range list[1:] {
 			switch {
-			case sp.start <= maxEnd:
-				last := min(sp.end, maxEnd)
+			case sp.start <= top.end:
+				last := min(sp.end, top.end)
 				a := Anomaly{Kind: Overlap, TopicIDPartition: name,
-					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
+					SegmentIDs: []string{top.id.String(), sp.id.String()}, Epoch: ptr(epoch),
 					FirstOffset: ptr(sp.start), LastOffset: ptr(last),
 					Detail: fmt.Sprintf("finished segments %s and %s both cover offsets [%d, %d] in leader epoch %d",
-						maxID, sp.id, sp.start, last, epoch)}
-				if sp.end > maxEnd && sp.broker != maxBroker {
+						top.id, sp.id, sp.start, last, epoch)}
+				newer, older := sp, top
+				if top.recopies(sp) {
+					newer, older = top, sp
+				}
+				if (sp.end > top.end && sp.broker != top.broker) || newer.recopies(older) {
 					a.Warning = true
 					a.Detail += fmt.Sprintf(": broker %d re-copied the tail of broker %d's segment and went on "+
-						"(a new leader copies its own segment holding the next offset whole)", sp.broker, maxBroker)
+						"(a new leader copies its own segment holding the next offset whole)", newer.broker, older.broker)
 				}
 				out = append(out, a)
-			case maxEnd < math.MaxInt64 && sp.start > maxEnd+1:
+			case top.end < math.MaxInt64 && sp.start > top.end+1:
 				out = append(out, Anomaly{Kind: Gap, TopicIDPartition: name,
-					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
-					FirstOffset: ptr(maxEnd + 1), LastOffset: ptr(sp.start - 1),
+					SegmentIDs: []string{top.id.String(), sp.id.String()}, Epoch: ptr(epoch),
+					FirstOffset: ptr(top.end + 1), LastOffset: ptr(sp.start - 1),
 					Detail: fmt.Sprintf("no finished segment covers offsets [%d, %d] of leader epoch %d (between segments %s and %s)",
-						maxEnd+1, sp.start-1, epoch, maxID, sp.id)})
+						top.end+1, sp.start-1, epoch, top.id, sp.id)})
 			}
-			if sp.end > maxEnd {
-				maxEnd, maxID, maxBroker = sp.end, sp.id, sp.broker
+			if sp.end > top.end {
+				top = sp
 			}
 		}
 	}

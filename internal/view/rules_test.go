@@ -124,6 +124,15 @@ func TestCheckSegmentsNewLeaderOverlap(t *testing.T) {
 			by(seg(1, 0, 249, fin, 0), 2), by(seg(2, 250, 2249, fin, 0), 2), by(seg(3, 2000, 2999, fin, 0), 1)}, true},
 		{"one broker's segments overlap", []rlmm.SegmentMetadata{
 			by(seg(1, 0, 2249, fin, 0), 2), by(seg(2, 2000, 2999, fin, 0), 2)}, false},
+		// Seen on a 3-broker cluster (TestFaultsAlone): the old leader copied
+		// [0, 2369] of epoch 0, the new one its segment [0, 4812] whole,
+		// epochs 0 and 1; in epoch 0 the two spans are the same.
+		{"a new leader re-copies the old leader's whole segment from the same start, then goes on in its epoch", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2369, fin, 0), 2),
+			by(seg(2, 0, 4812, fin, 0, rlmm.EpochStart{Epoch: 0, StartOffset: 0}, rlmm.EpochStart{Epoch: 1, StartOffset: 2370}), 3)}, true},
+		{"one broker's segments cover the same offsets of an epoch", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2369, fin, 0), 3),
+			by(seg(2, 0, 4812, fin, 0, rlmm.EpochStart{Epoch: 0, StartOffset: 0}, rlmm.EpochStart{Epoch: 1, StartOffset: 2370}), 3)}, false},
 		{"another broker's segment inside an older one", []rlmm.SegmentMetadata{
 			by(seg(1, 0, 2999, fin, 0), 2), by(seg(2, 2000, 2499, fin, 0), 1)}, false},
 	}
