@@ -67,6 +67,7 @@ type clusterLoad struct {
 
 	mu    sync.Mutex
 	acked map[tpKey]map[int64]string // offset -> record id
+	seen  map[string]bool            // verify and scrub findings reported
 
 	produced, produceFailed          atomic.Int64
 	readRecords, readRounds          atomic.Int64
@@ -128,7 +129,7 @@ func startClusterLoad(t *testing.T, fc *fcluster) *clusterLoad {
 		kgo.RequestTimeoutOverhead(5*time.Second))
 	must(t, err)
 	t.Cleanup(cl.Close)
-	w := &clusterLoad{t: t, fc: fc, adm: kadm.NewClient(cl), acked: map[tpKey]map[int64]string{}}
+	w := &clusterLoad{t: t, fc: fc, adm: kadm.NewClient(cl), acked: map[tpKey]map[int64]string{}, seen: map[string]bool{}}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for _, tp := range wlTopics {
@@ -305,8 +306,8 @@ func (w *clusterLoad) readRound(ctx context.Context, k tpKey) {
 
 // judgeOOR decides whether an OffsetOutOfRange at offset o of k was
 // retention passing the reader (o below the log start offset now) or a
-// wrong answer.
-func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64) {
+// wrong answer, and returns the log start offset it read (o when none).
+func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64) int64 {
 	for range 5 {
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		starts, err := w.adm.ListStartOffsets(lctx, k.topic)
@@ -320,14 +321,15 @@ func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64) {
 		}
 		if o < so.Offset {
 			w.oorRetention.Add(1)
-			return
+			return so.Offset
 		}
 		w.oorWrong.Add(1)
 		w.problems.add("%s: OffsetOutOfRange at offset %d, inside the log [%d, %d)", k, o, so.Offset, eo.Offset)
-		return
+		return o
 	}
 	w.oorWrong.Add(1)
 	w.problems.add("%s: OffsetOutOfRange at offset %d, and the log start offset could not be read to judge it", k, o)
+	return o
 }
 
 // move moves leadership while w.moving: every 4 s a preferred-leader

@@ -184,18 +184,22 @@ func CheckSegments(tp rlmm.TopicIDPartition, segs []rlmm.SegmentMetadata, refMs 
 type epochSpan struct {
 	start, end int64
 	segEnd     int64 // the whole segment's end offset, past this epoch too
+	at         int64 // its last event's time (COPY_SEGMENT_FINISHED's)
 	id         rlmm.Uuid
 	broker     int32
 }
 
-// recopies reports whether n's segment, another broker's, re-covers the
-// tail of o's inside this epoch and goes past o's segment: what a new
+// recopies reports whether n's segment, another broker's, covers o's
+// offsets of this epoch again and goes past o's segment: what a new
 // leader's RemoteLogManager copies (its own segment holding the next
-// offset, whole). Whole segments are compared, not the epoch's spans: a
-// segment that goes past o only in a later epoch re-covers o's offsets of
-// this one exactly.
+// offset, whole, wherever its own replica rolled it). Whole segments are
+// compared, not the epoch's spans: a segment that goes past o only in a
+// later epoch re-covers o's offsets of this one exactly. n must re-cover
+// o's tail (start at or after o's start), or, starting before it, have
+// finished later: another broker's segment found inside an older one was
+// copied over what was already there.
 func (n epochSpan) recopies(o epochSpan) bool {
-	return n.broker != o.broker && n.segEnd > o.segEnd && n.start >= o.start
+	return n.broker != o.broker && n.segEnd > o.segEnd && (n.start >= o.start || n.at > o.at)
 }
 
 // checkCoverage finds overlaps and gaps among the finished segments, per
@@ -212,7 +216,7 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 			if !ok || end < s {
 				continue
 			}
-			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.EndOffset, m.ID.ID, m.BrokerID})
+			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.EndOffset, m.EventTimestampMs, m.ID.ID, m.BrokerID})
 		}
 	}
 	epochs := make([]int32, 0, len(spans))

@@ -133,6 +133,10 @@ func TestCheckSegmentsNewLeaderOverlap(t *testing.T) {
 		{"one broker's segments cover the same offsets of an epoch", []rlmm.SegmentMetadata{
 			by(seg(1, 0, 2369, fin, 0), 3),
 			by(seg(2, 0, 4812, fin, 0, rlmm.EpochStart{Epoch: 0, StartOffset: 0}, rlmm.EpochStart{Epoch: 1, StartOffset: 2370}), 3)}, false},
+		{"a new leader's segment, rolled earlier, covers the old leader's whole segment and goes on", []rlmm.SegmentMetadata{
+			by(seg(1, 2000, 2499, fin, 100), 1), by(seg(2, 1500, 2999, fin, 200), 3)}, true},
+		{"another broker's segment inside a newer one that finished before it", []rlmm.SegmentMetadata{
+			by(seg(1, 2000, 2499, fin, 200), 1), by(seg(2, 1500, 2999, fin, 100), 3)}, false},
 		{"another broker's segment inside an older one", []rlmm.SegmentMetadata{
 			by(seg(1, 0, 2999, fin, 0), 2), by(seg(2, 2000, 2499, fin, 0), 1)}, false},
 	}
