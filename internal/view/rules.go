@@ -189,17 +189,34 @@ type epochSpan struct {
 	broker     int32
 }
 
-// recopies reports whether n's segment, another broker's, covers o's
-// offsets of this epoch again and goes past o's segment: what a new
-// leader's RemoteLogManager copies (its own segment holding the next
-// offset, whole, wherever its own replica rolled it). Whole segments are
-// compared, not the epoch's spans: a segment that goes past o only in a
-// later epoch re-covers o's offsets of this one exactly. n must re-cover
-// o's tail (start at or after o's start), or, starting before it, have
-// finished later: another broker's segment found inside an older one was
-// copied over what was already there.
-func (n epochSpan) recopies(o epochSpan) bool {
-	return n.broker != o.broker && n.segEnd > o.segEnd && (n.start >= o.start || n.at > o.at)
+// recopies says whether n's segment, another broker's, copied o's offsets
+// of this epoch again as a new leader does ("" when not, else how): a new
+// leader's RemoteLogManager copies its own segment holding the next offset
+// to copy whole, wherever its replica rolled it, from what its RLMM says
+// is copied; the old leader's copy of the same offsets may still be
+// finishing, or its end not yet read. Both hold the same committed
+// records. Whole segments are compared, not the epoch's spans (a segment
+// that goes past o only in a later epoch re-covers o's offsets of this one
+// exactly):
+//   - n goes past o's end, re-covering o's tail (starting at or after o's
+//     start), or, starting before o, finishing after it;
+//   - n ends where o ends, covers all of o and finished after it.
+//
+// Another broker's segment found inside an older one, or re-covering only
+// a tail and not going past it, stays an anomaly: the broker copied what
+// its RLMM had long said was copied.
+func (n epochSpan) recopies(o epochSpan) string {
+	switch {
+	case n.broker == o.broker:
+		return ""
+	case n.segEnd > o.segEnd && (n.start >= o.start || n.at > o.at):
+		return fmt.Sprintf("broker %d re-copied the tail of broker %d's segment and went on "+
+			"(a new leader copies its own segment holding the next offset whole)", n.broker, o.broker)
+	case n.segEnd == o.segEnd && n.start <= o.start && n.at > o.at:
+		return fmt.Sprintf("broker %d copied its own segment holding broker %d's whole and finished after it "+
+			"(a new leader's copy while the old leader's copy of the same offsets finished, or before its end was read)", n.broker, o.broker)
+	}
+	return ""
 }
 
 // checkCoverage finds overlaps and gaps among the finished segments, per
@@ -240,14 +257,13 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 					FirstOffset: ptr(sp.start), LastOffset: ptr(last),
 					Detail: fmt.Sprintf("finished segments %s and %s both cover offsets [%d, %d] in leader epoch %d",
 						top.id, sp.id, sp.start, last, epoch)}
-				newer, older := sp, top
-				if top.recopies(sp) {
-					newer, older = top, sp
+				how := sp.recopies(top)
+				if how == "" {
+					how = top.recopies(sp)
 				}
-				if (sp.end > top.end && sp.broker != top.broker) || newer.recopies(older) {
+				if how != "" {
 					a.Warning = true
-					a.Detail += fmt.Sprintf(": broker %d re-copied the tail of broker %d's segment and went on "+
-						"(a new leader copies its own segment holding the next offset whole)", newer.broker, older.broker)
+					a.Detail += ": " + how
 				}
 				out = append(out, a)
 			case top.end < math.MaxInt64 && sp.start > top.end+1:

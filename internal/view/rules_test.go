@@ -137,6 +137,16 @@ func TestCheckSegmentsNewLeaderOverlap(t *testing.T) {
 			by(seg(1, 2000, 2499, fin, 100), 1), by(seg(2, 1500, 2999, fin, 200), 3)}, true},
 		{"another broker's segment inside a newer one that finished before it", []rlmm.SegmentMetadata{
 			by(seg(1, 2000, 2499, fin, 200), 1), by(seg(2, 1500, 2999, fin, 100), 3)}, false},
+		// Seen on the 3-broker cluster: the old leader (2) copied [5143,
+		// 7365] of epoch 2 while the new one (3) copied its segment [3415,
+		// 7365] whole, finishing after it; and the same segment copied by
+		// both, the new leader's finishing after.
+		{"a new leader's whole segment ends where the old leader's copy, finished before, ends", []rlmm.SegmentMetadata{
+			by(seg(1, 5143, 7365, fin, 17712), 2), by(seg(2, 3415, 7365, fin, 17890), 3)}, true},
+		{"two brokers copied the same segment", []rlmm.SegmentMetadata{
+			by(seg(1, 3412, 7366, fin, 17378), 2), by(seg(2, 3412, 7366, fin, 17962), 3)}, true},
+		{"another broker re-copied only a tail, later, without going past", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2999, fin, 100), 2), by(seg(2, 2000, 2999, fin, 200), 3)}, false},
 		{"another broker's segment inside an older one", []rlmm.SegmentMetadata{
 			by(seg(1, 0, 2999, fin, 0), 2), by(seg(2, 2000, 2499, fin, 0), 1)}, false},
 	}
