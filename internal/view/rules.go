@@ -189,32 +189,52 @@ type epochSpan struct {
 	broker     int32
 }
 
-// recopies says whether n's segment, another broker's, copied o's offsets
-// of this epoch again as a new leader does ("" when not, else how): a new
-// leader's RemoteLogManager copies its own segment holding the next offset
-// to copy whole, wherever its replica rolled it, from what its RLMM says
-// is copied; the old leader's copy of the same offsets may still be
-// finishing, or its end not yet read. Both hold the same committed
-// records. Whole segments are compared, not the epoch's spans (a segment
-// that goes past o only in a later epoch re-covers o's offsets of this one
-// exactly):
-//   - n goes past o's end, re-covering o's tail (starting at or after o's
-//     start), or, starting before o, finishing after it;
-//   - n ends where o ends, covers all of o and finished after it.
+// recopies says how n's segment, another broker's, came to copy o's
+// offsets of this epoch again ("" when both are one broker's: a broker
+// never copies its own offsets twice). Two brokers' copies of one epoch's
+// offsets hold the same committed records (the RemoteLogManager copies
+// only below the high watermark), so a fetch may be answered from either
+// and retention deletes both: a warning, naming the way it happened, as
+// seen on a 3-broker cluster under moving leadership, partitions and a
+// frozen broker (faulttest's TestFaultsAlone):
+//   - a new leader copies its own segment holding the next offset to copy
+//     whole, wherever its replica rolled it, re-covering the tail of the
+//     old leader's segment and going past it;
+//   - its whole segment ends where the old leader's copy of part of it
+//     ends, the old one finishing while the new one was under way, or
+//     finished before the new leader read it;
+//   - an old leader that has not yet learnt it lost the leadership (frozen,
+//     partitioned) copies from the offset it found when it became leader
+//     (Kafka's copy task keeps it), after the new leader copied the same
+//     offsets.
 //
-// Another broker's segment found inside an older one, or re-covering only
-// a tail and not going past it, stays an anomaly: the broker copied what
-// its RLMM had long said was copied.
+// Whole segments are compared, not the epoch's spans: a segment that goes
+// past o only in a later epoch re-covers o's offsets of this one exactly.
 func (n epochSpan) recopies(o epochSpan) string {
-	switch {
-	case n.broker == o.broker:
+	if n.broker == o.broker {
 		return ""
+	}
+	if how := n.copiedAfter(o); how != "" {
+		return how
+	}
+	if how := o.copiedAfter(n); how != "" {
+		return how
+	}
+	return fmt.Sprintf("brokers %d and %d both copied these offsets (two leaders' copies of the same records)", n.broker, o.broker)
+}
+
+// copiedAfter names the way n's copy came after o's, "" when none fits.
+func (n epochSpan) copiedAfter(o epochSpan) string {
+	switch {
 	case n.segEnd > o.segEnd && (n.start >= o.start || n.at > o.at):
 		return fmt.Sprintf("broker %d re-copied the tail of broker %d's segment and went on "+
 			"(a new leader copies its own segment holding the next offset whole)", n.broker, o.broker)
 	case n.segEnd == o.segEnd && n.start <= o.start && n.at > o.at:
 		return fmt.Sprintf("broker %d copied its own segment holding broker %d's whole and finished after it "+
 			"(a new leader's copy while the old leader's copy of the same offsets finished, or before its end was read)", n.broker, o.broker)
+	case n.at > o.at:
+		return fmt.Sprintf("broker %d copied offsets broker %d had copied, finishing after it "+
+			"(a leader that had not yet learnt it lost the leadership, copying from the offset it found when it became leader)", n.broker, o.broker)
 	}
 	return ""
 }
@@ -258,9 +278,6 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 					Detail: fmt.Sprintf("finished segments %s and %s both cover offsets [%d, %d] in leader epoch %d",
 						top.id, sp.id, sp.start, last, epoch)}
 				how := sp.recopies(top)
-				if how == "" {
-					how = top.recopies(sp)
-				}
 				if how != "" {
 					a.Warning = true
 					a.Detail += ": " + how
