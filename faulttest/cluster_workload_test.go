@@ -58,7 +58,6 @@ func (k tpKey) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partitio
 
 // clusterLoad is the workload: it runs the load and records what it saw.
 type clusterLoad struct {
-	t    *testing.T
 	fc   *fcluster
 	adm  *kadm.Client
 	tps  []tpKey
@@ -129,7 +128,7 @@ func startClusterLoad(t *testing.T, fc *fcluster) *clusterLoad {
 		kgo.RequestTimeoutOverhead(5*time.Second))
 	must(t, err)
 	t.Cleanup(cl.Close)
-	w := &clusterLoad{t: t, fc: fc, adm: kadm.NewClient(cl), acked: map[tpKey]map[int64]string{}, seen: map[string]bool{}}
+	w := &clusterLoad{fc: fc, adm: kadm.NewClient(cl), acked: map[tpKey]map[int64]string{}, seen: map[string]bool{}}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for _, tp := range wlTopics {
