@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -495,7 +496,7 @@ func (r *linRun) finish(t *testing.T) (ops int, wrong int) {
 	if rec.counts["ok"] == 0 {
 		t.Error("rlmm API: no mutation succeeded in the phase: the history checks nothing")
 	}
-	res, _ := porcupine.CheckOperationsVerbose(linModel.ToModel(), rec.history, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(linModel.ToModel(), rec.history, time.Minute)
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Unknown:
@@ -503,6 +504,14 @@ func (r *linRun) finish(t *testing.T) (ops int, wrong int) {
 	default:
 		t.Errorf("rlmm API: the history of %d operations is not linearizable: a read answered what the history rules out", len(rec.history))
 		wrong = 1
+		// The history, drawn by porcupine, outlives the test: the failing
+		// segment's operations and the longest linearizable prefix.
+		if f, err := os.CreateTemp("", "rlmm-lin-*.html"); err == nil {
+			_ = f.Close()
+			if err := porcupine.VisualizePath(linModel.ToModel(), info, f.Name()); err == nil {
+				t.Logf("rlmm API: the history drawn in %s", f.Name())
+			}
+		}
 	}
 	return len(rec.history), wrong
 }
