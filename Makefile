@@ -3,7 +3,7 @@
 # Maven Central jars), and short fuzzing of every decoder.
 GO ?= go
 
-.PHONY: test lint fault-test memory-targets unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka broker-test-versions bench-broker bench-curve
+.PHONY: test lint fault-test memory-targets cluster-faults soak unit fuzz-short bench bench-compare simulate vectors kafka-fetch build proto plugin plugin-test broker-test broker-test-kafka broker-test-versions bench-broker bench-curve
 
 test:
 	bash scripts/test.sh
@@ -15,6 +15,15 @@ lint:
 # paused and restarted, and its SASL_SSL listener (docs/reliability-faults.md).
 fault-test:
 	bash scripts/test.sh faults
+
+# Each single fault once on a 3-broker tiered cluster with rlmm's plugin under load (as root; not yet in make test).
+cluster-faults:
+	bash scripts/test.sh cluster-faults
+
+# Random schedules of several faults at once on that cluster, for MINUTES (10 by
+# default) from SEED (the time by default; logged, so a failure can be repeated).
+soak:
+	RLMM_SOAK_SEED=$(SEED) RLMM_SOAK_MINUTES=$(MINUTES) bash scripts/test.sh soak
 
 # The memory targets alone (part of make test): benchmarks that fail above their bound.
 memory-targets:

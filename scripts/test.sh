@@ -2,7 +2,8 @@
 # The project's test command (make test, .ci/run). With no argument it runs
 # everything; `lint` runs only the static checks; `faults` runs only the
 # fault tests (make fault-test); `gssapi` runs only the GSSAPI test
-# (scripts/gssapi-test.sh); `memory` only the memory targets (make memory-targets).
+# (scripts/gssapi-test.sh); `memory` only the memory targets (make memory-targets);
+# `cluster-faults` only the cluster fault tests; `soak` random fault schedules (make soak).
 #
 # Environment:
 #   RLMM_SKIP_KAFKA=1  do not fetch and start a real Kafka broker (tests that
@@ -39,9 +40,22 @@ faults() {
 	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (faulttest/)"
 	local dir status=0
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-faults.XXXXXX")
-	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v ./faulttest/ || status=$?
+	# The cluster fault tests have steps of their own (cluster_faults, soak).
+	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v -skip '^(TestFaultsAlone|TestFaultSoak)$' ./faulttest/ || status=$?
 	rm -rf "$dir"
 	return "$status"
+}
+
+# cluster_faults runs each single fault once on one cluster (TestFaultsAlone); soak runs
+# TestFaultSoak: random schedules from RLMM_SOAK_SEED for RLMM_SOAK_MINUTES.
+cluster_faults() {
+	step "cluster faults: each fault alone on a 3-broker tiered cluster with rlmm's plugin under load (faulttest/ TestFaultsAlone)"
+	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout 40m -v -run '^TestFaultsAlone$' ./faulttest/
+}
+soak() {
+	local minutes=${RLMM_SOAK_MINUTES:-10}
+	step "soak: random fault schedules for $minutes minutes (seed ${RLMM_SOAK_SEED:-the time, logged})"
+	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout "$((minutes + 30))m" -v -run '^TestFaultSoak$' ./faulttest/
 }
 
 # memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute),
@@ -77,6 +91,14 @@ gssapi)
 	;;
 memory)
 	memory_targets
+	exit 0
+	;;
+cluster-faults)
+	cluster_faults
+	exit 0
+	;;
+soak)
+	soak
 	exit 0
 	;;
 esac
@@ -203,6 +225,11 @@ fi
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	faults
 fi
+
+# The cluster fault tests (faulttest/cluster_*_test.go: every single fault on a 3-broker tiered
+# cluster under load, `make cluster-faults`; random schedules, `make soak`) are not a step of
+# make test yet: they take about 9 minutes, and the frozen-sidecar fault fails on a known bug
+# (docs/RELIABILITY.md, "What the cluster tests found").
 
 # Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
 # docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out,

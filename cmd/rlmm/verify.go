@@ -44,9 +44,10 @@ segment or record it concerns:
   undecodable_record    a record that is not a metadata event (metadata partition, offset)
   misrouted_event       an event in a metadata partition other than Kafka's
                         partitioner gives its user partition: brokers never see it
-  overlapping_segments  finished segments covering the same offsets in one leader epoch
-                        (a warning where another broker's segment re-covers the tail
-                        of the one before and goes past it: a new leader's copy)
+  overlapping_segments  finished segments of one broker covering the same offsets in
+                        one leader epoch (a warning when two brokers copied them: the
+                        same committed records, copied by a new leader and an old one
+                        that copied on before it learnt it lost the leadership)
   offset_gap            offsets of a leader epoch no finished segment covers,
                         between two that do
   shared_record_key     (a topic keyed as KIP-1266 proposes) records of two segments

@@ -183,8 +183,60 @@ func CheckSegments(tp rlmm.TopicIDPartition, segs []rlmm.SegmentMetadata, refMs 
 // epochSpan is the part of one finished segment inside one leader epoch.
 type epochSpan struct {
 	start, end int64
+	segEnd     int64 // the whole segment's end offset, past this epoch too
+	at         int64 // its last event's time (COPY_SEGMENT_FINISHED's)
 	id         rlmm.Uuid
 	broker     int32
+}
+
+// recopies says how n's segment, another broker's, came to copy o's
+// offsets of this epoch again ("" when both are one broker's: a broker
+// never copies its own offsets twice). Two brokers' copies of one epoch's
+// offsets hold the same committed records (the RemoteLogManager copies
+// only below the high watermark), so a fetch may be answered from either
+// and retention deletes both: a warning, naming the way it happened, as
+// seen on a 3-broker cluster under moving leadership, partitions and a
+// frozen broker (faulttest's TestFaultsAlone):
+//   - a new leader copies its own segment holding the next offset to copy
+//     whole, wherever its replica rolled it, re-covering the tail of the
+//     old leader's segment and going past it;
+//   - its whole segment ends where the old leader's copy of part of it
+//     ends, the old one finishing while the new one was under way, or
+//     finished before the new leader read it;
+//   - an old leader that has not yet learnt it lost the leadership (frozen,
+//     partitioned) copies from the offset it found when it became leader
+//     (Kafka's copy task keeps it), after the new leader copied the same
+//     offsets.
+//
+// Whole segments are compared, not the epoch's spans: a segment that goes
+// past o only in a later epoch re-covers o's offsets of this one exactly.
+func (n epochSpan) recopies(o epochSpan) string {
+	if n.broker == o.broker {
+		return ""
+	}
+	if how := n.copiedAfter(o); how != "" {
+		return how
+	}
+	if how := o.copiedAfter(n); how != "" {
+		return how
+	}
+	return fmt.Sprintf("brokers %d and %d both copied these offsets (two leaders' copies of the same records)", n.broker, o.broker)
+}
+
+// copiedAfter names the way n's copy came after o's, "" when none fits.
+func (n epochSpan) copiedAfter(o epochSpan) string {
+	switch {
+	case n.segEnd > o.segEnd && (n.start >= o.start || n.at > o.at):
+		return fmt.Sprintf("broker %d re-copied the tail of broker %d's segment and went on "+
+			"(a new leader copies its own segment holding the next offset whole)", n.broker, o.broker)
+	case n.segEnd == o.segEnd && n.start <= o.start && n.at > o.at:
+		return fmt.Sprintf("broker %d copied its own segment holding broker %d's whole and finished after it "+
+			"(a new leader's copy while the old leader's copy of the same offsets finished, or before its end was read)", n.broker, o.broker)
+	case n.at > o.at:
+		return fmt.Sprintf("broker %d copied offsets broker %d had copied, finishing after it "+
+			"(a leader that had not yet learnt it lost the leadership, copying from the offset it found when it became leader)", n.broker, o.broker)
+	}
+	return ""
 }
 
 // checkCoverage finds overlaps and gaps among the finished segments, per
@@ -201,7 +253,7 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 			if !ok || end < s {
 				continue
 			}
-			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.ID.ID, m.BrokerID})
+			spans[e.Epoch] = append(spans[e.Epoch], epochSpan{s, end, m.EndOffset, m.EventTimestampMs, m.ID.ID, m.BrokerID})
 		}
 	}
 	epochs := make([]int32, 0, len(spans))
@@ -215,31 +267,31 @@ func checkCoverage(name string, segs []rlmm.SegmentMetadata) []Anomaly {
 		slices.SortFunc(list, func(a, b epochSpan) int {
 			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), slices.Compare(a.id[:], b.id[:]))
 		})
-		maxEnd, maxID, maxBroker := list[0].end, list[0].id, list[0].broker
+		top := list[0] // the span reaching furthest so far
 		for _, sp := range list[1:] {
 			switch {
-			case sp.start <= maxEnd:
-				last := min(sp.end, maxEnd)
+			case sp.start <= top.end:
+				last := min(sp.end, top.end)
 				a := Anomaly{Kind: Overlap, TopicIDPartition: name,
-					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
+					SegmentIDs: []string{top.id.String(), sp.id.String()}, Epoch: ptr(epoch),
 					FirstOffset: ptr(sp.start), LastOffset: ptr(last),
 					Detail: fmt.Sprintf("finished segments %s and %s both cover offsets [%d, %d] in leader epoch %d",
-						maxID, sp.id, sp.start, last, epoch)}
-				if sp.end > maxEnd && sp.broker != maxBroker {
+						top.id, sp.id, sp.start, last, epoch)}
+				how := sp.recopies(top)
+				if how != "" {
 					a.Warning = true
-					a.Detail += fmt.Sprintf(": broker %d re-copied the tail of broker %d's segment and went on "+
-						"(a new leader copies its own segment holding the next offset whole)", sp.broker, maxBroker)
+					a.Detail += ": " + how
 				}
 				out = append(out, a)
-			case maxEnd < math.MaxInt64 && sp.start > maxEnd+1:
+			case top.end < math.MaxInt64 && sp.start > top.end+1:
 				out = append(out, Anomaly{Kind: Gap, TopicIDPartition: name,
-					SegmentIDs: []string{maxID.String(), sp.id.String()}, Epoch: ptr(epoch),
-					FirstOffset: ptr(maxEnd + 1), LastOffset: ptr(sp.start - 1),
+					SegmentIDs: []string{top.id.String(), sp.id.String()}, Epoch: ptr(epoch),
+					FirstOffset: ptr(top.end + 1), LastOffset: ptr(sp.start - 1),
 					Detail: fmt.Sprintf("no finished segment covers offsets [%d, %d] of leader epoch %d (between segments %s and %s)",
-						maxEnd+1, sp.start-1, epoch, maxID, sp.id)})
+						top.end+1, sp.start-1, epoch, top.id, sp.id)})
 			}
-			if sp.end > maxEnd {
-				maxEnd, maxID, maxBroker = sp.end, sp.id, sp.broker
+			if sp.end > top.end {
+				top = sp
 			}
 		}
 	}

@@ -105,10 +105,10 @@ func TestCheckSegments(t *testing.T) {
 	}
 }
 
-// TestCheckSegmentsNewLeaderOverlap: a segment of another broker that
-// re-covers the tail of the one before it and goes past it is what a new
-// leader's RemoteLogManager copies (a warning); the same from one broker, or
-// a segment inside another's, stays a failure.
+// TestCheckSegmentsNewLeaderOverlap: two brokers' copies of the same
+// offsets (a new leader's whole segment over the old leader's tail, an old
+// leader's copy finishing late or made after it lost the leadership) are
+// warnings; one broker's overlapping segments stay a failure.
 func TestCheckSegmentsNewLeaderOverlap(t *testing.T) {
 	fin := rlmm.CopySegmentFinished
 	by := func(m rlmm.SegmentMetadata, broker int32) rlmm.SegmentMetadata {
@@ -124,8 +124,34 @@ func TestCheckSegmentsNewLeaderOverlap(t *testing.T) {
 			by(seg(1, 0, 249, fin, 0), 2), by(seg(2, 250, 2249, fin, 0), 2), by(seg(3, 2000, 2999, fin, 0), 1)}, true},
 		{"one broker's segments overlap", []rlmm.SegmentMetadata{
 			by(seg(1, 0, 2249, fin, 0), 2), by(seg(2, 2000, 2999, fin, 0), 2)}, false},
+		// Seen on a 3-broker cluster (TestFaultsAlone): the old leader copied
+		// [0, 2369] of epoch 0, the new one its segment [0, 4812] whole,
+		// epochs 0 and 1; in epoch 0 the two spans are the same.
+		{"a new leader re-copies the old leader's whole segment from the same start, then goes on in its epoch", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2369, fin, 0), 2),
+			by(seg(2, 0, 4812, fin, 0, rlmm.EpochStart{Epoch: 0, StartOffset: 0}, rlmm.EpochStart{Epoch: 1, StartOffset: 2370}), 3)}, true},
+		{"one broker's segments cover the same offsets of an epoch", []rlmm.SegmentMetadata{
+			by(seg(1, 0, 2369, fin, 0), 3),
+			by(seg(2, 0, 4812, fin, 0, rlmm.EpochStart{Epoch: 0, StartOffset: 0}, rlmm.EpochStart{Epoch: 1, StartOffset: 2370}), 3)}, false},
+		{"a new leader's segment, rolled earlier, covers the old leader's whole segment and goes on", []rlmm.SegmentMetadata{
+			by(seg(1, 2000, 2499, fin, 100), 1), by(seg(2, 1500, 2999, fin, 200), 3)}, true},
+		{"another broker's segment inside a newer one that finished before it", []rlmm.SegmentMetadata{
+			by(seg(1, 2000, 2499, fin, 200), 1), by(seg(2, 1500, 2999, fin, 100), 3)}, true},
+		// Seen on the 3-broker cluster: the old leader (2) copied [5143,
+		// 7365] of epoch 2 while the new one (3) copied its segment [3415,
+		// 7365] whole, finishing after it; and the same segment copied by
+		// both, the new leader's finishing after.
+		{"a new leader's whole segment ends where the old leader's copy, finished before, ends", []rlmm.SegmentMetadata{
+			by(seg(1, 5143, 7365, fin, 17712), 2), by(seg(2, 3415, 7365, fin, 17890), 3)}, true},
+		{"two brokers copied the same segment", []rlmm.SegmentMetadata{
+			by(seg(1, 3412, 7366, fin, 17378), 2), by(seg(2, 3412, 7366, fin, 17962), 3)}, true},
+		// Seen with broker 2 frozen 30 s: broker 3, the new leader, copied
+		// [27787, 32953]; broker 2, continued, copied [29142, 32953] 21 s
+		// later from the offset it had found as leader.
+		{"an old leader, frozen, copies a tail the new leader had copied", []rlmm.SegmentMetadata{
+			by(seg(1, 27787, 32953, fin, 630519), 3), by(seg(2, 29142, 32953, fin, 651461), 2)}, true},
 		{"another broker's segment inside an older one", []rlmm.SegmentMetadata{
-			by(seg(1, 0, 2999, fin, 0), 2), by(seg(2, 2000, 2499, fin, 0), 1)}, false},
+			by(seg(1, 0, 2999, fin, 0), 2), by(seg(2, 2000, 2499, fin, 0), 1)}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,6 +127,10 @@ type Config struct {
 	// Extra holds server.properties lines appended to every node's file
 	// (the last of a key wins, as in java.util.Properties).
 	Extra string `json:"extra,omitempty"`
+	// NodeExtra, when set, gives server.properties lines for one node,
+	// appended after Extra (a node's own snapshot directory or metrics
+	// port, say). Not kept in the cluster's record.
+	NodeExtra func(node int) string `json:"-"`
 	// StartTimeout bounds the wait for a started node to answer; 90 s when
 	// zero.
 	StartTimeout time.Duration `json:"start_timeout"`

@@ -117,6 +117,11 @@ func serverProperties(in propsInput) string {
 	if extra := strings.TrimSpace(cfg.Extra); extra != "" {
 		b.WriteString("# Config.Extra\n" + extra + "\n")
 	}
+	if cfg.NodeExtra != nil {
+		if extra := strings.TrimSpace(cfg.NodeExtra(n.ID)); extra != "" {
+			b.WriteString("# Config.NodeExtra\n" + extra + "\n")
+		}
+	}
 	return b.String()
 }
 

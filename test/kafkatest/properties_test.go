@@ -220,3 +220,16 @@ func TestClusterID(t *testing.T) {
 		}
 	}
 }
+
+func TestServerPropertiesNodeExtra(t *testing.T) {
+	cfg := Config{Nodes: 2, Extra: "foo=all\nbar=all", NodeExtra: func(node int) string {
+		return fmt.Sprintf("foo=node%d", node)
+	}}.withDefaults()
+	nodes := testLayout(t, cfg)
+	for _, id := range []int{1, 2} {
+		p := parseProps(t, serverProperties(testInput(cfg, nodes, id)))
+		if want := fmt.Sprintf("node%d", id); p["foo"] != want || p["bar"] != "all" {
+			t.Errorf("node %d: foo=%q bar=%q, want foo=%q (NodeExtra after Extra) bar=all", id, p["foo"], p["bar"], want)
+		}
+	}
+}
