@@ -168,6 +168,10 @@ func (bc *brokerConn) answer(raw []byte) bool {
 		return bc.send(&rlmmpb.BrokerReply{Id: id, Result: brokerErr(fmt.Errorf("%w: a %s request's timeout_ms must be between 1 and %d, got %d",
 			rlmm.ErrInvalidArgument, bc.purpose, maxCallTimeout.Milliseconds(), ms), false)})
 	}
+	if late := bc.pastDeadline(req.GetDeadlineUnixMs()); late > 0 {
+		return bc.send(&rlmmpb.BrokerReply{Id: id, Result: brokerErr(fmt.Errorf("%w: a %s request read %v after its caller's deadline: not run, nothing published",
+			rlmm.ErrTimeout, bc.purpose, late), false)})
+	}
 	ctx, cancel := context.WithTimeout(bc.fs.ctx, time.Duration(ms)*time.Millisecond)
 	defer cancel()
 	var err error
@@ -193,6 +197,19 @@ func (bc *brokerConn) answer(raw []byte) bool {
 		return bc.send(&rlmmpb.BrokerReply{Id: id, Result: brokerErr(err, mutation)})
 	}
 	return bc.send(&rlmmpb.BrokerReply{Id: id, Result: &rlmmpb.BrokerReply_Done{Done: &rlmmpb.MutationReply{}}})
+}
+
+// pastDeadline is how long after the caller's deadline (deadline_unix_ms)
+// a request is read, or 0. Only a Unix socket's peer shares this host's
+// clock; over TCP the deadline is not checked.
+func (bc *brokerConn) pastDeadline(deadlineUnixMs int64) time.Duration {
+	if deadlineUnixMs <= 0 || bc.c.LocalAddr().Network() != "unix" {
+		return 0
+	}
+	if late := time.Now().UnixMilli() - deadlineUnixMs; late > 0 {
+		return time.Duration(late) * time.Millisecond
+	}
+	return 0
 }
 
 // read answers a read of partition ptp, which never waits: before the

@@ -461,3 +461,42 @@ func TestStopClosesBrokerConnections(t *testing.T) {
 		t.Fatal("ServeFramed after Stop succeeded")
 	}
 }
+
+// TestBrokerMutationPastItsDeadlineIsNotRun: a mutation read after its
+// caller's deadline (deadline_unix_ms, as when it waited in the socket
+// while the server was stopped) is refused TIMEOUT saying nothing was
+// published, and nothing is; one read before its deadline is run.
+func TestBrokerMutationPastItsDeadlineIsNotRun(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	tp := newTP()
+	path := f.serveFramed(t, nil)
+	assign := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_ASSIGN)
+	if r := assign.call(&rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_LeadershipChanges{
+		LeadershipChanges: &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}}}); r[0].GetDone() == nil {
+		t.Fatalf("leadership change: %v", r[0])
+	}
+	f.assign(t, tp)
+	mutate := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_MUTATE)
+	add := func(md rlmm.SegmentMetadata, deadline time.Time) []*rlmmpb.BrokerReply {
+		return mutate.call(&rlmmpb.BrokerRequest{DeadlineUnixMs: deadline.UnixMilli(),
+			Call: &rlmmpb.BrokerRequest_AddSegment{AddSegment: &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}}})
+	}
+	late, inTime := segment(tp, 0), segment(tp, 100)
+	rs := add(late, time.Now().Add(-time.Second))
+	wantKind(rlmmpb.ErrorKind_TIMEOUT)(t, rs)
+	if e := rs[0].GetError(); e.GetMayBeRecorded() || !strings.Contains(e.GetMessage(), "nothing published") {
+		t.Fatalf("a mutation past its deadline: %v, want one that says nothing was published", e)
+	}
+	if r := add(inTime, time.Now().Add(time.Minute)); r[0].GetDone() == nil {
+		t.Fatalf("a mutation before its deadline: %v", r[0])
+	}
+	read := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_READ)
+	var listed []*rlmmpb.SegmentMetadata
+	for _, r := range read.call(&rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_ListSegments{
+		ListSegments: &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(tp)}}}) {
+		listed = append(listed, r.GetSegments().GetSegments()...)
+	}
+	if len(listed) != 1 || listed[0].GetStartOffset() != 100 {
+		t.Fatalf("listed %v, want only the segment added before its deadline", listed)
+	}
+}

@@ -2292,9 +2292,16 @@ type BrokerRequest struct {
 	//	*BrokerRequest_LeadershipChanges
 	//	*BrokerRequest_StopPartitions
 	//	*BrokerRequest_ServerInfo
-	Call          isBrokerRequest_Call `protobuf_oneof:"call"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Call isBrokerRequest_Call `protobuf_oneof:"call"`
+	// The caller's deadline in milliseconds since the Unix epoch, on the clock
+	// of the host the plugin and a server on its Unix socket share (0: none; a
+	// server over TCP ignores it, as another host's clock may differ). A
+	// mutation or an assignment change read after it is refused before anything
+	// is published: a request that waited in the socket while the server was
+	// stopped (SIGSTOP) is not run after its caller gave up on it.
+	DeadlineUnixMs int64 `protobuf:"varint,14,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BrokerRequest) Reset() {
@@ -2445,6 +2452,13 @@ func (x *BrokerRequest) GetServerInfo() *ServerInfoRequest {
 		}
 	}
 	return nil
+}
+
+func (x *BrokerRequest) GetDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.DeadlineUnixMs
+	}
+	return 0
 }
 
 type isBrokerRequest_Call interface {
@@ -2900,7 +2914,7 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"_broker_id\"Z\n" +
 	"\fBrokerAnswer\x12\x18\n" +
 	"\arefused\x18\x01 \x01(\tR\arefused\x120\n" +
-	"\x06server\x18\x02 \x01(\v2\x18.rlmm.v1.ServerInfoReplyR\x06server\"\xae\a\n" +
+	"\x06server\x18\x02 \x01(\v2\x18.rlmm.v1.ServerInfoReplyR\x06server\"\xd8\a\n" +
 	"\rBrokerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
@@ -2918,7 +2932,8 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x12leadership_changes\x18\v \x01(\v2!.rlmm.v1.LeadershipChangesRequestH\x00R\x11leadershipChanges\x12I\n" +
 	"\x0fstop_partitions\x18\f \x01(\v2\x1e.rlmm.v1.StopPartitionsRequestH\x00R\x0estopPartitions\x12=\n" +
 	"\vserver_info\x18\r \x01(\v2\x1a.rlmm.v1.ServerInfoRequestH\x00R\n" +
-	"serverInfoB\x06\n" +
+	"serverInfo\x12(\n" +
+	"\x10deadline_unix_ms\x18\x0e \x01(\x03R\x0edeadlineUnixMsB\x06\n" +
 	"\x04call\"\xd1\x03\n" +
 	"\vBrokerReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +

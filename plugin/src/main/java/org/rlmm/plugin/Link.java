@@ -132,6 +132,11 @@ final class Link implements AutoCloseable {
             w.due = dueNanos;
             boolean sent = false;
             try {
+                if (ep.socket() != null) {
+                    // The server on this host's Unix socket refuses a mutation it reads after
+                    // this (one that waited in the socket while the server was stopped).
+                    req.setDeadlineUnixMs(System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime()));
+                }
                 BrokerRequest r = req.setId(ids.incrementAndGet()).build();
                 sent = true;
                 BrokerReply reply = w.call(r, more);
