@@ -23,6 +23,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.rlmm.plugin.proto.AddSegmentRequest;
 import org.rlmm.plugin.proto.BrokerReply;
 import org.rlmm.plugin.proto.BrokerRequest;
+import org.rlmm.plugin.proto.ErrorKind;
 import org.rlmm.plugin.proto.HighestOffsetForEpochRequest;
 import org.rlmm.plugin.proto.LeadershipChangesRequest;
 import org.rlmm.plugin.proto.ListSegmentsRequest;
@@ -147,6 +148,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         long began = System.nanoTime();
         long due = began + TimeUnit.MILLISECONDS.toNanos(bound);
         boolean ok = false;
+        boolean onSuccessor = false;
         try {
             while (true) {
                 Link l = supervisor.await(due, what, bound);
@@ -166,10 +168,19 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
                     if (!supervisor.gone(l)) {
                         pause(Math.min(left, RETRY_PAUSE_NANOS), what);
                     }
+                    onSuccessor = true;
                     continue;
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw Errors.interrupted(what.get(), e);
+                }
+                // A read moved to the next server because its own died under it is answered by
+                // that server once it has caught up, within the same bound: a restart costs the
+                // broker a slower read, not a retriable error.
+                if (r.hasError() && onSuccessor && p != Purpose.PURPOSE_MUTATE
+                        && r.getError().getKind() == ErrorKind.NOT_READY && due - System.nanoTime() > RETRY_PAUSE_NANOS) {
+                    pause(RETRY_PAUSE_NANOS, what);
+                    continue;
                 }
                 if (r.hasError()) {
                     Errors.Call kind = p == Purpose.PURPOSE_MUTATE ? Errors.Call.MUTATION : tp == null ? Errors.Call.OTHER
