@@ -228,8 +228,7 @@ fi
 
 # The cluster fault tests (faulttest/cluster_*_test.go: every single fault on a 3-broker tiered
 # cluster under load, `make cluster-faults`; random schedules, `make soak`) are not a step of
-# make test yet: they take about 9 minutes, and the frozen-sidecar fault fails on a known bug
-# (docs/RELIABILITY.md, "What the cluster tests found").
+# make test yet: all the single faults take about 9 minutes.
 
 # Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
 # docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out,
