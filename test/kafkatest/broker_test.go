@@ -61,8 +61,16 @@ func produce(t *testing.T, ctx context.Context, seeds []string, topic string, n 
 	}
 }
 
-// consume reads n records of topic from offset 0 and checks their values.
+// consume reads n records of topic from offset 0 and checks each value is
+// "v" and its offset.
 func consume(t *testing.T, ctx context.Context, seeds []string, topic string, n int) {
+	t.Helper()
+	consumeChecking(t, ctx, seeds, topic, n, func(r *kgo.Record) bool { return string(r.Value) == "v"+strconv.Itoa(int(r.Offset)) })
+}
+
+// consumeChecking reads n records of topic from offset 0 and fails at the
+// first whose value ok refuses.
+func consumeChecking(t *testing.T, ctx context.Context, seeds []string, topic string, n int, ok func(*kgo.Record) bool) {
 	t.Helper()
 	cl := client(t, seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := 0
@@ -75,8 +83,8 @@ func consume(t *testing.T, ctx context.Context, seeds []string, topic string, n 
 			t.Logf("fetch of %s: %v", topic, e.Err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if want := "v" + strconv.Itoa(int(r.Offset)); string(r.Value) != want {
-				t.Fatalf("offset %d holds %q, want %q", r.Offset, r.Value, want)
+			if !ok(r) {
+				t.Fatalf("offset %d of %s holds %.10q", r.Offset, topic, r.Value)
 			}
 			got++
 		})
@@ -249,23 +257,9 @@ func localStart(t *testing.T, c *Cluster, topic string) int64 {
 // starts with its offset.
 func consumeValues(t *testing.T, ctx context.Context, seeds []string, topic string, n int) {
 	t.Helper()
-	cl := client(t, seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	got := 0
-	for got < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("read %d of %d records of %s: %v", got, n, topic, err)
-		}
-		for _, e := range fs.Errors() {
-			t.Logf("fetch of %s: %v", topic, e.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if want := fmt.Sprintf("%06d", r.Offset); !strings.HasPrefix(string(r.Value), want) {
-				t.Fatalf("offset %d holds %.10q", r.Offset, r.Value)
-			}
-			got++
-		})
-	}
+	consumeChecking(t, ctx, seeds, topic, n, func(r *kgo.Record) bool {
+		return strings.HasPrefix(string(r.Value), fmt.Sprintf("%06d", r.Offset))
+	})
 }
 
 // hasSidecar reports whether a process of the node's group runs `rlmm

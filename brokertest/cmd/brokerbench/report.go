@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,20 +33,7 @@ func report(args []string) error {
 	if err := fs.Parse(args); err != nil || *dir == "" {
 		return fmt.Errorf("%w: report --dir DIR [--events \"N ...\"] [--benchmarks FILE]", errUsage)
 	}
-	read := func(name string) (map[string]any, error) {
-		b, err := os.ReadFile(filepath.Join(*dir, name))
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if e, ok := m["error"]; ok {
-			return nil, fmt.Errorf("%s: the run failed: %v", name, e)
-		}
-		return m, nil
-	}
+	read := resultReader(*dir)
 	num := func(m map[string]any, k string) float64 { f, _ := m[k].(float64); return f }
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
