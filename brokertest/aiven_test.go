@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -397,16 +396,8 @@ func TestAivenTiering(t *testing.T) {
 	c.consume(ctx, t, tp.Topic, 0, first)
 
 	if c.mode == modeRlmm {
-		pids, err := sidecars(c.dir)
-		must(t, err)
-		if len(pids) != 1 {
-			t.Fatalf("%d rlmm serve processes under %s (%v), want the broker's one", len(pids), c.dir, pids)
-		}
-		must(t, syscall.Kill(pids[0], syscall.SIGKILL))
-		waitFor(ctx, t, "the plugin to start a new rlmm serve", func() (bool, string, error) {
-			now, err := sidecars(c.dir)
-			return len(now) == 1 && now[0] != pids[0], "", err
-		})
+		killed := c.killSidecar(t)
+		c.waitNewSidecar(ctx, t, killed)
 		c.consume(ctx, t, tp.Topic, 0, first)
 	}
 

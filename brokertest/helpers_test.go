@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1149,4 +1150,27 @@ func grepFile(path string, words ...string) ([]string, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// killSidecar kills the cluster's one rlmm serve with SIGKILL and returns
+// its pid.
+func (c *cluster) killSidecar(t *testing.T) int {
+	t.Helper()
+	pids, err := sidecars(c.dir)
+	must(t, err)
+	if len(pids) != 1 {
+		t.Fatalf("%d rlmm serve processes under %s (%v), want the broker's one", len(pids), c.dir, pids)
+	}
+	must(t, syscall.Kill(pids[0], syscall.SIGKILL))
+	return pids[0]
+}
+
+// waitNewSidecar waits until the plugin runs a new rlmm serve in place of
+// the killed one.
+func (c *cluster) waitNewSidecar(ctx context.Context, t *testing.T, killed int) {
+	t.Helper()
+	waitFor(ctx, t, "the plugin to start a new rlmm serve", func() (bool, string, error) {
+		now, err := sidecars(c.dir)
+		return len(now) == 1 && now[0] != killed, "", err
+	})
 }

@@ -2,7 +2,6 @@ package brokertest
 
 import (
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,18 +34,10 @@ func TestSidecarKilled(t *testing.T) {
 		acked = inState(v.segments(tp), rlmm.CopySegmentFinished)
 		return len(acked) >= 2, describe(acked), nil
 	})
-	pids, err := sidecars(c.dir)
-	must(t, err)
-	if len(pids) != 1 {
-		t.Fatalf("%d rlmm serve processes under %s (%v), want the broker's one", len(pids), c.dir, pids)
-	}
-	must(t, syscall.Kill(pids[0], syscall.SIGKILL))
-	t.Logf("killed rlmm serve pid %d with SIGKILL after %d segments finished", pids[0], len(acked))
+	killed := c.killSidecar(t)
+	t.Logf("killed rlmm serve pid %d with SIGKILL after %d segments finished", killed, len(acked))
 
-	waitFor(ctx, t, "the plugin to start a new rlmm serve", func() (bool, string, error) {
-		now, err := sidecars(c.dir)
-		return len(now) == 1 && now[0] != pids[0], "", err
-	})
+	c.waitNewSidecar(ctx, t, killed)
 	if err := <-produced; err != nil {
 		t.Fatalf("producing across the sidecar's death: %v", err)
 	}

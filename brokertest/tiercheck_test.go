@@ -1,7 +1,6 @@
 package brokertest
 
 import (
-	"syscall"
 	"testing"
 )
 
@@ -25,17 +24,9 @@ func TestTieringCheck(t *testing.T) {
 	t.Logf("Kafka %s: %d segments copied (offsets 0..%d), local log starts at %d", c.version, len(ti.finished), ti.remoteEnd, ti.localStart)
 
 	if c.mode == modeRlmm {
-		pids, err := sidecars(c.dir)
-		must(t, err)
-		if len(pids) != 1 {
-			t.Fatalf("%d rlmm serve processes under %s (%v), want the broker's one", len(pids), c.dir, pids)
-		}
-		must(t, syscall.Kill(pids[0], syscall.SIGKILL))
-		waitFor(ctx, t, "the plugin to start a new rlmm serve", func() (bool, string, error) {
-			now, err := sidecars(c.dir)
-			return len(now) == 1 && now[0] != pids[0], "", err
-		})
-		t.Logf("killed rlmm serve pid %d; the plugin started a new one", pids[0])
+		killed := c.killSidecar(t)
+		c.waitNewSidecar(ctx, t, killed)
+		t.Logf("killed rlmm serve pid %d; the plugin started a new one", killed)
 	} else {
 		c.stopNode(1)
 		c.startNode(1)

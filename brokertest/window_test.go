@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,16 +60,11 @@ func TestNoOffsetOutOfRangeInTheAssignmentWindow(t *testing.T) {
 
 	// 1. The sidecar killed with -9: the plugin starts another; reads wait
 	// for it within their bound.
-	pids, err := sidecars(c.dir)
-	must(t, err)
-	if len(pids) != 1 {
-		t.Fatalf("%d rlmm serve processes under %s (%v), want the broker's one", len(pids), c.dir, pids)
-	}
-	must(t, syscall.Kill(pids[0], syscall.SIGKILL))
-	t.Logf("killed rlmm serve pid %d with SIGKILL", pids[0])
+	killed := c.killSidecar(t)
+	t.Logf("killed rlmm serve pid %d with SIGKILL", killed)
 	held, err := c.readStrict(ctx, t, tp.Topic, total, []int64{0, ti.localStart / 2})
 	must(t, err)
-	pid, n := waitCallsGo(ctx, t, log, "restarted", pids[0])
+	pid, n := waitCallsGo(ctx, t, log, "restarted", killed)
 	// A read in the window either waited for the restarted sidecar or was
 	// refused NOT_READY by it while it caught up (a retriable fetch error).
 	if n+held == 0 {
