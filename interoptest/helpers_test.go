@@ -90,7 +90,7 @@ func requireInterop(t *testing.T) string {
 	t.Helper()
 	var missing []string
 	if os.Getenv(envBootstrap) == "" {
-		missing = append(missing, envBootstrap+" (a Kafka 4.4.0 broker: scripts/kafka.sh start DIR)")
+		missing = append(missing, envBootstrap+" (a Kafka 4.4.0 broker: go run ./test/kafkatest/cmd/kafkatest start DIR)")
 	}
 	if os.Getenv(envInterop) == "" {
 		missing = append(missing, envInterop+"=1 (the Java harness built: scripts/interop.sh build)")

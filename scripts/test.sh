@@ -112,23 +112,30 @@ if [ "${RLMM_SKIP_KAFKA_SUITE:-}" = 1 ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-test.XXXXXX")
-cleanup() {
-	if [ -n "${RLMM_KAFKA_HOME:-}" ]; then
-		bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
+# The broker of the steps up to the broker tests: test/kafkatest's command, built once.
+kafkatest="$work/kafkatest"
+broker_dir=""
+stop_broker() {
+	if [ -n "$broker_dir" ]; then
+		"$kafkatest" stop "$broker_dir" || true
+		broker_dir=""
 	fi
+}
+cleanup() {
+	stop_broker
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
-	step "Apache Kafka 4.4.0 (Maven Central) and the Java interop harness"
-	bash scripts/kafka.sh fetch
+	step "Apache Kafka (${RLMM_KAFKA_VERSION:-4.4.0}, Maven Central) on one node of test/kafkatest, and the Java interop harness"
+	go build -o "$kafkatest" ./test/kafkatest/cmd/kafkatest
 	if [ -f scripts/interop.sh ]; then
 		bash scripts/interop.sh build
 		export RLMM_INTEROP=1
 	fi
-	export RLMM_KAFKA_HOME="$work/kafka"
-	eval "$(bash scripts/kafka.sh start "$RLMM_KAFKA_HOME" | grep '^RLMM_KAFKA_BOOTSTRAP=')"
+	broker_dir="$work/kafka"
+	eval "$("$kafkatest" start "$broker_dir" | grep '^RLMM_KAFKA_BOOTSTRAP=')"
 	export RLMM_KAFKA_BOOTSTRAP
 	echo "broker at $RLMM_KAFKA_BOOTSTRAP"
 fi
@@ -185,14 +192,14 @@ memory_targets
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# The single broker is not needed any more: its CPU and memory go to the
 	# brokers of the steps below.
-	bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
+	stop_broker
 fi
 
 # --- broker tests: Kafka 4.3.1 + tiered storage + rlmm's plugin ---
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
 	# One plugin build for both runs below.
-	plugin_jar="$(bash scripts/kafka.sh plugin-jar)"
+	plugin_jar="$(bash scripts/plugin.sh build)"
 	# Among them TestRollingMigration: docs/migration.md followed on a live three-broker cluster
 	# moved from Kafka's RLMM to the plugin and one broker back (about 2 minutes).
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,

@@ -89,7 +89,7 @@ func realBootstrap(t testing.TB) string {
 			t.Fatal(envBootstrap + " unset in CI: make test starts the broker")
 		}
 		t.Skip(envBootstrap + " unset: no real Kafka broker to test against; start one with " +
-			"`scripts/kafka.sh start <dir>` and export the variable it prints (make test does this)")
+			"`go run ./test/kafkatest/cmd/kafkatest start <dir>` and export the variable it prints (make test does this)")
 	}
 	return addr
 }

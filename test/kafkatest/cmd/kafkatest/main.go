@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,6 +129,23 @@ func startCmd(stdout, stderr io.Writer) *cobra.Command {
 			cfg.Security = kafkatest.Security(security)
 			cfg.RLMM = kafkatest.RLMM(rlmm)
 			cfg.Detached = true
+			// The brokers read these paths from another working directory.
+			for _, f := range []struct {
+				flag string
+				path *string
+			}{{"--plugin-jar", &cfg.PluginJar}, {"--rlmm-binary", &cfg.RLMMBinary}, {"--kerberos-dir", &cfg.KerberosDir}} {
+				if *f.path == "" {
+					continue
+				}
+				abs, err := filepath.Abs(*f.path)
+				if err == nil {
+					_, err = os.Stat(abs)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", f.flag, err)
+				}
+				*f.path = abs
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			c, err := kafkatest.Start(ctx, args[0], cfg, stderr)
@@ -148,6 +166,7 @@ func startCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&cfg.RSM, "rsm", "", "with --tiered: the remote storage manager, local (4.0-4.3) or fixture (default: by version)")
 	f.StringVar(&rlmm, "rlmm", string(kafkatest.RLMMKafka), "with --tiered: the RLMM, rlmm (the project's plugin) or kafka (TopicBased)")
 	f.StringVar(&cfg.PluginJar, "plugin-jar", "", "with --rlmm rlmm: the plugin jar (default: scripts/plugin.sh build)")
+	f.StringVar(&cfg.RLMMBinary, "rlmm-binary", "", "with --rlmm rlmm: the sidecar's rlmm binary (default: go build ./cmd/rlmm into DIR/bin)")
 	f.StringVar(&cfg.Heap, "heap", "512m", "each broker JVM's heap")
 	f.StringVar(&cfg.Extra, "extra", "", "server.properties lines added to every node (separate lines with \\n)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "bound of the whole start (jars resolved, builds, every node answering)")

@@ -23,6 +23,9 @@ func TestCommandErrors(t *testing.T) {
 		{"no directory", []string{"start"}, "accepts 1 arg(s), received 0"},
 		{"kill without a node", []string{"kill", dir}, "accepts 2 arg(s), received 1"},
 		{"pid of no cluster", []string{"pid", dir, "1"}, "holds no cluster"},
+		{"missing rlmm binary", []string{"start", dir, "--tiered", "--rlmm", "rlmm", "--rlmm-binary", dir + "/no-rlmm"}, "--rlmm-binary: stat " + dir + "/no-rlmm: no such file"},
+		{"missing plugin jar", []string{"start", dir, "--tiered", "--rlmm", "rlmm", "--plugin-jar", dir + "/no.jar"}, "--plugin-jar: stat " + dir + "/no.jar: no such file"},
+		{"missing KDC directory", []string{"start", dir, "--security", "gssapi", "--kerberos-dir", dir + "/kdc"}, "--kerberos-dir: stat"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
