@@ -99,7 +99,7 @@ log "results in $OUT"
 go build -o "$WORK/kafkatest" ./test/kafkatest/cmd/kafkatest
 "$WORK/kafkatest" fetch --version 4.4.0 >/dev/null
 bash scripts/interop.sh build
-go build -o "$WORK/rlmmbench" ./interoptest/cmd/rlmmbench
+go build -o "$WORK/rlmmbench" ./test/interop/cmd/rlmmbench
 {
 	date -u +%Y-%m-%dT%H:%M:%SZ
 	cat /proc/loadavg

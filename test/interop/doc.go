@@ -1,4 +1,4 @@
-// Package interoptest holds the interoperability tests between rlmm and
+// Package interop holds the interoperability tests between rlmm and
 // Apache Kafka's own Java TopicBasedRemoteLogMetadataManager (4.4.0): both
 // share one __remote_log_metadata topic on a real broker, and each must see
 // exactly what the other wrote.
@@ -18,4 +18,4 @@
 // independent model of the expected view.
 //
 // cmd/rlmmbench, beside the tests, is the Go half of `make bench-compare`.
-package interoptest
+package interop

@@ -1,4 +1,4 @@
-package interoptest
+package interop
 
 import (
 	"bufio"
@@ -39,8 +39,8 @@ const (
 )
 
 var (
-	// repoRoot is the module root (the tests run in interoptest/).
-	repoRoot, _ = filepath.Abs("..")
+	// repoRoot is the module root (the tests run in test/interop/).
+	repoRoot, _ = filepath.Abs("../..")
 	// rlmmBinary is the rlmm command built by TestMain ("" when skipped).
 	rlmmBinary string
 	// buildErr is why rlmmBinary could not be built.
@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 	var tmp string
 	if os.Getenv(envBootstrap) != "" && os.Getenv(envInterop) != "" {
 		var err error
-		if tmp, err = os.MkdirTemp("", "rlmm-interoptest-"); err != nil {
+		if tmp, err = os.MkdirTemp("", "rlmm-interop-"); err != nil {
 			buildErr = err
 		} else {
 			rlmmBinary = filepath.Join(tmp, "rlmm")
