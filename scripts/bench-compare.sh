@@ -59,7 +59,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CP="$ROOT/interop/target/classes:$ROOT/interop/target/lib/*"
+CP="$ROOT/test/interop/java/target/classes:$ROOT/test/interop/java/target/lib/*"
 # java_driver OUTFILE JAVA_OPTS ARGS...: one KafkaRlmmDriver run, its JSON kept.
 java_driver() {
 	local out="$1" opts="$2"

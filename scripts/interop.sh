@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds and runs the Java interop harness in interop/ (Apache Kafka 4.4.0's own
+# Builds and runs the Java interop harness in test/interop/java/ (Apache Kafka 4.4.0's own
 # RLMM code from Maven Central, driven by small Java programs).
 #
 #   scripts/interop.sh build                 compile and copy the runtime jars into
-#                                            interop/target/lib (skips Maven when
+#                                            test/interop/java/target/lib (skips Maven when
 #                                            nothing changed since the last build)
 #   scripts/interop.sh run <Main> [args...]  run a main class (short names such as
 #                                            KafkaRlmmDriver mean org.rlmm.interop.*)
 #   scripts/interop.sh vectors               regenerate testdata/kafka-vectors.json
-#   scripts/interop.sh selftest [BOOTSTRAP]  write interop/examples/workload-basic.json
+#   scripts/interop.sh selftest [BOOTSTRAP]  write test/interop/java/examples/workload-basic.json
 #                                            with Kafka's manager, dump it with a fresh one,
 #                                            compare with workload-basic.dump.json (starts
 #                                            and stops a broker of test/kafkatest when no
@@ -19,7 +19,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PROJECT="$ROOT/interop"
+PROJECT="$ROOT/test/interop/java"
 TARGET="$PROJECT/target"
 STAMP="$TARGET/.rlmm-build-stamp"
 

@@ -4,7 +4,7 @@
 // exactly what the other wrote.
 //
 // The package has no library code; its tests need a broker and the Java
-// harness of interop/ (scripts/test.sh provides both and sets
+// harness of test/interop/java (scripts/test.sh provides both and sets
 // RLMM_KAFKA_BOOTSTRAP and RLMM_INTEROP=1). Without them every test skips
 // with the reason, or fails when CI=true.
 //

@@ -126,7 +126,7 @@ func javaCommand(args ...string) *exec.Cmd {
 	if len(opts) == 0 {
 		opts = []string{"-Xmx512m"}
 	}
-	cp := filepath.Join(repoRoot, "interop/target/classes") + string(os.PathListSeparator) + filepath.Join(repoRoot, "interop/target/lib/*")
+	cp := filepath.Join(repoRoot, "test/interop/java/target/classes") + string(os.PathListSeparator) + filepath.Join(repoRoot, "test/interop/java/target/lib/*")
 	full := append(opts, "-cp", cp, "org.rlmm.interop.KafkaRlmmDriver")
 	return exec.Command("java", append(full, args...)...)
 }
