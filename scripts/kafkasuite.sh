@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1's test jar, package
-# org.apache.kafka.tiered.storage.integration: 17 classes, 74 runs) from kafkasuite/ with a chosen RLMM.
+# org.apache.kafka.tiered.storage.integration: 17 classes, 74 runs) from test/kafkasuite/ with a chosen RLMM.
 #
 #   scripts/kafkasuite.sh rlmm              every class with rlmm's broker plugin (make kafka-suite)
 #   scripts/kafkasuite.sh kafka             every class with Kafka's own RLMM (make kafka-suite-control)
@@ -13,7 +13,7 @@
 #                                           fails under CI, where the suite may not be skipped
 #   scripts/kafkasuite.sh gate [RLMM]       after a full run: exit 0 when Kafka's 32 scenario and 42
 #                                           transaction runs all ran, none skipped or rerun, and every failing
-#                                           one matches a line of kafkasuite/known-failures.txt, its evidence
+#                                           one matches a line of test/kafkasuite/known-failures.txt, its evidence
 #                                           in its own output included (scripts/kafkasuite_gate.py), 1 otherwise
 #
 # `rlmm` (make kafka-suite, and make test) ends with the gate: a failure whose cause is known and
@@ -22,13 +22,13 @@
 #
 # The rlmm run builds the plugin's shaded jar, with the rlmm binaries it carries, first (scripts/plugin.sh
 # build); no run is ever retried (no Surefire reruns), and the gate refuses reports that have any.
-# Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
+# Reports: test/kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
 # Environment: RLMM_SUITE_MVN_ARGS adds Maven arguments (e.g. -Dsurefire.timeout=...; reruns refused),
 # RLMM_SUITE_BINARY an rlmm binary the plugins run instead of their jar's (rlmm.serve.binary).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODULE="$ROOT/kafkasuite"
+MODULE="$ROOT/test/kafkasuite"
 
 log() { echo "kafkasuite.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -149,7 +149,7 @@ for key in sorted(set(k) | set(r)):
 PY
 }
 
-# gate checks the last full run's reports against kafkasuite/known-failures.txt.
+# gate checks the last full run's reports against test/kafkasuite/known-failures.txt.
 gate() {
 	local dir="$MODULE/target/reports-${1:-rlmm}"
 	[[ -d "$dir" ]] || die "no reports in $dir"

@@ -237,7 +237,7 @@ fi
 # cluster under load, `make cluster-faults`; random schedules, `make soak`) are not a step of
 # make test yet: all the single faults take about 9 minutes.
 
-# Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
+# Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (test/kafkasuite/,
 # docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out,
 # but not under CI (checked after lint, above).
 if [ "${RLMM_SKIP_KAFKA_SUITE:-}" != 1 ]; then
