@@ -1,4 +1,4 @@
-package browsertest
+package browser
 
 import (
 	"bufio"
@@ -59,7 +59,7 @@ var (
 func rlmmBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rlmm-browsertest-")
+		dir, err := os.MkdirTemp("", "rlmm-browser-")
 		if err != nil {
 			buildErr = err
 			return
