@@ -11,7 +11,7 @@
 #   3. the client's TLS stores made with the JDK's keytool from a certificate of the cluster's
 #      CA: a JKS key store whose key has its own password (ssl.key.password), a PKCS12 key
 #      store, a JKS and a PKCS12 trust store;
-#   4. go test ./eventlog/kafkalog/kerberostest/: publish, subscribe and high-water marks
+#   4. go test ./test/gssapi/: publish, subscribe and high-water marks
 #      over GSSAPI+SASL_SSL with the JKS and with the PKCS12 stores, the refusals, and
 #      `rlmm serve --properties` (the plugin's way) coming up over it with no password in
 #      its /proc/<pid>/cmdline or environment.
@@ -111,7 +111,7 @@ go build -o "$dir/rlmm" ./cmd/rlmm || {
 
 status=0
 RLMM_GSSAPI_BOOTSTRAP="$RLMM_KAFKA_SECURE_BOOTSTRAP" RLMM_GSSAPI_DIR="$stores" RLMM_GSSAPI_BINARY="$dir/rlmm" \
-	go test -race -count=1 -timeout 5m -v ./eventlog/kafkalog/kerberostest/ || status=$?
+	go test -race -count=1 -timeout 5m -v ./test/gssapi/ || status=$?
 if ((status != 0)); then
 	log "the broker's last lines:"
 	tail -n 30 "$dir/kafka/node-1/broker.log" >&2 || true

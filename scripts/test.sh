@@ -164,8 +164,8 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
-go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/kerberostest$' -e '/test/browser$')
+step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and test/gssapi/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/test/gssapi$' -e '/test/browser$')
 
 # The Kafka harness's own tests (test/kafkatest): clusters of one and three nodes started,
 # restarted with the RLMM switched, behind proxies, secured, and killed with nothing left behind.

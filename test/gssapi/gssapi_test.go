@@ -1,4 +1,4 @@
-package kerberostest
+package gssapi
 
 import (
 	"bufio"
