@@ -104,14 +104,14 @@ mkdir -m 700 "$stores"
 	exit 1
 }
 
-go build -o "$dir/rlmm" ./cmd/rlmm || {
+echo "$RLMM_KAFKA_SECURE_BOOTSTRAP" >"$stores/bootstrap"
+go build -o "$stores/rlmm" ./cmd/rlmm || {
 	log "go build ./cmd/rlmm failed"
 	exit 1
 }
 
 status=0
-RLMM_GSSAPI_BOOTSTRAP="$RLMM_KAFKA_SECURE_BOOTSTRAP" RLMM_GSSAPI_DIR="$stores" RLMM_GSSAPI_BINARY="$dir/rlmm" \
-	go test -race -count=1 -timeout 5m -v ./test/gssapi/ || status=$?
+go test -race -count=1 -timeout 5m -v ./test/gssapi/ -args -gssapi.dir="$stores" || status=$?
 if ((status != 0)); then
 	log "the broker's last lines:"
 	tail -n 30 "$dir/kafka/node-1/broker.log" >&2 || true

@@ -132,7 +132,6 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	go build -o "$kafkatest" ./test/kafkatest/cmd/kafkatest
 	if [ -f scripts/interop.sh ]; then
 		bash scripts/interop.sh build
-		export RLMM_INTEROP=1
 	fi
 	broker_dir="$work/kafka"
 	eval "$("$kafkatest" start "$broker_dir" | grep '^RLMM_KAFKA_BOOTSTRAP=')"
@@ -146,10 +145,10 @@ fi
 if [ "${RLMM_SKIP_S3:-}" != 1 ]; then
 	step "SeaweedFS (S3 on 127.0.0.1) for the scrub tests"
 	bash scripts/seaweedfs.sh fetch
-	RLMM_S3_HOME="$work/seaweedfs"
-	s3_cleanup() { bash scripts/seaweedfs.sh stop "$RLMM_S3_HOME" || true; cleanup; }
+	s3_home="$work/seaweedfs"
+	s3_cleanup() { bash scripts/seaweedfs.sh stop "$s3_home" || true; cleanup; }
 	trap s3_cleanup EXIT
-	eval "$(bash scripts/seaweedfs.sh start "$RLMM_S3_HOME" | grep '^RLMM_S3_')"
+	eval "$(bash scripts/seaweedfs.sh start "$s3_home" | grep '^RLMM_S3_')"
 	export RLMM_S3_ENDPOINT RLMM_S3_ACCESS_KEY RLMM_S3_SECRET_KEY
 	echo "S3 at $RLMM_S3_ENDPOINT"
 fi

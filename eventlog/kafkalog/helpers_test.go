@@ -19,12 +19,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Environment of the real-broker tests, set by `make test` (see
-// docs/bench/kafkalog.md for the commands).
-const (
-	envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
-	envHome      = "RLMM_KAFKA_HOME"
-)
+// envBootstrap names the broker of the real-broker tests, set by `make test`
+// (see docs/bench/kafkalog.md for the commands).
+const envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
 
 // testTimeout bounds every wait of these tests.
 const testTimeout = 60 * time.Second

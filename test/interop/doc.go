@@ -3,10 +3,10 @@
 // share one __remote_log_metadata topic on a real broker, and each must see
 // exactly what the other wrote.
 //
-// The package has no library code; its tests need a broker and the Java
-// harness of test/interop/java (scripts/test.sh provides both and sets
-// RLMM_KAFKA_BOOTSTRAP and RLMM_INTEROP=1). Without them every test skips
-// with the reason, or fails when CI=true.
+// The package has no library code; its tests need a broker
+// (RLMM_KAFKA_BOOTSTRAP) and the Java harness of test/interop/java built
+// (scripts/interop.sh build). scripts/test.sh provides both; without them
+// every test skips with the reason, or fails when CI=true.
 //
 // The Java side is interop's KafkaRlmmDriver, run as a child process: its
 // `workload` subcommand and, to pay for one JVM start only, its `serve` mode

@@ -29,7 +29,9 @@ import (
 
 const (
 	envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
-	envInterop   = "RLMM_INTEROP"
+	// harnessBuilt is the stamp scripts/interop.sh build leaves after a
+	// successful Maven build of the Java harness, relative to repoRoot.
+	harnessBuilt = "test/interop/java/target/.rlmm-build-stamp"
 	// metadataPartitions is remote.log.metadata.topic.num.partitions on
 	// both sides (Kafka's default; the Java manager only uses
 	// __remote_log_metadata, so the tests share it and use fresh topic ids).
@@ -52,7 +54,7 @@ var (
 
 func TestMain(m *testing.M) {
 	var tmp string
-	if os.Getenv(envBootstrap) != "" && os.Getenv(envInterop) != "" {
+	if os.Getenv(envBootstrap) != "" && javaHarnessBuilt() {
 		var err error
 		if tmp, err = os.MkdirTemp("", "rlmm-interop-"); err != nil {
 			buildErr = err
@@ -92,8 +94,8 @@ func requireInterop(t *testing.T) string {
 	if os.Getenv(envBootstrap) == "" {
 		missing = append(missing, envBootstrap+" (a Kafka 4.4.0 broker: go run ./test/kafkatest/cmd/kafkatest start DIR)")
 	}
-	if os.Getenv(envInterop) == "" {
-		missing = append(missing, envInterop+"=1 (the Java harness built: scripts/interop.sh build)")
+	if !javaHarnessBuilt() {
+		missing = append(missing, "the Java harness built (scripts/interop.sh build; no "+harnessBuilt+")")
 	}
 	if len(missing) > 0 {
 		reason := "interoperability test needs " + strings.Join(missing, " and ") + "; make test provides both"
@@ -103,6 +105,13 @@ func requireInterop(t *testing.T) string {
 		t.Skip(reason)
 	}
 	return os.Getenv(envBootstrap)
+}
+
+// javaHarnessBuilt reports whether scripts/interop.sh build has built the
+// Java harness.
+func javaHarnessBuilt() bool {
+	_, err := os.Stat(filepath.Join(repoRoot, harnessBuilt))
+	return err == nil
 }
 
 func testCtx(t testing.TB) context.Context {
