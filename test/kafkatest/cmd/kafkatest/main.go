@@ -8,6 +8,7 @@
 //	go run ./test/kafkatest/cmd/kafkatest restart /tmp/k --node 2
 //	go run ./test/kafkatest/cmd/kafkatest stop /tmp/k
 //	go run ./test/kafkatest/cmd/kafkatest fetch --version 4.3.1 --rsm local
+//	go run ./test/kafkatest/cmd/kafkatest ports 8          (free ports, for a script's own server)
 //
 // start prints the bootstrap addresses (as KEY=value lines a shell can
 // eval) and where each node's log is; the brokers run on after it returns,
@@ -54,7 +55,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		pidCmd(stdout), signalCmd("kill", "Send node NODE's broker SIGKILL (kill -9) and wait until it is gone; `restart DIR --node NODE` brings it back",
 			(*kafkatest.Node).Kill),
 		signalCmd("pause", "Send node NODE's broker SIGSTOP", (*kafkatest.Node).Pause),
-		signalCmd("resume", "Send node NODE's broker SIGCONT", (*kafkatest.Node).Resume))
+		signalCmd("resume", "Send node NODE's broker SIGCONT", (*kafkatest.Node).Resume), portsCmd(stdout))
 	return root
 }
 
@@ -287,6 +288,28 @@ func signalCmd(name, short string, act func(*kafkatest.Node) error) *cobra.Comma
 				return err
 			}
 			return act(n)
+		},
+	}
+}
+
+func portsCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ports N",
+		Short: "Print N distinct free TCP ports of 127.0.0.1, one a line (for a script's own server)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			n, err := strconv.Atoi(args[0])
+			if err != nil {
+				return fmt.Errorf("the number of ports must be a number, got %q", args[0])
+			}
+			ports, err := kafkatest.FreePorts(n)
+			if err != nil {
+				return err
+			}
+			for _, p := range ports {
+				_, _ = fmt.Fprintln(stdout, p)
+			}
+			return nil
 		},
 	}
 }
