@@ -83,7 +83,7 @@ vectors:
 	bash scripts/interop.sh vectors
 
 kafka-fetch:
-	bash scripts/kafka.sh fetch
+	go run ./test/kafkatest/cmd/kafkatest fetch
 
 # Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1 test jar, 74 runs) with
 # rlmm's broker plugin as the RLMM (part of make test), with Kafka's own RLMM (the control), or one

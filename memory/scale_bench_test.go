@@ -1,8 +1,8 @@
 package memory
 
 import (
+	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -12,24 +12,43 @@ import (
 )
 
 // The scale curves (docs/bench/scale.md): memory only,
-// so they may run on a busy machine. Sizes come from the environment, as
+// so they may run on a busy machine. Sizes are flags of the test binary, as
 // the largest need minutes and gigabytes:
 //
-//	RLMM_BENCH_SCALE_SEGMENTS=1000000,3000000,10000000 go test -run '^$' -bench ScaleHeap -benchtime 1x ./memory
-//	RLMM_BENCH_CHURN_EVENTS=10000000,30000000,100000000 go test -run '^$' -bench ChurnHeapCurve -benchtime 1x -timeout 60m ./memory
+//	go test -run '^$' -bench ScaleHeap -benchtime 1x ./memory -args -scale-segments 1000000,3000000,10000000
+//	go test -run '^$' -bench ChurnHeapCurve -benchtime 1x -timeout 60m ./memory -args -churn-events 10000000,30000000,100000000
+var (
+	scaleSegments = counts{1_000_000}
+	churnEvents   = counts{10_000_000}
+)
 
-// envCounts reads a comma-separated list of counts from the environment
-// variable name, or returns def when it is unset or not such a list.
-func envCounts(name string, def ...int) []int {
-	var out []int
-	for _, f := range strings.Split(os.Getenv(name), ",") {
+func init() {
+	flag.Var(&scaleSegments, "scale-segments", "live segments at each point of BenchmarkScaleHeap (a comma-separated list)")
+	flag.Var(&churnEvents, "churn-events", "events applied at each checkpoint of BenchmarkChurnHeapCurve (a comma-separated list)")
+}
+
+// counts is a flag.Value: a comma-separated list of positive counts.
+type counts []int
+
+func (c *counts) String() string {
+	s := make([]string, len(*c))
+	for i, n := range *c {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (c *counts) Set(v string) error {
+	var out counts
+	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			return def
+			return fmt.Errorf("want a comma-separated list of positive counts, got %q in %q", f, v)
 		}
 		out = append(out, n)
 	}
-	return out
+	*c = out
+	return nil
 }
 
 // liveHeapNow is the heap in use after a collection.
@@ -42,11 +61,11 @@ func liveHeapNow() uint64 {
 
 // BenchmarkScaleHeap: the heap retained per live finished single-epoch
 // segment (1,000 per user partition) at each size of
-// RLMM_BENCH_SCALE_SEGMENTS (default 1,000,000); it fails above
+// -scale-segments (default 1,000,000); it fails above
 // retainedHeapLimit, the target at 10,000,000.
 func BenchmarkScaleHeap(b *testing.B) {
 	const perPartition = 1000
-	for _, segments := range envCounts("RLMM_BENCH_SCALE_SEGMENTS", 1_000_000) {
+	for _, segments := range scaleSegments {
 		b.Run(fmt.Sprintf("segments=%d", segments), func(b *testing.B) {
 			var perSeg float64
 			for b.Loop() {
@@ -71,13 +90,13 @@ func BenchmarkScaleHeap(b *testing.B) {
 // partitions of 1,000, the leader epoch advancing every 10 segments) under
 // retention's churn, each new segment copied (add, finish) and the oldest
 // of its partition retired (delete started, finished), until the events
-// applied reach each count of RLMM_BENCH_CHURN_EVENTS (default 10,000,000);
+// applied reach each count of -churn-events (default 10,000,000);
 // at each it reports the heap per live segment against before the churn.
 // It fails when that grows past 1.5 times (the heap must follow the live
 // state, not the history).
 func BenchmarkChurnHeapCurve(b *testing.B) {
 	const partitions, live, perEpoch = 1000, 1000, 10
-	checkpoints := envCounts("RLMM_BENCH_CHURN_EVENTS", 10_000_000)
+	checkpoints := []int(churnEvents)
 	for b.Loop() {
 		base := liveHeapNow()
 		m := New()
@@ -130,5 +149,32 @@ func BenchmarkChurnHeapCurve(b *testing.B) {
 			}
 		}
 		runtime.KeepAlive(m)
+	}
+}
+
+// TestCountsFlag: the benchmarks' size lists parse, and a wrong one is
+// refused naming the bad entry.
+func TestCountsFlag(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{"1000000", "1000000", ""},
+		{"1000000, 3000000,10000000", "1000000,3000000,10000000", ""},
+		{"", "", `got "" in ""`},
+		{"10,x", "", `got "x" in "10,x"`},
+		{"10,0", "", `got "0" in "10,0"`},
+	}
+	for _, tt := range tests {
+		c := counts{7}
+		err := c.Set(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Set(%q) = %v, want an error containing %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || c.String() != tt.want {
+			t.Errorf("Set(%q) = %v, %q; want %q", tt.in, err, c.String(), tt.want)
+		}
 	}
 }

@@ -53,13 +53,13 @@ die() { log "$*"; exit 1; }
 
 cleanup() {
 	if [[ -n "$BROKER_DIR" ]]; then
-		bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
+		"$WORK/kafkatest" stop "$BROKER_DIR" >/dev/null 2>&1 || true
 	fi
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-CP="$ROOT/interop/target/classes:$ROOT/interop/target/lib/*"
+CP="$ROOT/test/interop/java/target/classes:$ROOT/test/interop/java/target/lib/*"
 # java_driver OUTFILE JAVA_OPTS ARGS...: one KafkaRlmmDriver run, its JSON kept.
 java_driver() {
 	local out="$1" opts="$2"
@@ -86,19 +86,20 @@ go_bench() {
 # fresh_broker: stops the current broker (if any) and starts a new one; sets B.
 fresh_broker() {
 	if [[ -n "$BROKER_DIR" ]]; then
-		bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
+		"$WORK/kafkatest" stop "$BROKER_DIR" >/dev/null 2>&1 || true
 		rm -rf "$BROKER_DIR"
 	fi
 	BROKER_DIR="$WORK/kafka-$RANDOM$RANDOM"
-	B="$(bash scripts/kafka.sh start "$BROKER_DIR" | sed -n 's/^RLMM_KAFKA_BOOTSTRAP=//p')"
-	[[ -n "$B" ]] || die "scripts/kafka.sh start printed no bootstrap address"
+	B="$("$WORK/kafkatest" start "$BROKER_DIR" --version 4.4.0 | sed -n 's/^RLMM_KAFKA_BOOTSTRAP=//p')"
+	[[ -n "$B" ]] || die "kafkatest start printed no bootstrap address"
 	log "broker at $B"
 }
 
 log "results in $OUT"
-bash scripts/kafka.sh fetch
+go build -o "$WORK/kafkatest" ./test/kafkatest/cmd/kafkatest
+"$WORK/kafkatest" fetch --version 4.4.0 >/dev/null
 bash scripts/interop.sh build
-go build -o "$WORK/rlmmbench" ./interoptest/cmd/rlmmbench
+go build -o "$WORK/rlmmbench" ./test/interop/cmd/rlmmbench
 {
 	date -u +%Y-%m-%dT%H:%M:%SZ
 	cat /proc/loadavg
@@ -160,7 +161,7 @@ for n in $EVENTS; do
 		fi
 	done
 done
-bash scripts/kafka.sh stop "$BROKER_DIR" >/dev/null 2>&1 || true
+"$WORK/kafkatest" stop "$BROKER_DIR" >/dev/null 2>&1 || true
 BROKER_DIR=""
 
 # 3. Lookup with 10,000 segments in a partition (no broker).

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The console's browser test (make test runs it; alone: bash scripts/browser-test.sh):
 # `rlmm console` on a known partition, loaded in a real headless Chromium, its timeline
-# checked from the DOM and a screenshot saved (console/browsertest).
+# checked from the DOM and a screenshot saved (test/browser).
 #
 #   1. Debian's chromium, installed with apt-get when missing and this is root
 #      (scripts/chromium.sh install);
-#   2. go test ./console/browsertest/: the console on an embedded log, and, when
+#   2. go test ./test/browser/: the console on an embedded log, and, when
 #      RLMM_KAFKA_BOOTSTRAP names a broker (make test's), on a metadata topic of it.
 #
-# The screenshots go to RLMM_SCREENSHOT_DIR (default: the temporary directory); the test
-# prints their paths. When Chromium is missing and cannot be installed the test is
+# The screenshots go to the temporary directory (bash scripts/browser-test.sh -screenshots DIR
+# puts them in DIR; the arguments go to the test binary); the test prints their paths. When Chromium is missing and cannot be installed the test is
 # skipped with the reason, except under CI=true, where that is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,6 @@ if ((rc == 3)); then
 elif ((rc != 0)); then
 	exit "$rc"
 fi
-RLMM_CHROMIUM="$(bash scripts/chromium.sh path)"
-export RLMM_CHROMIUM
-log "$("$RLMM_CHROMIUM" --version 2>/dev/null || echo "$RLMM_CHROMIUM")"
-go test -count=1 -timeout 10m -v ./console/browsertest/
+chromium="$(bash scripts/chromium.sh path)"
+log "$("$chromium" --version 2>/dev/null || echo "$chromium")"
+go test -count=1 -timeout 10m -v ./test/browser/ -args "$@"

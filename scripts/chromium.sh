@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium for the console's browser test (console/browsertest).
+# Debian's Chromium for the console's browser test (test/browser).
 #
 #   scripts/chromium.sh install   install chromium with apt-get when no chromium binary is on PATH
 #                                 (needs root); exit 3 when it is missing and cannot be installed

@@ -5,13 +5,13 @@
 #   1. an MIT Kerberos KDC on 127.0.0.1 (scripts/kdc.sh: installs Debian's krb5-kdc
 #      krb5-admin-server krb5-user when missing and this is root), realm RLMM.TEST, with the
 #      principals and keytabs of the broker (kafka/127.0.0.1) and the client (rlmm);
-#   2. a Kafka broker ($RLMM_GSSAPI_KAFKA_VERSION, default 4.3.1) with a SASL_SSL listener
-#      that takes GSSAPI and requires a client certificate (KAFKA_SECURITY=gssapi
-#      scripts/kafka.sh start): its own JAAS entry and krb5.conf;
+#   2. a Kafka broker ($RLMM_KAFKA_VERSION, default 4.3.1) with a SASL_SSL listener that
+#      takes GSSAPI and requires a client certificate (test/kafkatest's command:
+#      kafkatest start DIR --security gssapi --kerberos-dir KDC): its own JAAS entry and krb5.conf;
 #   3. the client's TLS stores made with the JDK's keytool from a certificate of the cluster's
 #      CA: a JKS key store whose key has its own password (ssl.key.password), a PKCS12 key
 #      store, a JKS and a PKCS12 trust store;
-#   4. go test ./eventlog/kafkalog/kerberostest/: publish, subscribe and high-water marks
+#   4. go test ./test/gssapi/: publish, subscribe and high-water marks
 #      over GSSAPI+SASL_SSL with the JKS and with the PKCS12 stores, the refusals, and
 #      `rlmm serve --properties` (the plugin's way) coming up over it with no password in
 #      its /proc/<pid>/cmdline or environment.
@@ -46,7 +46,9 @@ fi
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-gssapi.XXXXXX")
 cleanup() {
-	bash scripts/kafka.sh stop "$dir/kafka" >/dev/null 2>&1 || true
+	if [[ -x "$dir/kafkatest" && -d "$dir/kafka" ]]; then
+		"$dir/kafkatest" stop "$dir/kafka" >/dev/null 2>&1 || true
+	fi
 	bash scripts/kdc.sh stop "$dir/kdc" || true
 	rm -rf "$dir"
 }
@@ -55,11 +57,14 @@ trap cleanup EXIT
 eval "$(bash scripts/kdc.sh start "$dir/kdc" | grep '^RLMM_KRB5_')"
 log "KDC for $RLMM_KRB5_REALM up ($RLMM_KRB5_CONF)"
 
-export KAFKA_VERSION="${RLMM_GSSAPI_KAFKA_VERSION:-4.3.1}"
-bash scripts/kafka.sh fetch
-eval "$(KAFKA_SECURITY=gssapi KAFKA_KRB5_DIR="$dir/kdc" bash scripts/kafka.sh start "$dir/kafka" |
-	grep -e '^RLMM_KAFKA_SASL_BOOTSTRAP=' -e '^RLMM_KAFKA_SECURITY_DIR=')"
-log "Kafka $KAFKA_VERSION with a SASL_SSL GSSAPI listener at $RLMM_KAFKA_SASL_BOOTSTRAP"
+version="${RLMM_KAFKA_VERSION:-4.3.1}"
+go build -o "$dir/kafkatest" ./test/kafkatest/cmd/kafkatest || {
+	log "go build ./test/kafkatest/cmd/kafkatest failed"
+	exit 1
+}
+eval "$("$dir/kafkatest" start "$dir/kafka" --version "$version" --security gssapi --kerberos-dir "$dir/kdc" |
+	grep -e '^RLMM_KAFKA_SECURE_BOOTSTRAP=' -e '^RLMM_KAFKA_SECURITY_DIR=')"
+log "Kafka $version with a SASL_SSL GSSAPI listener at $RLMM_KAFKA_SECURE_BOOTSTRAP"
 
 # The client's stores, from a certificate of the cluster's CA (mode 600, in a 700 directory).
 stores="$dir/stores"
@@ -99,17 +104,17 @@ mkdir -m 700 "$stores"
 	exit 1
 }
 
-go build -o "$dir/rlmm" ./cmd/rlmm || {
+echo "$RLMM_KAFKA_SECURE_BOOTSTRAP" >"$stores/bootstrap"
+go build -o "$stores/rlmm" ./cmd/rlmm || {
 	log "go build ./cmd/rlmm failed"
 	exit 1
 }
 
 status=0
-RLMM_GSSAPI_BOOTSTRAP="$RLMM_KAFKA_SASL_BOOTSTRAP" RLMM_GSSAPI_DIR="$stores" RLMM_GSSAPI_BINARY="$dir/rlmm" \
-	go test -race -count=1 -timeout 5m -v ./eventlog/kafkalog/kerberostest/ || status=$?
+go test -race -count=1 -timeout 5m -v ./test/gssapi/ -args -gssapi.dir="$stores" || status=$?
 if ((status != 0)); then
 	log "the broker's last lines:"
-	tail -n 30 "$dir/kafka/broker.log" >&2 || true
+	tail -n 30 "$dir/kafka/node-1/broker.log" >&2 || true
 	log "the KDC's last lines:"
 	tail -n 20 "$dir/kdc/kdc.log" >&2 || true
 fi

@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# Builds and runs the Java interop harness in interop/ (Apache Kafka 4.4.0's own
+# Builds and runs the Java interop harness in test/interop/java/ (Apache Kafka 4.4.0's own
 # RLMM code from Maven Central, driven by small Java programs).
 #
 #   scripts/interop.sh build                 compile and copy the runtime jars into
-#                                            interop/target/lib (skips Maven when
+#                                            test/interop/java/target/lib (skips Maven when
 #                                            nothing changed since the last build)
 #   scripts/interop.sh run <Main> [args...]  run a main class (short names such as
 #                                            KafkaRlmmDriver mean org.rlmm.interop.*)
 #   scripts/interop.sh vectors               regenerate testdata/kafka-vectors.json
-#   scripts/interop.sh selftest [BOOTSTRAP]  write interop/examples/workload-basic.json
+#   scripts/interop.sh selftest [BOOTSTRAP]  write test/interop/java/examples/workload-basic.json
 #                                            with Kafka's manager, dump it with a fresh one,
 #                                            compare with workload-basic.dump.json (starts
-#                                            and stops a broker with scripts/kafka.sh when
-#                                            no bootstrap is given)
+#                                            and stops a broker of test/kafkatest when no
+#                                            bootstrap is given)
 #
 # Environment: JAVA_OPTS (default -Xmx2g) for `run`; logs go to stderr, each
 # program's JSON result to stdout.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PROJECT="$ROOT/interop"
+PROJECT="$ROOT/test/interop/java"
 TARGET="$PROJECT/target"
 STAMP="$TARGET/.rlmm-build-stamp"
 
@@ -67,9 +67,10 @@ selftest() {
 	if [[ -z "$bootstrap" ]]; then
 		# Global: the EXIT trap runs after this function's locals are gone.
 		SELFTEST_DIR="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-interop-selftest.XXXXXX")"
-		trap 'bash "$ROOT/scripts/kafka.sh" stop "$SELFTEST_DIR/kafka" >/dev/null 2>&1 || true; rm -rf "$SELFTEST_DIR"' EXIT
-		bootstrap="$(bash "$ROOT/scripts/kafka.sh" start "$SELFTEST_DIR/kafka" | sed -n 's/^RLMM_KAFKA_BOOTSTRAP=//p')"
-		[[ -n "$bootstrap" ]] || die "scripts/kafka.sh start printed no bootstrap address"
+		trap '[[ -d "$SELFTEST_DIR/kafka" ]] && "$SELFTEST_DIR/kafkatest" stop "$SELFTEST_DIR/kafka" >/dev/null 2>&1; rm -rf "$SELFTEST_DIR"' EXIT
+		(cd "$ROOT" && go build -o "$SELFTEST_DIR/kafkatest" ./test/kafkatest/cmd/kafkatest) || die "go build ./test/kafkatest/cmd/kafkatest failed"
+		bootstrap="$("$SELFTEST_DIR/kafkatest" start "$SELFTEST_DIR/kafka" | sed -n 's/^RLMM_KAFKA_BOOTSTRAP=//p')"
+		[[ -n "$bootstrap" ]] || die "kafkatest start printed no bootstrap address"
 	fi
 	local cp="$TARGET/classes:$TARGET/lib/*" ex="$PROJECT/examples" id=AAAAAAAAAAEAAAAAAAAAAg
 	# The example uses a fixed topic id; a broker that already holds it gives a different view.

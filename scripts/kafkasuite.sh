@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs Apache Kafka's own tiered-storage integration suite (kafka-storage 4.3.1's test jar, package
-# org.apache.kafka.tiered.storage.integration: 17 classes, 74 runs) from kafkasuite/ with a chosen RLMM.
+# org.apache.kafka.tiered.storage.integration: 17 classes, 74 runs) from test/kafkasuite/ with a chosen RLMM.
 #
-#   scripts/kafkasuite.sh rlmm              every class with rlmm's broker plugin (make kafka-suite)
-#   scripts/kafkasuite.sh kafka             every class with Kafka's own RLMM (make kafka-suite-control)
-#   scripts/kafkasuite.sh one CLASS [RLMM]  one class (simple name, e.g. DeleteTopicTest), RLMM rlmm
-#                                           (default) or kafka (make kafka-suite-one CLASS=...)
+#   scripts/kafkasuite.sh rlmm [-- MVN...]  every class with rlmm's broker plugin (make kafka-suite)
+#   scripts/kafkasuite.sh kafka [-- MVN...] every class with Kafka's own RLMM (make kafka-suite-control)
+#   scripts/kafkasuite.sh one CLASS [RLMM] [-- MVN...]  one class (simple name, e.g. DeleteTopicTest),
+#                                           RLMM rlmm (default) or kafka (make kafka-suite-one CLASS=...)
 #   scripts/kafkasuite.sh summary [RLMM]    per-class counts and times of the last run
 #   scripts/kafkasuite.sh table [KDIR RDIR] one markdown row per run, both RLMMs side by side (the
 #                                           table of docs/COMPATIBILITY.md), from the last runs' reports
@@ -13,7 +13,7 @@
 #                                           fails under CI, where the suite may not be skipped
 #   scripts/kafkasuite.sh gate [RLMM]       after a full run: exit 0 when Kafka's 32 scenario and 42
 #                                           transaction runs all ran, none skipped or rerun, and every failing
-#                                           one matches a line of kafkasuite/known-failures.txt, its evidence
+#                                           one matches a line of test/kafkasuite/known-failures.txt, its evidence
 #                                           in its own output included (scripts/kafkasuite_gate.py), 1 otherwise
 #
 # `rlmm` (make kafka-suite, and make test) ends with the gate: a failure whose cause is known and
@@ -22,20 +22,20 @@
 #
 # The rlmm run builds the plugin's shaded jar, with the rlmm binaries it carries, first (scripts/plugin.sh
 # build); no run is ever retried (no Surefire reruns), and the gate refuses reports that have any.
-# Reports: kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
-# Environment: RLMM_SUITE_MVN_ARGS adds Maven arguments (e.g. -Dsurefire.timeout=...; reruns refused),
-# RLMM_SUITE_BINARY an rlmm binary the plugins run instead of their jar's (rlmm.serve.binary).
+# Reports: test/kafkasuite/target/reports-<rlmm|kafka>/ (TEST-*.xml, and *-output.txt with the brokers' logs).
+# Maven arguments after `--` are added to the run (e.g. -Dsurefire.timeout=...; reruns refused);
+# -Dsuite.rlmm.binary=PATH makes the plugins run that rlmm binary instead of their jar's.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODULE="$ROOT/kafkasuite"
+MODULE="$ROOT/test/kafkasuite"
 
 log() { echo "kafkasuite.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # plugin_args prints the -D settings of the rlmm run: the plugin's jar and class. The plugins run the
 # rlmm binary their jar carries (extracted into each broker's <log.dir>.rlmm), as a broker installed
-# by README's four settings does; RLMM_SUITE_BINARY names another binary instead (rlmm.serve.binary).
+# by README's four settings does; -Dsuite.rlmm.binary=PATH after `--` names another binary instead.
 plugin_args() {
 	command -v go >/dev/null || die "go not found"
 	local jar=""
@@ -51,13 +51,15 @@ plugin_args() {
 	fi
 	[[ -n "$jar" && -f "$jar" ]] || die "no plugin jar found under plugin/target"
 	printf '%s\n' "-Dsuite.plugin.jar=$jar" \
-		"-Dsuite.plugin.class=${RLMM_PLUGIN_CLASS:-org.rlmm.plugin.RlmmRemoteLogMetadataManager}" \
-		"-Dsuite.plugin.binary.setting=${RLMM_PLUGIN_BINARY_SETTING:-rlmm.serve.binary}" \
-		"-Dsuite.rlmm.binary=${RLMM_SUITE_BINARY:-}"
+		"-Dsuite.plugin.class=org.rlmm.plugin.RlmmRemoteLogMetadataManager" \
+		"-Dsuite.plugin.binary.setting=rlmm.serve.binary"
 }
 
+# run RLMM [TESTS] [MVN...]: one run of the suite, the Maven arguments MVN added.
 run() {
 	local rlmm="$1" tests="${2:-}"
+	shift $(($# < 2 ? $# : 2))
+	local extra=("$@")
 	local args=(-B -f "$MODULE/pom.xml" test "-Dsuite.rlmm=$rlmm")
 	if [[ "$rlmm" == rlmm ]]; then
 		local settings a
@@ -71,11 +73,10 @@ run() {
 	fi
 	# Every run runs once: a failure is a failure, never retried until it passes (the pom pins
 	# rerunFailingTestsCount to 0 as well, and the gate refuses a report with reruns).
-	case "${RLMM_SUITE_MVN_ARGS:-}" in
-	*rerunFailingTestsCount*) die "RLMM_SUITE_MVN_ARGS asks Surefire for reruns: refused (each of Kafka's runs runs once)" ;;
+	case " ${extra[*]} " in
+	*rerunFailingTestsCount*) die "the Maven arguments ask Surefire for reruns: refused (each of Kafka's runs runs once)" ;;
 	esac
-	# shellcheck disable=SC2206 # a list of Maven arguments
-	[[ -n "${RLMM_SUITE_MVN_ARGS:-}" ]] && args+=(${RLMM_SUITE_MVN_ARGS})
+	args+=("${extra[@]}")
 	log "mvn ${args[*]}"
 	local started rc=0
 	started="$(date +%s)"
@@ -149,7 +150,7 @@ for key in sorted(set(k) | set(r)):
 PY
 }
 
-# gate checks the last full run's reports against kafkasuite/known-failures.txt.
+# gate checks the last full run's reports against test/kafkasuite/known-failures.txt.
 gate() {
 	local dir="$MODULE/target/reports-${1:-rlmm}"
 	[[ -d "$dir" ]] || die "no reports in $dir"
@@ -171,17 +172,27 @@ skip() {
 	esac
 }
 
+# mvn_args ARGS...: the arguments after the first `--` (none without one).
+mvn_args() {
+	while (($# > 0)) && [[ "$1" != -- ]]; do shift; done
+	(($# > 0)) && shift
+	(($# == 0)) || printf '%s\n' "$@"
+}
+mapfile -t MVN_EXTRA < <(mvn_args "$@")
+
 case "${1:-}" in
 skip) skip ;;
 rlmm)
 	# mvn's own exit status is not the verdict: the gate is (it also fails when runs are missing).
-	run rlmm || log "maven reported failures; the gate decides which are known"
+	run rlmm "" "${MVN_EXTRA[@]}" || log "maven reported failures; the gate decides which are known"
 	gate rlmm
 	;;
-kafka) run kafka ;;
+kafka) run kafka "" "${MVN_EXTRA[@]}" ;;
 one)
-	[[ -n "${2:-}" ]] || die "usage: $0 one CLASS [rlmm|kafka]"
-	run "${3:-rlmm}" "$2"
+	[[ -n "${2:-}" && "$2" != -- ]] || die "usage: $0 one CLASS [rlmm|kafka] [-- MVN...]"
+	rlmm=rlmm
+	[[ -n "${3:-}" && "$3" != -- ]] && rlmm="$3"
+	run "$rlmm" "$2" "${MVN_EXTRA[@]}"
 	;;
 summary) summary "${2:-rlmm}" ;;
 gate) gate "${2:-rlmm}" ;;

@@ -8,8 +8,8 @@
                                                     reports, one per rule
 
 REPORTS_DIR holds Surefire's TEST-*.xml and, per class, the *-output.txt of the brokers' and the
-clients' logs (kafkasuite/pom.xml redirects test output to files). KNOWN_FAILURES is
-kafkasuite/known-failures.txt, whose header documents the format.
+clients' logs (test/kafkasuite/pom.xml redirects test output to files). KNOWN_FAILURES is
+test/kafkasuite/known-failures.txt, whose header documents the format.
 
 A known failure is matched on the failure itself, not only on the test's name: its class, method
 and run (the display name, e.g. groupProtocol=consumer), the failure message, and, when the entry
@@ -56,7 +56,7 @@ def group_of(cls):
 # Surefire's marks of a rerun (rerunFailingTestsCount): a run that failed and was run again.
 RERUN_ELEMENTS = ("flakyFailure", "flakyError", "rerunFailure", "rerunError")
 
-# The lines kafkasuite/src/test/java/org/rlmm/kafkasuite/RunMarkers.java prints around each run.
+# The lines test/kafkasuite/src/test/java/org/rlmm/kafkasuite/RunMarkers.java prints around each run.
 BEGIN, END = "@@kafkasuite run begin: ", "@@kafkasuite run end: "
 
 
@@ -405,7 +405,7 @@ def self_test():
     """Runs the gate against this repository's known-failures.txt on reports made for each case."""
     import io
     import tempfile
-    known = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kafkasuite", "known-failures.txt")
+    known = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "kafkasuite", "known-failures.txt")
     bad = 0
     for name, spec, want_rc, want_lines in SELF_TEST_CASES:
         with tempfile.TemporaryDirectory() as d:

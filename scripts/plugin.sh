@@ -14,7 +14,7 @@
 #   scripts/plugin.sh bench [args]  build, then the timed-loop benchmark
 #                             (org.rlmm.plugin.PluginBenchmark; --help for its flags)
 #
-# Environment: RLMM_KAFKA_BOOTSTRAP (the broker scripts/kafka.sh started), CI.
+# Environment: RLMM_KAFKA_BOOTSTRAP (the broker make test starts with test/kafkatest), CI.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -136,8 +136,10 @@ run_tests() {
 	build_binary
 	build_bundled
 	command -v mvn >/dev/null || die "mvn not found: install Maven 3.8+"
+	# test/kafkatest's command, with which BrokerJmxTest starts its broker.
+	(cd "$ROOT" && go build -o "$TARGET/kafkatest" ./test/kafkatest/cmd/kafkatest) || die "go build ./test/kafkatest/cmd/kafkatest failed"
 	touch "$STAMP.new" 2>/dev/null || { mkdir -p "$TARGET" && touch "$STAMP.new"; }
-	if ! mvn -B -f "$PROJECT/pom.xml" verify -Drlmm.binary="$BINARY"; then
+	if ! mvn -B -f "$PROJECT/pom.xml" verify -Drlmm.binary="$BINARY" -Dkafkatest.binary="$TARGET/kafkatest"; then
 		rm -f "$STAMP.new"
 		die "plugin tests failed"
 	fi

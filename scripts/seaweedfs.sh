@@ -25,7 +25,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${RLMM_CACHE:-$HOME/.cache/rlmm}"
 HOME_DIR="$CACHE/seaweedfs-$SEAWEEDFS_VERSION"
 WEED="$HOME_DIR/weed"
-PROBE="$HOME_DIR/probe"
+# test/kafkatest's command, for its free ports.
+PORTS_CMD="$HOME_DIR/kafkatest"
 START_TIMEOUT_S="${SEAWEEDFS_START_TIMEOUT:-60}"
 STOP_TIMEOUT_S=10
 
@@ -56,9 +57,9 @@ fetch() {
 	touch "$HOME_DIR/.complete"
 }
 
-build_probe() {
+build_ports_cmd() {
 	mkdir -p "$HOME_DIR"
-	(cd "$ROOT" && go build -o "$PROBE" ./scripts/kafka/probe)
+	(cd "$ROOT" && go build -o "$PORTS_CMD" ./test/kafkatest/cmd/kafkatest)
 }
 
 running_pid() {
@@ -80,7 +81,7 @@ configure() {
 {"identities": [{"name": "rlmm", "credentials": [{"accessKey": "$access", "secretKey": "$secret"}],
   "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
 JSON
-	mapfile -t ports < <("$PROBE" ports 8)
+	mapfile -t ports < <("$PORTS_CMD" ports 8)
 	printf '%s\n' "${ports[@]}" >"$dir/ports"
 	printf 'RLMM_S3_ACCESS_KEY=%s\nRLMM_S3_SECRET_KEY=%s\n' "$access" "$secret" >"$dir/credentials"
 }
@@ -89,7 +90,7 @@ start() {
 	local dir="$1"
 	command -v curl >/dev/null || die "curl not found (apt-get install curl): start uses it to wait for the S3 port"
 	fetch
-	build_probe
+	build_ports_cmd
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"
 	if pid="$(running_pid "$dir")"; then

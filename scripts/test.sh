@@ -112,23 +112,29 @@ if [ "${RLMM_SKIP_KAFKA_SUITE:-}" = 1 ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-test.XXXXXX")
-cleanup() {
-	if [ -n "${RLMM_KAFKA_HOME:-}" ]; then
-		bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
+# The broker of the steps up to the broker tests: test/kafkatest's command, built once.
+kafkatest="$work/kafkatest"
+broker_dir=""
+stop_broker() {
+	if [ -n "$broker_dir" ]; then
+		"$kafkatest" stop "$broker_dir" || true
+		broker_dir=""
 	fi
+}
+cleanup() {
+	stop_broker
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
-	step "Apache Kafka 4.4.0 (Maven Central) and the Java interop harness"
-	bash scripts/kafka.sh fetch
+	step "Apache Kafka (${RLMM_KAFKA_VERSION:-4.4.0}, Maven Central) on one node of test/kafkatest, and the Java interop harness"
+	go build -o "$kafkatest" ./test/kafkatest/cmd/kafkatest
 	if [ -f scripts/interop.sh ]; then
 		bash scripts/interop.sh build
-		export RLMM_INTEROP=1
 	fi
-	export RLMM_KAFKA_HOME="$work/kafka"
-	eval "$(bash scripts/kafka.sh start "$RLMM_KAFKA_HOME" | grep '^RLMM_KAFKA_BOOTSTRAP=')"
+	broker_dir="$work/kafka"
+	eval "$("$kafkatest" start "$broker_dir" | grep '^RLMM_KAFKA_BOOTSTRAP=')"
 	export RLMM_KAFKA_BOOTSTRAP
 	echo "broker at $RLMM_KAFKA_BOOTSTRAP"
 fi
@@ -139,10 +145,10 @@ fi
 if [ "${RLMM_SKIP_S3:-}" != 1 ]; then
 	step "SeaweedFS (S3 on 127.0.0.1) for the scrub tests"
 	bash scripts/seaweedfs.sh fetch
-	RLMM_S3_HOME="$work/seaweedfs"
-	s3_cleanup() { bash scripts/seaweedfs.sh stop "$RLMM_S3_HOME" || true; cleanup; }
+	s3_home="$work/seaweedfs"
+	s3_cleanup() { bash scripts/seaweedfs.sh stop "$s3_home" || true; cleanup; }
 	trap s3_cleanup EXIT
-	eval "$(bash scripts/seaweedfs.sh start "$RLMM_S3_HOME" | grep '^RLMM_S3_')"
+	eval "$(bash scripts/seaweedfs.sh start "$s3_home" | grep '^RLMM_S3_')"
 	export RLMM_S3_ENDPOINT RLMM_S3_ACCESS_KEY RLMM_S3_SECRET_KEY
 	echo "S3 at $RLMM_S3_ENDPOINT"
 fi
@@ -157,8 +163,8 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and console/browsertest/, the step after this one)"
-go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/kerberostest$' -e '/console/browsertest$')
+step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and test/gssapi/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/test/gssapi$' -e '/test/browser$')
 
 # The Kafka harness's own tests (test/kafkatest): clusters of one and three nodes started,
 # restarted with the RLMM switched, behind proxies, secured, and killed with nothing left behind.
@@ -185,14 +191,14 @@ memory_targets
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# The single broker is not needed any more: its CPU and memory go to the
 	# brokers of the steps below.
-	bash scripts/kafka.sh stop "$RLMM_KAFKA_HOME" || true
+	stop_broker
 fi
 
 # --- broker tests: Kafka 4.3.1 + tiered storage + rlmm's plugin ---
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
 	# One plugin build for both runs below.
-	plugin_jar="$(bash scripts/kafka.sh plugin-jar)"
+	plugin_jar="$(bash scripts/plugin.sh build)"
 	# Among them TestRollingMigration: docs/migration.md followed on a live three-broker cluster
 	# moved from Kafka's RLMM to the plugin and one broker back (about 2 minutes).
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
@@ -230,7 +236,7 @@ fi
 # cluster under load, `make cluster-faults`; random schedules, `make soak`) are not a step of
 # make test yet: all the single faults take about 9 minutes.
 
-# Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (kafkasuite/,
+# Kafka's own tiered-storage integration suite with rlmm's plugin as the RLMM (test/kafkasuite/,
 # docs/COMPATIBILITY.md; 35-40 minutes on a busy 2-core machine). RLMM_SKIP_KAFKA_SUITE=1 leaves it out,
 # but not under CI (checked after lint, above).
 if [ "${RLMM_SKIP_KAFKA_SUITE:-}" != 1 ]; then

@@ -136,7 +136,7 @@ func BenchmarkAddFinishRoundTrip(b *testing.B) {
 	openKafka := func(b *testing.B) eventlog.Log {
 		addr := os.Getenv("RLMM_KAFKA_BOOTSTRAP")
 		if addr == "" {
-			b.Skip("RLMM_KAFKA_BOOTSTRAP is unset: no real Kafka broker; `scripts/kafka.sh start <dir>` starts one and prints the variable")
+			b.Skip("RLMM_KAFKA_BOOTSTRAP is unset: no real Kafka broker; `go run ./test/kafkatest/cmd/kafkatest start <dir>` starts one and prints the variable")
 		}
 		l, err := kafkalog.Open(testCtx(b), kafkalog.Config{
 			BootstrapServers: strings.Split(addr, ","), NumPartitions: metadataPartitions,

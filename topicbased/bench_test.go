@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +29,7 @@ import (
 // over filelog within 1.5 x one fsync; 64 concurrent mutators >= 20,000
 // mutations/s; restart with 1,000,000 live segments from a snapshot < 2 s
 // to ready and >= 10 x faster than a full replay. The restart size defaults
-// to 100,000 segments; RLMM_BENCH_RESTART_SEGMENTS=1000000 runs the target.
+// to 100,000 segments; -args -restart-segments 1000000 runs the target.
 
 // benchFilelogManager starts a manager over a fresh filelog in a temp dir,
 // hosting tps.
@@ -194,32 +193,28 @@ var (
 )
 
 // restartShape is where the restart fixture's deleted segments lie
-// (RLMM_BENCH_RESTART_SHAPE): "reupload", the default, uploads each live
+// (-restart-shape): "reupload", the default, uploads each live
 // segment's offsets again history times, each copy then deleted, so every
 // delete uncovers the live segment beneath it (the costliest delete there
 // is); "retention" uploads history older segments below the live ones,
 // each deleted as retention deletes them, the shape of a topic whose
 // remote data ages out.
 func restartShape() string {
-	if v := os.Getenv("RLMM_BENCH_RESTART_SHAPE"); v == "retention" {
-		return v
+	if *restartShapeFlag == "retention" {
+		return "retention"
 	}
 	return "reupload"
 }
 
 // restartHistory is how many deleted segments (add, finish, delete
 // started, delete finished) the history holds per live segment:
-// RLMM_BENCH_RESTART_HISTORY, default 0 (the least history possible).
-func restartHistory() int {
-	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_RESTART_HISTORY")); err == nil && v > 0 {
-		return v
-	}
-	return 0
-}
+// -restart-history, default 0 (the least history possible).
+func restartHistory() int { return max(*restartHistoryFlag, 0) }
 
+// restartSegments is the fixture's live segments: -restart-segments.
 func restartSegments() int {
-	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_RESTART_SEGMENTS")); err == nil && v > 0 {
-		return v
+	if *restartSegmentsFlag > 0 {
+		return *restartSegmentsFlag
 	}
 	return 100_000
 }
@@ -433,12 +428,12 @@ func restartKafkaTopic(segments, history int, shape string) string {
 }
 
 // restartFixtureDir returns where the fixture of backend lives and, when it
-// outlives the run (RLMM_BENCH_RESTART_DIR names a directory; filelog, and
+// outlives the run (-restart-dir names a directory; filelog, and
 // kafka whose topic stays on the broker: the 100,000,000-event fixture takes
 // minutes to write), the line that names its shape in the directory's
 // "fixture" file.
 func restartFixtureDir(backend string, segments, history int, shape string) (dir, keep string) {
-	root := os.Getenv("RLMM_BENCH_RESTART_DIR")
+	root := *restartDirFlag
 	if root == "" || backend == "kfake" {
 		return "", ""
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -87,7 +86,7 @@ func TestCloseEndsMutationsBlockedInPublish(t *testing.T) {
 }
 
 // TestCloseEndsMutationsBlockedInPublishRealKafka: the same with a real
-// broker of the test's own (scripts/kafka.sh) stopped under the manager.
+// broker of the test's own (test/kafkatest) stopped under the manager.
 func TestCloseEndsMutationsBlockedInPublishRealKafka(t *testing.T) {
 	if os.Getenv(envBootstrap) == "" {
 		if os.Getenv("CI") == "true" {
@@ -95,41 +94,13 @@ func TestCloseEndsMutationsBlockedInPublishRealKafka(t *testing.T) {
 		}
 		t.Skip(envBootstrap + " is unset: the jars and Java for a broker of this test's own are where make test runs one")
 	}
-	dir := t.TempDir()
-	script, err := filepath.Abs("../scripts/kafka.sh")
-	must(t, err)
-	kafkaSh := func(args ...string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...).Output()
-		if err != nil {
-			t.Fatalf("scripts/kafka.sh %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	out := kafkaSh("start", dir)
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			kafkaSh("stop", dir)
-		}
-	})
-	addr := ""
-	for line := range strings.Lines(out) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), envBootstrap+"="); ok {
-			addr = v
-		}
-	}
-	if addr == "" {
-		t.Fatalf("scripts/kafka.sh start printed no address:\n%s", out)
-	}
-	log := kafkaBackend("private", []string{addr}).open(t, 4)
+	c := kafkatest.StartT(t, kafkatest.Config{}, 5*time.Minute)
+	log := kafkaBackend("private", c.Bootstrap()).open(t, 4)
 	t.Cleanup(func() { _ = log.Close() })
 	m := startManager(t, Config{Log: log, ConsumeWait: time.Hour})
 	tps := distinctPartitions(t, 4, 4)
 	assign(t, m, tps...)
-	kafkaSh("stop", dir)
-	stopped = true
+	c.Stop()
 
 	errs := make(chan error, len(tps))
 	var wg sync.WaitGroup

@@ -828,7 +828,7 @@ func realKafka(t testing.TB) []string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(envBootstrap + " is unset in CI: make test starts a real Kafka broker and sets it")
 		}
-		t.Skip(envBootstrap + " is unset: no real Kafka broker to run against; `scripts/kafka.sh start <dir>` starts one and prints the variable (make test does this)")
+		t.Skip(envBootstrap + " is unset: no real Kafka broker to run against; `go run ./test/kafkatest/cmd/kafkatest start <dir>` starts one and prints the variable (make test does this)")
 	}
 	return strings.Split(addr, ",")
 }

@@ -19,7 +19,7 @@ import (
 // keeps what it hosts"): what the pump pays per event of a partition it does not host
 // against one it applies, and the time to ready of partitions hosted after
 // their metadata partitions were consumed. The log holds
-// RLMM_BENCH_HOSTING_EVENTS events (default 200,000; the target is
+// -hosting-events events (default 200,000; the target is
 // 1,000,000): 25 segments (add and finish) per user partition, over a
 // 50-partition filelog.
 
@@ -38,8 +38,8 @@ var (
 )
 
 func hostingEvents() int {
-	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_HOSTING_EVENTS")); err == nil && v > 0 {
-		return v
+	if *hostingEventsFlag > 0 {
+		return *hostingEventsFlag
 	}
 	return 200_000
 }

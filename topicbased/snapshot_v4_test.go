@@ -226,14 +226,14 @@ func TestSnapshotWriteHoldsOneMetadataPartitionAtATime(t *testing.T) {
 // peak (sampled after each metadata partition's export, after a
 // collection), against an export of the whole cache at once (what the
 // writer held before format version 4) and against the cache's own heap:
-// RLMM_BENCH_SNAPSHOT_SEGMENTS finished single-epoch segments (default
+// -snapshot-segments finished single-epoch segments (default
 // 1,000,000), 1,000 per user partition, over 50 metadata partitions. Run
 // with -benchtime 1x: each op runs 52 collections. It fails when the peak
 // is above snapshotPeakLimit of the cache (make test's memory step).
 func BenchmarkSnapshotWriteMemory(b *testing.B) {
 	segments := 1_000_000
-	if v, err := strconv.Atoi(os.Getenv("RLMM_BENCH_SNAPSHOT_SEGMENTS")); err == nil && v > 0 {
-		segments = v
+	if *snapshotSegmentsFlag > 0 {
+		segments = *snapshotSegmentsFlag
 	}
 	const perPartition, parts = 1000, 50
 	m, cache := loadedManager(b, segments, perPartition, parts)

@@ -16,7 +16,7 @@ import (
 const benchValueSize = 200
 
 // benchTargets are the brokers the benchmarks run against: kfake in process
-// always, the real broker of scripts/kafka.sh when RLMM_KAFKA_BOOTSTRAP is set.
+// always, the real broker of test/kafkatest when RLMM_KAFKA_BOOTSTRAP is set.
 func benchTargets(b *testing.B) []struct {
 	name  string
 	addrs func(b *testing.B) []string
@@ -29,7 +29,7 @@ func benchTargets(b *testing.B) []struct {
 		{"kafka-4.4.0", func(b *testing.B) []string {
 			addr := os.Getenv(envBootstrap)
 			if addr == "" {
-				b.Skip(envBootstrap + " unset: no real broker (start one with scripts/kafka.sh start <dir>)")
+				b.Skip(envBootstrap + " unset: no real broker (start one with go run ./test/kafkatest/cmd/kafkatest start <dir>)")
 			}
 			return []string{addr}
 		}},

@@ -19,12 +19,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Environment of the real-broker tests, set by `make test` (see
-// docs/bench/kafkalog.md for the commands).
-const (
-	envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
-	envHome      = "RLMM_KAFKA_HOME"
-)
+// envBootstrap names the broker of the real-broker tests, set by `make test`
+// (see docs/bench/kafkalog.md for the commands).
+const envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
 
 // testTimeout bounds every wait of these tests.
 const testTimeout = 60 * time.Second
@@ -89,7 +86,7 @@ func realBootstrap(t testing.TB) string {
 			t.Fatal(envBootstrap + " unset in CI: make test starts the broker")
 		}
 		t.Skip(envBootstrap + " unset: no real Kafka broker to test against; start one with " +
-			"`scripts/kafka.sh start <dir>` and export the variable it prints (make test does this)")
+			"`go run ./test/kafkatest/cmd/kafkatest start <dir>` and export the variable it prints (make test does this)")
 	}
 	return addr
 }

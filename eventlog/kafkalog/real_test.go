@@ -1,12 +1,9 @@
 package kafkalog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +12,11 @@ import (
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/eventlogtest"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 )
 
-// The tests of this file run against a real Apache Kafka 4.4.0 broker,
-// started by `make test` through scripts/kafka.sh.
+// The tests of this file run against a real Apache Kafka broker: the one
+// `make test` starts (test/kafkatest's command), or one of the test's own.
 
 func TestConformanceRealKafka(t *testing.T) {
 	addr := realBootstrap(t)
@@ -45,41 +43,13 @@ func TestOpenRealKafkaCreatesTopic(t *testing.T) {
 	}
 }
 
-// privateBroker starts a broker of its own in a temporary directory with
-// scripts/kafka.sh (so restarting it disturbs no other package's tests that
-// share the broker of make test) and stops it when the test ends. It returns
-// the broker's directory and address.
-func privateBroker(t *testing.T) (dir, addr string) {
+// privateBroker starts a one-node broker of its own (test/kafkatest, so
+// restarting it disturbs no other package's tests that share the broker of
+// make test), stopped when the test ends.
+func privateBroker(t *testing.T) *kafkatest.Cluster {
 	t.Helper()
 	realBootstrap(t) // the jars and Java are there only where make test runs a broker
-	dir = t.TempDir()
-	out := kafkaScript(t, "start", dir)
-	t.Cleanup(func() { kafkaScript(t, "stop", dir) })
-	for line := range strings.Lines(out) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), envBootstrap+"="); ok {
-			return dir, v
-		}
-	}
-	t.Fatalf("scripts/kafka.sh start printed no %s= line:\n%s", envBootstrap, out)
-	return "", ""
-}
-
-// kafkaScript runs scripts/kafka.sh with args and returns its stdout.
-func kafkaScript(t *testing.T, args ...string) string {
-	t.Helper()
-	script, err := filepath.Abs("../../scripts/kafka.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("scripts/kafka.sh %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+	return kafkatest.StartT(t, kafkatest.Config{}, 5*time.Minute)
 }
 
 // TestBrokerRestartWhilePublishing restarts a real broker while publishers
@@ -88,10 +58,16 @@ func kafkaScript(t *testing.T, args ...string) string {
 // whole log in order across the restart.
 func TestBrokerRestartWhilePublishing(t *testing.T) {
 	started := time.Now()
-	dir, addr := privateBroker(t)
+	c := privateBroker(t)
 	t.Logf("private broker started in %s", time.Since(started).Round(time.Millisecond))
-	l := openLog(t, testConfig(t, []string{addr}, 4))
-	testRestartWhilePublishing(t, l, func() { kafkaScript(t, "restart", dir) })
+	l := openLog(t, testConfig(t, c.Bootstrap(), 4))
+	testRestartWhilePublishing(t, l, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := c.Restart(ctx); err != nil {
+			t.Errorf("restarting the broker: %v", err)
+		}
+	})
 }
 
 // testRestartWhilePublishing runs publishers on every partition of l and a

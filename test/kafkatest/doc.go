@@ -66,7 +66,7 @@
 //
 // The environment switches: RLMM_KAFKA_VERSION, the version of a cluster
 // whose Config names none (DefaultVersion when unset); RLMM_CACHE, the
-// cache; RLMM_KAFKA_SKIP=1 (or scripts/test.sh's RLMM_SKIP_KAFKA=1): tests
+// cache; RLMM_SKIP_KAFKA=1 (scripts/test.sh's switch too): tests
 // that need a broker (Require, StartT) skip saying why, as they do without
 // java or mvn, and fail under CI=true; RLMM_KAFKA_KEEP=1 keeps a passed
 // test's cluster directory. Run the package's broker tests only under the

@@ -12,11 +12,9 @@ import (
 // The environment switches the package reads.
 const (
 	// EnvSkip set to 1 skips every test that needs a broker (each says
-	// why); under CI=true such a test fails instead. RLMM_SKIP_KAFKA=1,
-	// scripts/test.sh's switch, does the same.
-	EnvSkip = "RLMM_KAFKA_SKIP"
-	// envSkipOld is scripts/test.sh's name of EnvSkip.
-	envSkipOld = "RLMM_SKIP_KAFKA"
+	// why); under CI=true such a test fails instead. scripts/test.sh
+	// reads the same switch and then starts no broker.
+	EnvSkip = "RLMM_SKIP_KAFKA"
 	// EnvKeep set to 1 keeps a test cluster's directory (its logs and
 	// data) when the test passed; a failed test's is always kept.
 	EnvKeep = "RLMM_KAFKA_KEEP"
@@ -25,10 +23,8 @@ const (
 // CannotRun says why no broker can run here ("" when one can): a skip
 // switch, or no java or mvn.
 func CannotRun() string {
-	for _, env := range []string{EnvSkip, envSkipOld} {
-		if os.Getenv(env) == "1" {
-			return env + "=1: tests that start a Kafka broker are off"
-		}
+	if os.Getenv(EnvSkip) == "1" {
+		return EnvSkip + "=1: tests that start a Kafka broker are off"
 	}
 	return javaMissing()
 }

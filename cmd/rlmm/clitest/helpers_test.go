@@ -258,7 +258,7 @@ func realBootstrap(t *testing.T) string {
 			t.Fatal("RLMM_KAFKA_BOOTSTRAP unset in CI: make test starts the broker")
 		}
 		t.Skip("RLMM_KAFKA_BOOTSTRAP unset: no real Kafka broker to test against; start one with " +
-			"`scripts/kafka.sh start <dir>` and export the variable it prints (make test does this)")
+			"`go run ./test/kafkatest/cmd/kafkatest start <dir>` and export the variable it prints (make test does this)")
 	}
 	return addr
 }

@@ -8,6 +8,7 @@
 //	go run ./test/kafkatest/cmd/kafkatest restart /tmp/k --node 2
 //	go run ./test/kafkatest/cmd/kafkatest stop /tmp/k
 //	go run ./test/kafkatest/cmd/kafkatest fetch --version 4.3.1 --rsm local
+//	go run ./test/kafkatest/cmd/kafkatest ports 8          (free ports, for a script's own server)
 //
 // start prints the bootstrap addresses (as KEY=value lines a shell can
 // eval) and where each node's log is; the brokers run on after it returns,
@@ -21,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,7 +55,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		pidCmd(stdout), signalCmd("kill", "Send node NODE's broker SIGKILL (kill -9) and wait until it is gone; `restart DIR --node NODE` brings it back",
 			(*kafkatest.Node).Kill),
 		signalCmd("pause", "Send node NODE's broker SIGSTOP", (*kafkatest.Node).Pause),
-		signalCmd("resume", "Send node NODE's broker SIGCONT", (*kafkatest.Node).Resume))
+		signalCmd("resume", "Send node NODE's broker SIGCONT", (*kafkatest.Node).Resume), portsCmd(stdout))
 	return root
 }
 
@@ -128,6 +130,23 @@ func startCmd(stdout, stderr io.Writer) *cobra.Command {
 			cfg.Security = kafkatest.Security(security)
 			cfg.RLMM = kafkatest.RLMM(rlmm)
 			cfg.Detached = true
+			// The brokers read these paths from another working directory.
+			for _, f := range []struct {
+				flag string
+				path *string
+			}{{"--plugin-jar", &cfg.PluginJar}, {"--rlmm-binary", &cfg.RLMMBinary}, {"--kerberos-dir", &cfg.KerberosDir}} {
+				if *f.path == "" {
+					continue
+				}
+				abs, err := filepath.Abs(*f.path)
+				if err == nil {
+					_, err = os.Stat(abs)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", f.flag, err)
+				}
+				*f.path = abs
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			c, err := kafkatest.Start(ctx, args[0], cfg, stderr)
@@ -148,6 +167,7 @@ func startCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&cfg.RSM, "rsm", "", "with --tiered: the remote storage manager, local (4.0-4.3) or fixture (default: by version)")
 	f.StringVar(&rlmm, "rlmm", string(kafkatest.RLMMKafka), "with --tiered: the RLMM, rlmm (the project's plugin) or kafka (TopicBased)")
 	f.StringVar(&cfg.PluginJar, "plugin-jar", "", "with --rlmm rlmm: the plugin jar (default: scripts/plugin.sh build)")
+	f.StringVar(&cfg.RLMMBinary, "rlmm-binary", "", "with --rlmm rlmm: the sidecar's rlmm binary (default: go build ./cmd/rlmm into DIR/bin)")
 	f.StringVar(&cfg.Heap, "heap", "512m", "each broker JVM's heap")
 	f.StringVar(&cfg.Extra, "extra", "", "server.properties lines added to every node (separate lines with \\n)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "bound of the whole start (jars resolved, builds, every node answering)")
@@ -268,6 +288,28 @@ func signalCmd(name, short string, act func(*kafkatest.Node) error) *cobra.Comma
 				return err
 			}
 			return act(n)
+		},
+	}
+}
+
+func portsCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ports N",
+		Short: "Print N distinct free TCP ports of 127.0.0.1, one a line (for a script's own server)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			n, err := strconv.Atoi(args[0])
+			if err != nil {
+				return fmt.Errorf("the number of ports must be a number, got %q", args[0])
+			}
+			ports, err := kafkatest.FreePorts(n)
+			if err != nil {
+				return err
+			}
+			for _, p := range ports {
+				_, _ = fmt.Fprintln(stdout, p)
+			}
+			return nil
 		},
 	}
 }

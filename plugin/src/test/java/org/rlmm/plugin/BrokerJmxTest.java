@@ -34,11 +34,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The plugin's metrics read from a real broker's JMX: a Kafka 4.3.1 broker with tiered storage
- * (LocalTieredStorage) and the packaged jar as its RLMM, started by scripts/kafka.sh, its JMX
+ * (LocalTieredStorage) and the packaged jar as its RLMM, started by test/kafkatest's command, its JMX
  * reached through the broker's own process (the JDK's attach API starts its local management
  * agent). A tiered topic copies segments (add and update calls), and a kill -9 of the child shows
- * as a restart. Runs after `package` (the shaded-jar execution); needs RLMM_BROKER_JMX=1 (or CI=true),
- * as it starts a broker of its own.
+ * as a restart. Runs after `package` (the shaded-jar execution), where make test runs (RLMM_KAFKA_BOOTSTRAP
+ * set, or CI=true): it starts a broker of its own.
  */
 class BrokerJmxTest {
     private static final Duration WAIT = Duration.ofSeconds(120);
@@ -48,24 +48,22 @@ class BrokerJmxTest {
 
     private static Path repo() {
         Path p = Paths.get(System.getProperty("user.dir")).toAbsolutePath();
-        return Files.exists(p.resolve("scripts/kafka.sh")) ? p : p.getParent();
+        return Files.exists(p.resolve("go.mod")) ? p : p.getParent();
     }
 
-    private static String kafkaSh(Path broker, String... args) throws IOException, InterruptedException {
-        List<String> cmd = new java.util.ArrayList<>(List.of("bash", repo().resolve("scripts/kafka.sh").toString()));
+    /** Runs test/kafkatest's command (scripts/plugin.sh test builds it) and returns its stdout. */
+    private static String kafkatest(Path broker, String... args) throws IOException, InterruptedException {
+        String binary = System.getProperty("kafkatest.binary");
+        if (binary == null || !Files.isExecutable(Paths.get(binary))) {
+            fail("no kafkatest command at " + binary + " (kafkatest.binary): run the tests with scripts/plugin.sh test");
+        }
+        List<String> cmd = new java.util.ArrayList<>(List.of(binary));
         cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(broker.resolveSibling("kafka.sh.err").toFile());
-        Map<String, String> env = pb.environment();
-        env.put("KAFKA_VERSION", "4.3.1");
-        env.put("KAFKA_TIERED", "1");
-        env.put("KAFKA_RLMM", "rlmm");
-        env.put("RLMM_PLUGIN_JAR", ShadedJarTest.jar().toString());
-        env.put("RLMM_BINARY", TestSupport.rlmmBinary().toString());
-        Process p = pb.start();
+        Path err = broker.resolveSibling("kafkatest.err");
+        Process p = new ProcessBuilder(cmd).directory(repo().toFile()).redirectError(err.toFile()).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(5, TimeUnit.MINUTES) || p.exitValue() != 0) {
-            fail("scripts/kafka.sh " + String.join(" ", args) + " failed: " + out + "\n"
-                    + Files.readString(broker.resolveSibling("kafka.sh.err")));
+            fail("kafkatest " + String.join(" ", args) + " failed: " + out + "\n" + Files.readString(err));
         }
         return out;
     }
@@ -81,18 +79,21 @@ class BrokerJmxTest {
     @Test
     @Timeout(value = 10, unit = TimeUnit.MINUTES)
     void thePluginsMetricsAreInARealBrokersJmx() throws Exception {
-        if (!"1".equals(System.getenv("RLMM_BROKER_JMX")) && !"true".equals(System.getenv("CI"))) {
-            String why = "RLMM_BROKER_JMX is not 1: this test starts a Kafka 4.3.1 broker of its own";
+        String b = System.getenv("RLMM_KAFKA_BOOTSTRAP");
+        if ((b == null || b.isEmpty()) && !"true".equals(System.getenv("CI"))) {
+            String why = "RLMM_KAFKA_BOOTSTRAP is not set: this test starts a Kafka 4.3.1 broker of its own where"
+                    + " make test runs one (Java and Kafka's jars are there)";
             System.out.println("SKIP: " + why);
             Assumptions.abort(why);
         }
         Path broker = dir.resolve("kafka");
-        String started = kafkaSh(broker, "start", broker.toString());
+        String started = kafkatest(broker, "start", broker.toString(), "--version", "4.3.1", "--tiered", "--rlmm", "rlmm",
+                "--plugin-jar", ShadedJarTest.jar().toString(), "--rlmm-binary", TestSupport.rlmmBinary().toString());
         String bootstrap = started.lines().filter(l -> l.startsWith("RLMM_KAFKA_BOOTSTRAP="))
                 .map(l -> l.substring("RLMM_KAFKA_BOOTSTRAP=".length())).findFirst()
                 .orElseThrow(() -> new AssertionError("no RLMM_KAFKA_BOOTSTRAP in " + started));
         try {
-            long pid = Long.parseLong(kafkaSh(broker, "pid", broker.toString(), "1").trim());
+            long pid = Long.parseLong(kafkatest(broker, "pid", broker.toString(), "1").trim());
             VirtualMachine vm = VirtualMachine.attach(Long.toString(pid));
             String address;
             try {
@@ -147,7 +148,7 @@ class BrokerJmxTest {
                 assertEquals(1 + RlmmMetrics.RPCS.size(), names.size(), names.toString());
             }
         } finally {
-            kafkaSh(broker, "stop", broker.toString());
+            kafkatest(broker, "stop", broker.toString());
         }
     }
 }

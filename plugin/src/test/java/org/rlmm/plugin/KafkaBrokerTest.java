@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The plugin's class driven directly against the Kafka 4.4.0 broker that scripts/kafka.sh
- * started (RLMM_KAFKA_BOOTSTRAP), as interop/ drives Kafka's own manager: its child runs rlmm's
+ * The plugin's class driven directly against the Kafka 4.4.0 broker that make test started
+ * with test/kafkatest (RLMM_KAFKA_BOOTSTRAP), as test/interop/java drives Kafka's own manager: its child runs rlmm's
  * topic-based manager over that broker's __remote_log_metadata.
  */
 class KafkaBrokerTest {

@@ -94,11 +94,12 @@ final class TestSupport {
         return p.getProperty("version");
     }
 
-    /** The bootstrap of the broker scripts/kafka.sh started; skips (failing in CI) without one. */
+    /** The bootstrap of the broker make test started (test/kafkatest); skips (failing in CI) without one. */
     static String kafkaBootstrap() {
         String b = System.getenv("RLMM_KAFKA_BOOTSTRAP");
         if (b == null || b.isEmpty()) {
-            String why = "RLMM_KAFKA_BOOTSTRAP is not set: no Kafka broker (make test starts one with scripts/kafka.sh)";
+            String why = "RLMM_KAFKA_BOOTSTRAP is not set: no Kafka broker (make test starts one;"
+                    + " by hand: go run ./test/kafkatest/cmd/kafkatest start DIR)";
             if ("true".equals(System.getenv("CI"))) {
                 fail(why + ", and CI=true needs this test to run");
             }

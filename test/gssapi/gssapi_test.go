@@ -1,9 +1,10 @@
-package kerberostest
+package gssapi
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,11 +22,10 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 )
 
-// The environment scripts/gssapi-test.sh sets.
-const (
-	envBootstrap = "RLMM_GSSAPI_BOOTSTRAP" // the broker's SASL_SSL (GSSAPI) listener
-	envDir       = "RLMM_GSSAPI_DIR"       // krb5.conf, client.keytab, realm, the stores and their passwords
-)
+// setupDir is the directory scripts/gssapi-test.sh makes: bootstrap (the
+// broker's SASL_SSL GSSAPI listener), krb5.conf, client.keytab, realm, the
+// stores and their passwords, and rlmm (the binary TestServeOverGSSAPI runs).
+var setupDir = flag.String("gssapi.dir", "", "the directory scripts/gssapi-test.sh made (its KDC's and broker's files)")
 
 // bound bounds every wait of the tests: an Open, a poll for records.
 const bound = 60 * time.Second
@@ -50,15 +50,16 @@ type setup struct {
 
 func requireSetup(t *testing.T) setup {
 	t.Helper()
-	s := setup{bootstrap: os.Getenv(envBootstrap), dir: os.Getenv(envDir)}
-	if s.bootstrap == "" || s.dir == "" {
-		reason := envBootstrap + " or " + envDir + " unset: no KDC and GSSAPI broker; scripts/gssapi-test.sh starts them and runs these tests"
+	s := setup{dir: *setupDir}
+	if s.dir == "" {
+		reason := "no -gssapi.dir: no KDC and GSSAPI broker; scripts/gssapi-test.sh starts them and runs these tests"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(reason + " (CI=true: scripts/test.sh runs that script)")
 		}
 		t.Skip(reason)
 	}
-	s.realm = strings.TrimSpace(s.read(t, "realm"))
+	s.realm = s.read(t, "realm")
+	s.bootstrap = s.read(t, "bootstrap")
 	return s
 }
 
@@ -243,23 +244,13 @@ func TestGSSAPIRefusals(t *testing.T) {
 	}
 }
 
-// envBinary is the rlmm binary scripts/gssapi-test.sh builds.
-const envBinary = "RLMM_GSSAPI_BINARY"
-
 // TestServeOverGSSAPI runs `rlmm serve --properties` as the broker plugin
 // does, with the settings (passwords included) in a 0600 properties file:
 // its manager comes up over GSSAPI+SASL_SSL with the JKS stores, and its
 // command line and environment hold none of the passwords.
 func TestServeOverGSSAPI(t *testing.T) {
 	s := requireSetup(t)
-	bin := os.Getenv(envBinary)
-	if bin == "" {
-		reason := envBinary + " unset: scripts/gssapi-test.sh builds the rlmm binary this test runs"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(reason)
-		}
-		t.Skip(reason)
-	}
+	bin := s.path("rlmm")
 	dir := t.TempDir()
 	props := s.props(t, "JKS", "rlmm@"+s.realm, s.path("client.keytab"))
 	secrets := []string{props["ssl.keystore.password"], props["ssl.key.password"], props["ssl.truststore.password"]}

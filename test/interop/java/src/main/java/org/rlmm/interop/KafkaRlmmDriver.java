@@ -103,7 +103,7 @@ public final class KafkaRlmmDriver {
     private static void usage(String why) {
         System.err.println("KafkaRlmmDriver: " + why);
         System.err.println("usage: KafkaRlmmDriver <workload|dump|serve|bench-mutations|fill|bench-coldstart|bench-lookup|bench-heap> "
-                + "[--name value ...] (see interop/README.md)");
+                + "[--name value ...] (see test/interop/java/README.md)");
         System.exit(2);
     }
 }

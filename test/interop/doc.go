@@ -1,12 +1,12 @@
-// Package interoptest holds the interoperability tests between rlmm and
+// Package interop holds the interoperability tests between rlmm and
 // Apache Kafka's own Java TopicBasedRemoteLogMetadataManager (4.4.0): both
 // share one __remote_log_metadata topic on a real broker, and each must see
 // exactly what the other wrote.
 //
-// The package has no library code; its tests need a broker and the Java
-// harness of interop/ (scripts/test.sh provides both and sets
-// RLMM_KAFKA_BOOTSTRAP and RLMM_INTEROP=1). Without them every test skips
-// with the reason, or fails when CI=true.
+// The package has no library code; its tests need a broker
+// (RLMM_KAFKA_BOOTSTRAP) and the Java harness of test/interop/java built
+// (scripts/interop.sh build). scripts/test.sh provides both; without them
+// every test skips with the reason, or fails when CI=true.
 //
 // The Java side is interop's KafkaRlmmDriver, run as a child process: its
 // `workload` subcommand and, to pay for one JVM start only, its `serve` mode
@@ -18,4 +18,4 @@
 // independent model of the expected view.
 //
 // cmd/rlmmbench, beside the tests, is the Go half of `make bench-compare`.
-package interoptest
+package interop

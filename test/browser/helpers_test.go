@@ -1,9 +1,10 @@
-package browsertest
+package browser
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"image"
 	"image/png"
@@ -23,6 +24,9 @@ import (
 // testTimeout bounds each wait of a test.
 const testTimeout = 2 * time.Minute
 
+// screenshotDir is where the screenshots go (go test ./test/browser -args -screenshots DIR).
+var screenshotDir = flag.String("screenshots", os.TempDir(), "the directory the console's screenshots are written to")
+
 // cannotRun skips t saying why, or fails it under CI=true, where every part
 // is installed by the scripts.
 func cannotRun(t *testing.T, why string) {
@@ -33,19 +37,16 @@ func cannotRun(t *testing.T, why string) {
 	t.Skip(why)
 }
 
-// chromiumPath returns the browser to drive: $RLMM_CHROMIUM (set by
-// scripts/browser-test.sh), else chromium on PATH.
+// chromiumPath returns the browser to drive: chromium on PATH (where
+// scripts/chromium.sh install puts Debian's).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("RLMM_CHROMIUM"); p != "" {
-		return p
-	}
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	cannotRun(t, "no Chromium: neither RLMM_CHROMIUM nor chromium on PATH; `bash scripts/browser-test.sh` installs Debian's chromium (as root) and runs this test")
+	cannotRun(t, "no Chromium: no chromium or chromium-browser on PATH; `bash scripts/browser-test.sh` installs Debian's chromium (as root) and runs this test")
 	return ""
 }
 
@@ -59,7 +60,7 @@ var (
 func rlmmBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rlmm-browsertest-")
+		dir, err := os.MkdirTemp("", "rlmm-browser-")
 		if err != nil {
 			buildErr = err
 			return
@@ -191,8 +192,8 @@ func newBrowser(t *testing.T) context.Context {
 }
 
 // screenshot takes a screenshot of the page, cut to the height of its
-// content, writes it to $RLMM_SCREENSHOT_DIR (default: the temporary
-// directory) as rlmm-console-<name>.png and returns its path.
+// content, writes it to the directory of -screenshots (default: the
+// temporary directory) as rlmm-console-<name>.png and returns its path.
 func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -218,11 +219,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	dir := os.Getenv("RLMM_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	path := filepath.Join(dir, "rlmm-console-"+name+".png")
+	path := filepath.Join(*screenshotDir, "rlmm-console-"+name+".png")
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}

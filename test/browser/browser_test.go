@@ -1,4 +1,4 @@
-package browsertest
+package browser
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestConsoleInChromium(t *testing.T) {
 func TestConsoleInChromiumKafka(t *testing.T) {
 	addr := os.Getenv("RLMM_KAFKA_BOOTSTRAP")
 	if addr == "" {
-		cannotRun(t, "RLMM_KAFKA_BOOTSTRAP unset: no Kafka broker; `scripts/kafka.sh start <dir>` starts one and prints it (make test does)")
+		cannotRun(t, "RLMM_KAFKA_BOOTSTRAP unset: no Kafka broker; `go run ./test/kafkatest/cmd/kafkatest start <dir>` starts one and prints it (make test does)")
 	}
 	ctx := newBrowser(t)
 	topic := "rlmm-console-test." + rlmm.RandomUuid().String()[:8]

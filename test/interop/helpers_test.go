@@ -1,4 +1,4 @@
-package interoptest
+package interop
 
 import (
 	"bufio"
@@ -29,7 +29,9 @@ import (
 
 const (
 	envBootstrap = "RLMM_KAFKA_BOOTSTRAP"
-	envInterop   = "RLMM_INTEROP"
+	// harnessBuilt is the stamp scripts/interop.sh build leaves after a
+	// successful Maven build of the Java harness, relative to repoRoot.
+	harnessBuilt = "test/interop/java/target/.rlmm-build-stamp"
 	// metadataPartitions is remote.log.metadata.topic.num.partitions on
 	// both sides (Kafka's default; the Java manager only uses
 	// __remote_log_metadata, so the tests share it and use fresh topic ids).
@@ -39,8 +41,8 @@ const (
 )
 
 var (
-	// repoRoot is the module root (the tests run in interoptest/).
-	repoRoot, _ = filepath.Abs("..")
+	// repoRoot is the module root (the tests run in test/interop/).
+	repoRoot, _ = filepath.Abs("../..")
 	// rlmmBinary is the rlmm command built by TestMain ("" when skipped).
 	rlmmBinary string
 	// buildErr is why rlmmBinary could not be built.
@@ -52,9 +54,9 @@ var (
 
 func TestMain(m *testing.M) {
 	var tmp string
-	if os.Getenv(envBootstrap) != "" && os.Getenv(envInterop) != "" {
+	if os.Getenv(envBootstrap) != "" && javaHarnessBuilt() {
 		var err error
-		if tmp, err = os.MkdirTemp("", "rlmm-interoptest-"); err != nil {
+		if tmp, err = os.MkdirTemp("", "rlmm-interop-"); err != nil {
 			buildErr = err
 		} else {
 			rlmmBinary = filepath.Join(tmp, "rlmm")
@@ -90,10 +92,10 @@ func requireInterop(t *testing.T) string {
 	t.Helper()
 	var missing []string
 	if os.Getenv(envBootstrap) == "" {
-		missing = append(missing, envBootstrap+" (a Kafka 4.4.0 broker: scripts/kafka.sh start DIR)")
+		missing = append(missing, envBootstrap+" (a Kafka 4.4.0 broker: go run ./test/kafkatest/cmd/kafkatest start DIR)")
 	}
-	if os.Getenv(envInterop) == "" {
-		missing = append(missing, envInterop+"=1 (the Java harness built: scripts/interop.sh build)")
+	if !javaHarnessBuilt() {
+		missing = append(missing, "the Java harness built (scripts/interop.sh build; no "+harnessBuilt+")")
 	}
 	if len(missing) > 0 {
 		reason := "interoperability test needs " + strings.Join(missing, " and ") + "; make test provides both"
@@ -103,6 +105,13 @@ func requireInterop(t *testing.T) string {
 		t.Skip(reason)
 	}
 	return os.Getenv(envBootstrap)
+}
+
+// javaHarnessBuilt reports whether scripts/interop.sh build has built the
+// Java harness.
+func javaHarnessBuilt() bool {
+	_, err := os.Stat(filepath.Join(repoRoot, harnessBuilt))
+	return err == nil
 }
 
 func testCtx(t testing.TB) context.Context {
@@ -126,7 +135,7 @@ func javaCommand(args ...string) *exec.Cmd {
 	if len(opts) == 0 {
 		opts = []string{"-Xmx512m"}
 	}
-	cp := filepath.Join(repoRoot, "interop/target/classes") + string(os.PathListSeparator) + filepath.Join(repoRoot, "interop/target/lib/*")
+	cp := filepath.Join(repoRoot, "test/interop/java/target/classes") + string(os.PathListSeparator) + filepath.Join(repoRoot, "test/interop/java/target/lib/*")
 	full := append(opts, "-cp", cp, "org.rlmm.interop.KafkaRlmmDriver")
 	return exec.Command("java", append(full, args...)...)
 }

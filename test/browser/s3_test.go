@@ -1,4 +1,4 @@
-package browsertest
+package browser
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package browsertest tests `rlmm console` in a real headless Chromium
+// Package browser tests `rlmm console` in a real headless Chromium
 // (Debian's chromium package, driven over the DevTools protocol with
 // chromedp): it writes consoletest's known partition to an embedded log (and,
 // with a Kafka broker, to a metadata topic), starts the rlmm binary's console
@@ -11,4 +11,4 @@
 // as root) and runs these tests; make test runs that script as its own step
 // (the package is left out of the step that runs every package). Without a
 // Chromium the tests skip saying why, except under CI=true, where they fail.
-package browsertest
+package browser

@@ -1,4 +1,4 @@
-package interoptest
+package interop
 
 import (
 	"encoding/json"

@@ -369,7 +369,7 @@ public final class KafkaVectors {
         }
         Path tmp = out.resolveSibling(out.getFileName() + ".tmp");
         try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-            w.write("{\n  \"generator\": \"interop/ KafkaVectors, org.apache.kafka:kafka-storage 4.4.0\",\n");
+            w.write("{\n  \"generator\": \"test/interop/java KafkaVectors, org.apache.kafka:kafka-storage 4.4.0\",\n");
             w.write("  \"records\": [\n");
             writeLines(w, records);
             w.write("  ],\n  \"partitioner\": [\n");
