@@ -53,11 +53,6 @@ type Config struct {
 	// Hosted is the broker's assignment, recorded and persisted by the
 	// server (OpenHosted); nil keeps it in memory only.
 	Hosted *Hosted
-	// TestAssignDelay holds each assignment change this long before it is
-	// recorded (within its deadline). Only tests set it (rlmm serve's hidden
-	// --test-assign-delay), to hold open the window in which the broker's
-	// change is on its way.
-	TestAssignDelay time.Duration
 }
 
 // Endpoint is one listener and what its callers must present.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -243,14 +242,6 @@ func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipCh
 // is up, in the order changes arrive, and acknowledges it (returns nil) once
 // the set is written (see Hosted).
 func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, apply func(*topicbased.Manager) error) error {
-	if d := s.cfg.TestAssignDelay; d > 0 {
-		s.logger.Warn("server: --test-assign-delay: holding back an assignment change", "delay", d, "partitions", len(add)+len(remove))
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return fmt.Errorf("%w: held back by --test-assign-delay: %w", rlmm.ErrTimeout, context.Cause(ctx))
-		}
-	}
 	s.assignMu.Lock()
 	defer s.assignMu.Unlock()
 	s.cfg.Hosted.update(add, remove)

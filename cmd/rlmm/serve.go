@@ -58,7 +58,6 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	exitWithStdin   bool
 	testAPIVersion  int32
-	testAssignDelay time.Duration
 	servingProcs    int
 }
 
@@ -145,10 +144,6 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	// (server.APIVersion unless set), to play a server of another version.
 	f.Int32Var(&o.testAPIVersion, "test-api-version", 0, "tests only: the api_version ServerInfo states (default server.APIVersion)")
 	_ = f.MarkHidden("test-api-version")
-	// For the broker tests only: holds each assignment change back before
-	// it is recorded, so that reads fall into the window it is on its way.
-	f.DurationVar(&o.testAssignDelay, "test-assign-delay", 0, "tests only: how long each assignment change waits before it is recorded")
-	_ = f.MarkHidden("test-assign-delay")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -522,7 +517,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
 		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion, Sizes: o.sizes,
-		Hosted: hosted, TestAssignDelay: o.testAssignDelay,
+		Hosted: hosted,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()
