@@ -5,7 +5,8 @@
 // another socket (real.sock beside PATH), listens on PATH itself, and
 // forwards every framed connection (rpc/brokerframe) between the plugin
 // and the server, holding back each assignment change (a leadership change
-// or a stop) for main.delay before passing it on. So the window in which
+// or a stop) for main.delay before passing it on. Its hello answer and
+// ServerInfo replies name this process's pid, the plugin's child. So the window in which
 // the broker's change waits in the plugin's outbox is held open by the
 // test, not by a setting of the product.
 //

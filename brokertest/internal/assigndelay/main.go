@@ -131,9 +131,11 @@ func accept(logger *slog.Logger, l net.Listener, real string, hold time.Duration
 	}
 }
 
-// forward joins the plugin's connection c to one of the server's: the
-// server's bytes go back as they are; the plugin's frames go on one by
-// one, an assignment change after hold.
+// forward joins the plugin's connection c to one of the server's. The
+// hello and its answer go first, the answer (and every ServerInfo reply
+// after it) naming this process's pid, which the plugin checks against its
+// child's. Then the server's frames go back as they are, and the plugin's
+// go on one by one, an assignment change after hold.
 func forward(logger *slog.Logger, c net.Conn, real string, hold time.Duration) {
 	defer c.Close()
 	var s net.Conn
@@ -149,26 +151,67 @@ func forward(logger *slog.Logger, c net.Conn, real string, hold time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.Close()
+	r, sr := bufio.NewReader(c), bufio.NewReader(s)
+	hello, err := brokerframe.ReadFrame(r, nil, brokerframe.MaxHello)
+	if err != nil {
+		return
+	}
+	h, _, err := brokerframe.ParseHello(hello, brokerframe.Version)
+	if err != nil {
+		logger.Warn("assigndelay: a hello this seam does not read; passing it on", "error", err)
+	}
+	if _, err := s.Write(brokerframe.Append(nil, hello)); err != nil {
+		return
+	}
+	answer, err := brokerframe.ReadFrame(sr, nil, brokerframe.MaxReply)
+	if err != nil {
+		return
+	}
+	if info, err := brokerframe.ParseAnswer(answer, brokerframe.Version); err == nil {
+		info.Pid = int64(os.Getpid())
+		if a, err := brokerframe.AppendAnswer(nil, brokerframe.Version, &rlmmpb.BrokerAnswer{Server: info}); err == nil {
+			answer = a
+		}
+	}
+	if _, err := c.Write(brokerframe.Append(nil, answer)); err != nil {
+		return
+	}
 	go func() {
-		_, _ = io.Copy(c, s)
-		c.Close() // ends the reads below
+		defer c.Close() // ends the reads below
+		if h.GetPurpose() != rlmmpb.Purpose_PURPOSE_READ {
+			_, _ = io.Copy(c, sr)
+			return
+		}
+		for {
+			body, err := brokerframe.ReadFrame(sr, nil, brokerframe.MaxReply)
+			if err != nil {
+				return
+			}
+			var reply rlmmpb.BrokerReply
+			if proto.Unmarshal(body, &reply) == nil && reply.GetServerInfo() != nil {
+				reply.GetServerInfo().Pid = int64(os.Getpid())
+				if b, err := proto.Marshal(&reply); err == nil {
+					body = b
+				}
+			}
+			if _, err := c.Write(brokerframe.Append(nil, body)); err != nil {
+				return
+			}
+		}
 	}()
-	r := bufio.NewReader(c)
 	var buf []byte
-	for first := true; ; first = false {
+	for {
 		body, err := brokerframe.ReadFrame(r, buf, brokerframe.MaxRequest)
 		if err != nil {
 			return
 		}
 		buf = body[:0]
-		if !first {
-			var req rlmmpb.BrokerRequest
-			if proto.Unmarshal(body, &req) == nil && (req.GetLeadershipChanges() != nil || req.GetStopPartitions() != nil) {
-				logger.Warn("assigndelay: holding back an assignment change", "delay", hold, "id", req.GetId(),
-					"leaders", len(req.GetLeadershipChanges().GetLeaders()), "followers", len(req.GetLeadershipChanges().GetFollowers()),
-					"stopped", len(req.GetStopPartitions().GetPartitions()))
-				time.Sleep(hold)
-			}
+		var req rlmmpb.BrokerRequest
+		if proto.Unmarshal(body, &req) == nil && (req.GetLeadershipChanges() != nil || req.GetStopPartitions() != nil) {
+			logger.Warn("assigndelay: holding back an assignment change", "delay", hold, "id", req.GetId(),
+				"leaders", len(req.GetLeadershipChanges().GetLeaders()), "followers", len(req.GetLeadershipChanges().GetFollowers()),
+				"stopped", len(req.GetStopPartitions().GetPartitions()))
+			time.Sleep(hold)
 		}
 		if _, err := s.Write(brokerframe.Append(nil, body)); err != nil {
 			return
