@@ -167,7 +167,7 @@ func TestBrokerHelloOfAnotherVersion(t *testing.T) {
 }
 
 // TestBrokerCalls: every call of Kafka's RLMM on its connection's purpose
-// answers as the gRPC call does, and a failure comes as one BrokerError
+// answers as the manager does, and a failure comes as one BrokerError
 // with the rlmm error's kind.
 func TestBrokerCalls(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})

@@ -50,12 +50,13 @@ type Endpoint struct {
 	Token []byte
 }
 
-// Server serves the broker's frames (rpc/brokerframe) over a topicbased.Manager that may come later: it
-// accepts calls as soon as it serves, before the manager is up (reads then
-// answer NOT_READY, IsReady false, mutations wait within their deadline;
-// assignment changes are recorded in the hosted set at once and handed to
-// the manager as it comes up), so a broker plugin can connect at once while the
-// log is opened and the snapshot loaded. Create it with New.
+// Server serves the broker's frames (rpc/brokerframe) over a
+// topicbased.Manager that may come later: it accepts calls as soon as it
+// serves, before the manager is up (reads then answer NOT_READY, mutations
+// wait within their deadline; assignment changes are recorded in the hosted
+// set at once and handed to the manager as it comes up), so a broker plugin
+// can connect at once while the log is opened and the snapshot loaded.
+// Create it with New.
 type Server struct {
 	cfg    Config
 	logger *slog.Logger
