@@ -52,7 +52,7 @@ build:
 	$(GO) build -o bin/rlmm ./cmd/rlmm
 
 # Regenerates rpc/rlmmpb (committed) from proto/ with buf, run at a pinned
-# version; the protoc-gen-go plugins are go tools of go.mod. No protoc needed.
+# version; the protoc-gen-go plugin is a go tool of go.mod. No protoc needed.
 BUF_VERSION ?= v1.75.0
 proto:
 	GOFLAGS= $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION) generate

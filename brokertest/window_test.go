@@ -17,11 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// windowDelay is how long rlmm serve holds back each assignment change of
-// the broker in TestNoOffsetOutOfRangeInTheAssignmentWindow (its hidden
-// --test-assign-delay, passed through the plugin's rlmm.serve.args): the
-// change waits in the plugin's outbox that long before the server records
-// it. Longer than a restarted broker takes from configuring the plugin to
+// windowDelay is how long each assignment change of the broker is held
+// back on its way to rlmm serve in
+// TestNoOffsetOutOfRangeInTheAssignmentWindow (by the seam the test runs as
+// the plugin's rlmm.serve.binary, assignDelaySeam): the change waits in the
+// plugin's outbox that long before the server records it. Longer than a restarted broker takes from configuring the plugin to
 // leading its partition (about 10 s here), so the consumers' first reads
 // after a broker restart fall into the window; below windowCallTimeout, so
 // a change held for it is acknowledged, not timed out.
@@ -47,8 +47,8 @@ func TestNoOffsetOutOfRangeInTheAssignmentWindow(t *testing.T) {
 		t.Skip("the sidecar (rlmm serve) exists only with rlmm's plugin: RLMM_BROKER_TEST=rlmm (make broker-test)")
 	}
 	ctx := testCtx(t)
-	c := startClusterWith(t, 1, fmt.Sprintf("rlmm.config.rlmm.serve.args=--test-assign-delay %s\nrlmm.config.rlmm.serve.call.timeout.ms=%d",
-		windowDelay, windowCallTimeout))
+	c := startClusterWith(t, 1, fmt.Sprintf("%s\nrlmm.config.rlmm.serve.call.timeout.ms=%d",
+		assignDelaySeam(t, windowDelay), windowCallTimeout))
 	cl := c.client()
 	tp := createTopic(ctx, t, cl, "window", []int32{1})
 

@@ -2,8 +2,9 @@ package server
 
 import "time"
 
-// APIVersion is the version of the RPC (proto/rlmm/v1/rlmm.proto) this
-// server speaks, stated in every ServerInfo reply (api_version). It changes
+// APIVersion is the version of the broker frames (rpc/brokerframe, messages
+// of proto/rlmm/v1/rlmm.proto) this server speaks: the version byte of
+// every hello and its answer, and ServerInfo's api_version. It changes
 // when a change of the protocol would make a client built for the previous
 // version misread or miss an answer (a field's meaning, a call the client
 // relies on); a new optional field or call does not change it. The broker

@@ -2,51 +2,13 @@ package server
 
 import (
 	"bytes"
-	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"os"
-	"strings"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 )
-
-// tokenAuth checks the bearer token of every call of a TCP endpoint.
-type tokenAuth struct{ token []byte }
-
-// check accepts a call whose "authorization" metadata is "Bearer <token>",
-// comparing in constant time.
-func (a tokenAuth) check(ctx context.Context) error {
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
-		got, ok := strings.CutPrefix(v, "Bearer ")
-		if ok && subtle.ConstantTimeCompare([]byte(got), a.token) == 1 {
-			return nil
-		}
-	}
-	return status.Error(codes.Unauthenticated, "rlmm serve: a valid bearer token is required (metadata authorization: Bearer <token>)")
-}
-
-func (a tokenAuth) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := a.check(ctx); err != nil {
-		return nil, err
-	}
-	return h(ctx, req)
-}
-
-func (a tokenAuth) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if err := a.check(ss.Context()); err != nil {
-		return err
-	}
-	return h(srv, ss)
-}
 
 // ReadToken reads a bearer token file: its content without surrounding
 // white space, which must be non-empty and printable ASCII.

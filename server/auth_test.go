@@ -13,15 +13,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
@@ -41,55 +35,53 @@ func serveTCP(t *testing.T, f *fixture, ep Endpoint) string {
 	return l.Addr().String()
 }
 
-func tcpClient(t *testing.T, addr string, opts ...grpc.DialOption) rlmmpb.RemoteLogMetadataClient {
-	t.Helper()
-	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return rlmmpb.NewRemoteLogMetadataClient(conn)
+// tcpClient is a frameClient of addr: over TLS with tc when it is set,
+// with token in its hellos.
+func tcpClient(t *testing.T, addr string, tc *tls.Config, token []byte) *frameClient {
+	return newFrameClient(t, func(ctx context.Context) (net.Conn, error) {
+		if tc != nil {
+			d := tls.Dialer{Config: tc}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}, token)
 }
 
-func withToken(ctx context.Context, token string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
-}
-
+// TestTCPToken: the connect mode's TCP endpoint takes a connection whose
+// hello carries the token, and refuses one with another, a prefix of it,
+// or none, before any call.
 func TestTCPToken(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	addr := serveTCP(t, f, Endpoint{Token: []byte("s3cret-token")})
-	c := tcpClient(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	ctx := testCtx(t)
 	tests := []struct {
-		name string
-		ctx  context.Context
-		code codes.Code
+		name  string
+		token string
+		ok    bool
 	}{
-		{"right token", withToken(ctx, "s3cret-token"), codes.OK},
-		{"wrong token", withToken(ctx, "s3cret-tokem"), codes.Unauthenticated},
-		{"prefix of the token", withToken(ctx, "s3cret"), codes.Unauthenticated},
-		{"no token", ctx, codes.Unauthenticated},
-		{"not a bearer", metadata.AppendToOutgoingContext(ctx, "authorization", "Basic s3cret-token"), codes.Unauthenticated},
+		{"right token", "s3cret-token", true},
+		{"wrong token", "s3cret-tokem", false},
+		{"prefix of the token", "s3cret", false},
+		{"no token", "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.ServerInfo(tc.ctx, &rlmmpb.ServerInfoRequest{})
-			if status.Code(err) != tc.code {
-				t.Fatalf("unary: %v, want %s", err, tc.code)
-			}
-			// The stream interceptor checks too.
-			stream, err := c.ListSegments(tc.ctx, &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(newTP())})
-			if err == nil {
-				_, err = stream.Recv()
-			}
-			if want := tc.code; want == codes.OK {
-				// Let through: the manager answers (the partition is not
-				// hosted by the test's server).
-				if status.Code(err) != codes.FailedPrecondition {
-					t.Fatalf("stream: %v, want the manager's FAILED_PRECONDITION (not hosted)", err)
+			c := tcpClient(t, addr, nil, []byte(tc.token))
+			info, err := c.ServerInfo(testCtx(t))
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), "a valid token is required") {
+					t.Fatalf("ServerInfo: %v, want the hello refused for its token", err)
 				}
-			} else if status.Code(err) != want {
-				t.Fatalf("stream: %v, want %s", err, want)
+				return
+			}
+			if err != nil || info.GetBrokerId() != 7 {
+				t.Fatalf("ServerInfo: %v %v, want broker 7's server", info, err)
+			}
+			// Every purpose: a list reaches the manager (which does not
+			// host the partition).
+			_, err = c.ListSegments(testCtx(t), &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(f.tpElsewhere(newTP()))})
+			if info := errorInfo(t, err); info.Kind != rlmmpb.ErrorKind_NOT_ASSIGNED {
+				t.Fatalf("list: %v, want the manager's NOT_ASSIGNED", err)
 			}
 		})
 	}
@@ -175,6 +167,9 @@ func writeKey(t *testing.T, dir, name string, key *ecdsa.PrivateKey) string {
 	return writePEM(t, dir, name, "EC PRIVATE KEY", der)
 }
 
+// TestTCPTLSClientCertificates: the connect mode's TLS endpoint serves the
+// frames to a client whose certificate its CA signed, and refuses one
+// without a certificate, one of another CA, and plaintext.
 func TestTCPTLSClientCertificates(t *testing.T) {
 	p := newTestPKI(t)
 	f := newFixture(t, fixtureOpts{})
@@ -195,24 +190,23 @@ func TestTCPTLSClientCertificates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			creds := credentials.NewTLS(&tls.Config{RootCAs: p.roots, Certificates: tc.certs, MinVersion: tls.VersionTLS12})
-			c := tcpClient(t, addr, grpc.WithTransportCredentials(creds))
+			c := tcpClient(t, addr, &tls.Config{RootCAs: p.roots, Certificates: tc.certs, MinVersion: tls.VersionTLS13}, nil)
 			short, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			_, err := c.ServerInfo(short, &rlmmpb.ServerInfoRequest{})
-			if tc.ok && err != nil {
-				t.Fatalf("refused: %v", err)
+			info, err := c.ServerInfo(short)
+			if tc.ok && (err != nil || info.GetBrokerId() != 7) {
+				t.Fatalf("refused: %v %v", info, err)
 			}
-			if !tc.ok && status.Code(err) != codes.Unavailable {
-				t.Fatalf("got %v, want the handshake refused (UNAVAILABLE)", err)
+			if !tc.ok && err == nil {
+				t.Fatal("served without a certificate of the CA")
 			}
 		})
 	}
 	// Plaintext to a TLS endpoint fails too.
-	c := tcpClient(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c := tcpClient(t, addr, nil, nil)
 	short, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := c.ServerInfo(short, &rlmmpb.ServerInfoRequest{}); err == nil {
+	if _, err := c.ServerInfo(short); err == nil {
 		t.Fatal("a plaintext client was served by the TLS endpoint")
 	}
 }

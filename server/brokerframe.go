@@ -21,8 +21,7 @@ import (
 
 // brokerConn is one framed connection opened with the broker hello
 // (rpc/brokerframe), for one purpose, on its own goroutine: every request
-// read, answered by the same code as the gRPC calls beside it, and written
-// back before the next is read. Its buffers and its lookup answer are
+// read, answered, and its reply written back before the next is read. Its buffers and its lookup answer are
 // reused from one request to the next.
 type brokerConn struct {
 	fs      *framedServer
@@ -61,7 +60,7 @@ func (fs *framedServer) serveBroker(c net.Conn, r *bufio.Reader, hello []byte) {
 		}
 		return
 	}
-	info, _ := fs.s.svc.ServerInfo(context.Background(), nil)
+	info := fs.s.svc.serverInfo()
 	out, err := brokerframe.AppendAnswer(nil, v, &rlmmpb.BrokerAnswer{Server: info})
 	if err != nil {
 		fs.s.logger.Error("server: the answer to a broker hello does not encode", "error", err)
@@ -134,7 +133,7 @@ func (bc *brokerConn) answer(raw []byte) bool {
 	case *rlmmpb.BrokerRequest_ListSegments:
 		return bc.answerList(id, call.ListSegments)
 	case *rlmmpb.BrokerRequest_ServerInfo:
-		info, _ := v.ServerInfo(context.Background(), nil)
+		info := v.serverInfo()
 		return bc.send(&rlmmpb.BrokerReply{Id: id, Result: &rlmmpb.BrokerReply_ServerInfo{ServerInfo: info}})
 	case *rlmmpb.BrokerRequest_HighestOffsetForEpoch:
 		q := call.HighestOffsetForEpoch
@@ -234,9 +233,9 @@ func (bc *brokerConn) read(id uint64, ptp *rlmmpb.TopicIdPartition,
 	return bc.send(r)
 }
 
-// answerLookup is the fetch path's lookup: SegmentForOffset's own rule
-// (lookupAnswerer), its segment filled in place and the reply reused, so a
-// hit allocates nothing of its own.
+// answerLookup is the fetch path's lookup (lookupAnswerer): its segment
+// filled in place and the reply reused, so a hit allocates nothing of its
+// own.
 func (bc *brokerConn) answerLookup(id uint64, q *rlmmpb.SegmentForOffsetRequest) bool {
 	a := &bc.lookup
 	found, err := a.find(q)
@@ -244,9 +243,9 @@ func (bc *brokerConn) answerLookup(id uint64, q *rlmmpb.SegmentForOffsetRequest)
 		return bc.send(&rlmmpb.BrokerReply{Id: id, Result: brokerErr(err, false)})
 	}
 	if found {
-		a.ans.hit(id, &a.md)
+		a.ans.hit(&a.md)
 	} else {
-		a.ans.miss(id)
+		a.ans.miss()
 	}
 	bc.seg.Segment = &a.ans.found
 	bc.reply.Id, bc.reply.More, bc.reply.Result = id, false, &bc.seg
@@ -321,9 +320,28 @@ func (bc *brokerConn) watch() {
 	<-closed
 }
 
-// brokerErr is err as a reply's one error: its kind, whether a mutation's
-// event may still be recorded, and its text.
-func brokerErr(err error, mutation bool) *rlmmpb.BrokerReply_Error {
-	_, kind := classify(err)
-	return &rlmmpb.BrokerReply_Error{Error: &rlmmpb.BrokerError{Kind: kind, MayBeRecorded: mutation && mayBeRecorded(err), Message: err.Error()}}
+// frameID reads the id (field 1, a varint) of an encoded request that does
+// not decode as a whole, as far as its bytes go (0 when they do not reach
+// it), so the caller's error reply still names the request.
+func frameID(raw []byte) uint64 {
+	for b := raw; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return 0
+			}
+			return v
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return 0
+		}
+		b = b[m:]
+	}
+	return 0
 }

@@ -167,10 +167,10 @@ func TestBrokerHelloOfAnotherVersion(t *testing.T) {
 }
 
 // TestBrokerCalls: every call of Kafka's RLMM on its connection's purpose
-// answers as the gRPC call does, and a failure comes as one BrokerError
+// answers as the manager does, and a failure comes as one BrokerError
 // with the rlmm error's kind.
 func TestBrokerCalls(t *testing.T) {
-	f := newFixture(t, fixtureOpts{batchSize: 2})
+	f := newFixture(t, fixtureOpts{})
 	tp, unassigned := newTP(), newTP()
 	path := f.serveFramed(t, nil)
 	assign := brokerConnFor(t, path, rlmmpb.Purpose_PURPOSE_ASSIGN)
@@ -457,8 +457,8 @@ func TestStopClosesBrokerConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := f.srv.ServeFramed(Endpoint{Listener: l}); err == nil {
-		t.Fatal("ServeFramed after Stop succeeded")
+	if err := f.srv.Serve(Endpoint{Listener: l}); err == nil {
+		t.Fatal("Serve after Stop succeeded")
 	}
 }
 

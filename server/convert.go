@@ -8,10 +8,10 @@ import (
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
-// Conversions between the RPC's messages and rlmm's types. A message from
+// Conversions between the frames' messages and rlmm's types. A message from
 // the network is checked here only for what the types cannot hold (a
 // missing field, a number outside int8's range); rlmm's own validation runs
-// in the manager, so the RPC refuses exactly what the library refuses.
+// in the manager, so the server refuses exactly what the library refuses.
 
 // badRequest is a malformed request: rlmm.ErrInvalidArgument, nothing published.
 func badRequest(format string, args ...any) error {

@@ -1,90 +1,80 @@
-// Package server is `rlmm serve`: the gRPC service (proto/rlmm/v1/rlmm.proto,
-// generated into rpc/rlmmpb) through which a Kafka broker's rlmm plugin uses
-// a topicbased.Manager as its RemoteLogMetadataManager, and the operations
-// endpoint (/metrics, /healthz, /readyz) next to it.
+// Package server is `rlmm serve`: the broker's framed socket (format
+// rpc/brokerframe, messages of proto/rlmm/v1/rlmm.proto generated into
+// rpc/rlmmpb) through which a Kafka broker's rlmm plugin uses a
+// topicbased.Manager as its RemoteLogMetadataManager, and the operations
+// endpoint (/metrics, /healthz, /readyz) next to it. The frames are its one
+// protocol: on the Unix socket, and the same frames over TCP (inside TLS,
+// the token in each hello) for a plugin that connects to a server of its
+// own (the connect mode, rlmm.serve.address).
 //
 // # Design
 //
-//   - One RPC per method of Kafka's RemoteLogMetadataManager, each a thin
-//     call of the manager (service.go), with the conversions between the
-//     messages and rlmm's types in convert.go. Mutations run with the call's
-//     context, so the client's deadline bounds them (together with the
-//     manager's ConsumeWait), and return when the manager's mutation
-//     returns, with its verdict. Lists are streamed in batches of at
-//     most Config.BatchSize (512) segments and 32 KiB (a larger message
-//     takes a 1 MiB buffer of grpc-go's pool: see maxBatchBytes).
+//   - Serve (framed.go) serves the frames on a listener (with TLS when the
+//     endpoint has it: tls.NewListener, the handshake bounded by the hello's
+//     10 s). A connection's hello (read within 10 s and 64 KiB) must be a
+//     broker hello of this version (with the endpoint's token when it has
+//     one, compared in constant time, and this server's broker id when it
+//     names one), answered with ServerInfo or refused with why. Each
+//     connection is opened for one purpose (lookup, mutate, read, assign,
+//     watch) and served on its own goroutine (brokerframe.go): every call of
+//     Kafka's RLMM, the handshake, readiness pushes and ServerInfo, a
+//     failure as one BrokerError (ErrorKind, may_be_recorded, the text).
+//     Stop closes every listener and connection and waits for their
+//     goroutines.
 //
-//   - The fetch path's lookup by (epoch, offset) has a second form,
-//     SegmentForOffsetStream (lookupstream.go): one long-lived bidirectional
-//     stream per client connection, each request with the caller's id, each
-//     reply the unary call's answer (or its status, as a CallStatus) with
-//     that id, through the same findSegment. The stream decodes each request
-//     itself (rawcodec.go: the server's codec hands it the bytes), so one
-//     that does not decode is answered alone, INVALID_ARGUMENT with the id
-//     read from its bytes as far as they go, and the stream stays open. It
-//     saves a new HTTP/2 stream,
-//     its headers and trailers and a handler dispatch per lookup. Stop ends
-//     open streams (UNAVAILABLE, CLOSED) rather than wait for their clients.
+//   - Calls are thin calls of the manager, with the conversions between the
+//     messages and rlmm's types in convert.go. Mutations and assignment
+//     changes run with the request's timeout_ms (and its deadline_unix_ms
+//     on a Unix socket: one read after it is not run), so the caller's
+//     bound holds (together with the manager's ConsumeWait), and return
+//     when the manager's mutation returns, with its verdict. A list goes in
+//     replies of at most 1 MiB of segments (brokerframe.ListBatchBytes),
+//     all but the last marked more. The fetch path's lookup fills a reused
+//     reply in place (lookupanswer.go): a hit allocates nothing of its own.
 //
-//   - ServeFramed (framed.go) serves the broker's frames (brokerframe.go,
-//     format rpc/brokerframe) on a listener: a connection's hello (read
-//     within 10 s and 64 KiB) must be a broker hello of this version (with
-//     the endpoint's token when it has one, and this server's broker id when
-//     it names one), answered with ServerInfo or refused with why. Split
-//     (split.go) lets one socket serve gRPC and the frames, by HTTP/2's
-//     preface on a connection's first bytes. Stop closes every connection
-//     and waits for its goroutine.
-//
-//   - Readiness is pushed (readiness.go): WatchReadiness is a server stream
-//     that sends the manager's HostedReadiness (every hosted user partition
-//     and whether it is ready) at once, empty while the manager is not up,
-//     and again after each ReadinessChanged, reading the list after the
-//     wait so that changes close together coalesce, and never sending an
-//     update equal to the last. The plugin keeps it and answers isReady
-//     from memory. Stop ends open streams (UNAVAILABLE, CLOSED).
+//   - Readiness is pushed (readiness.go) on a watch connection: the
+//     manager's HostedReadiness (every hosted user partition and whether it
+//     is ready) at once, empty while the manager is not up, and again after
+//     each ReadinessChanged, reading the list after the wait so that
+//     changes close together coalesce, and never sending an update equal to
+//     the last. The plugin keeps it and answers isReady from memory.
 //
 //   - A read of a user partition the manager does not host is refused
 //     (NOT_ASSIGNED), one still being built NOT_READY: never an empty
 //     answer the broker would turn into OffsetOutOfRange. The plugin raises
-//     ReplicaNotAvailableException for the first when its broker did assign
-//     the partition (the assignment has not arrived yet),
-//     RemoteResourceNotFoundException when it did not.
+//     ReplicaNotAvailableException for the first when a change naming the
+//     partition waits in its outbox, RemoteResourceNotFoundException when
+//     none does.
 //
 //   - The server accepts calls before its manager is up (SetManager comes
 //     later): the plugin can connect at once while the log is opened and the
-//     snapshot loaded. Until then reads answer NOT_READY, IsReady false,
-//     ServerInfo works, and mutations wait for the manager within their
-//     deadline.
+//     snapshot loaded. Until then reads answer NOT_READY, ServerInfo works,
+//     mutations wait for the manager within their bound, and assignment
+//     changes are recorded.
 //
 //   - The server owns the broker's assignment (hosted.go): each leadership
 //     change and stop is applied to the hosted set and to the manager when
 //     it is up, and acknowledged once the set is written beside the snapshot
 //     (hosted.pb); a change whose write fails (a full disk) is served but
 //     refused NOT_READY, and the plugin sends it again. SetManager hands a
-//     new manager the whole set first. A server restarted after a crash so hosts the broker's
-//     partitions before its first call, and the plugin keeps no copy of the
-//     assignment, only the changes not acknowledged yet.
+//     new manager the whole set first. A server restarted after a crash so
+//     hosts the broker's partitions before its first call, and the plugin
+//     keeps no copy of the assignment, only the changes not acknowledged
+//     yet.
 //
-//   - The broker's framed socket (brokerframe.go, rpc/brokerframe): every
-//     call of Kafka's RLMM, the handshake, readiness pushes and ServerInfo
-//     as protobuf frames on connections opened for one purpose each,
-//     answered by the same code as the gRPC calls, a failure as one
-//     BrokerError (ErrorKind, may_be_recorded, the text).
+//   - Errors (errors.go): a failed call's BrokerError has the kind of the
+//     rlmm sentinel and rlmm's message:
 //
-//   - Errors (errors.go): a failed call's status has the code of the rlmm
-//     sentinel, rlmm's message, and one rlmmpb.ErrorInfo detail (kind,
-//     may_be_recorded):
-//
-//     ErrInvalidArgument   INVALID_ARGUMENT     INVALID_ARGUMENT
-//     ErrInvalidTransition FAILED_PRECONDITION  INVALID_TRANSITION
-//     ErrUnknownSegment    NOT_FOUND            UNKNOWN_SEGMENT
-//     ErrNotReady          UNAVAILABLE          NOT_READY
-//     ErrNotAssigned       FAILED_PRECONDITION  NOT_ASSIGNED
-//     ErrClosed            UNAVAILABLE          CLOSED
-//     ErrCorrupt           DATA_LOSS            CORRUPT
-//     ErrTimeout           DEADLINE_EXCEEDED    TIMEOUT
-//     context canceled     CANCELLED            TIMEOUT
-//     anything else        INTERNAL             INTERNAL
+//     ErrInvalidArgument   INVALID_ARGUMENT
+//     ErrInvalidTransition INVALID_TRANSITION
+//     ErrUnknownSegment    UNKNOWN_SEGMENT
+//     ErrNotReady          NOT_READY
+//     ErrNotAssigned       NOT_ASSIGNED
+//     ErrClosed            CLOSED
+//     ErrCorrupt           CORRUPT
+//     ErrTimeout           TIMEOUT
+//     context canceled     TIMEOUT
+//     anything else        INTERNAL
 //
 //     may_be_recorded (mutations only) is topicbased.MayBeRecorded: true
 //     for an error after the event was handed to the log (a publish that
@@ -92,23 +82,21 @@
 //     pump had not applied it), false for everything refused before
 //     publishing and for the state machine's verdicts, and false when the
 //     server refused the call before reaching the manager (still starting,
-//     a malformed request).
+//     a malformed request, a request read after its caller's deadline).
 //
 //   - Who may call (listen.go, auth.go, lock.go): by default only a Unix
 //     socket, created with mode 0600 (under a umask, so there is no window
 //     with a wider mode). A socket file already there is probed: a live
 //     server makes ListenUnix fail with an *InUseError naming its pid (from
-//     ServerInfo); a dead one's file is removed. The data (snapshot)
-//     directory is held with an flock on rlmm-serve.lock holding the pid,
-//     so a second server on it is refused naming the holder; the lock is
-//     held on a read-only descriptor, so it also works on a directory
-//     remounted read-only (the server serves, and writes snapshots once it
-//     is writable). TCP only when
-//     asked, on loopback unless allowed otherwise, and then with TLS
-//     (client certificates verified) and/or a bearer token checked in
-//     constant time by a unary and a stream interceptor (metadata
-//     "authorization: Bearer <token>"); `rlmm serve` refuses plaintext TCP
-//     without a token, and a token without TLS off loopback.
+//     its answer to a broker hello); a dead one's file is removed. The data
+//     (snapshot) directory is held with an flock on rlmm-serve.lock holding
+//     the pid, so a second server on it is refused naming the holder; the
+//     lock is held on a read-only descriptor, so it also works on a
+//     directory remounted read-only (the server serves, and writes
+//     snapshots once it is writable). TCP only when asked, on loopback
+//     unless allowed otherwise, and then with TLS (client certificates
+//     verified) and/or a token every hello must carry; `rlmm serve` refuses
+//     plaintext TCP without a token, and a token without TLS off loopback.
 //
 //   - Operations (ops.go, metrics.go): Metrics implements every method of
 //     topicbased.Metrics with Prometheus families (rlmm_events_*_total,
@@ -123,9 +111,11 @@
 //     /readyz is 200 once the manager is up and every metadata partition
 //     assigned so far is caught up, else 503 with a line saying which is not.
 //
-// Libraries: google.golang.org/grpc (the plugin's RPC; Java's grpc-java
-// speaks it), github.com/prometheus/client_golang (the Prometheus
-// exposition format and its registry), the standard library for the rest.
+// Libraries: google.golang.org/protobuf (the frames' messages; the plugin's
+// protobuf-java reads the same .proto), github.com/prometheus/client_golang
+// (the Prometheus exposition format and its registry), the standard library
+// for the rest (net, crypto/tls). One framed protocol serves every call,
+// as Kafka's own brokers talk one framed protocol.
 //
 // # rlmm serve's command line (cmd/rlmm/serve.go)
 //
@@ -149,18 +139,17 @@
 //	--snapshot-dir DIR          snapshot directory, locked (default <--log-dir>.rlmm/snapshots; one of the two is required)
 //	--log-dir DIR               the broker's log.dir
 //	--snapshot-interval D       periodic snapshot (default 1m; negative: only at shutdown)
-//	--broker-id N               reported by ServerInfo (default -1)
+//	--broker-id N               reported by ServerInfo; a hello naming another broker is refused (default -1)
 //	--consume-wait D            bound of a mutation's waits (default: consume.wait.ms of --properties, or 2m)
 //
 // Callers:
 //
-//	--socket PATH               Unix socket, mode 0600 (default <snapshot-dir>/rlmm.sock; at most 107 bytes)
-//	--lookup-socket PATH        framed lookup socket, mode 0600 (default: --socket's path with .lookup.sock
-//	                            for .sock, dropped with a warning when too long; none: serve none)
-//	--listen-tcp ADDR           also TCP (loopback unless --allow-remote); needs --token-file
-//	                            and/or TLS with --listen-tls-client-ca
+//	--socket PATH               Unix socket of the frames, mode 0600 (default <snapshot-dir>/rlmm.sock;
+//	                            at most 107 bytes)
+//	--listen-tcp ADDR           also the same frames over TCP (loopback unless --allow-remote): the
+//	                            connect mode; needs --token-file and/or TLS with --listen-tls-client-ca
 //	--listen-tls-cert FILE --listen-tls-key FILE --listen-tls-client-ca FILE
-//	--token-file FILE           bearer token (authorization: Bearer <token>)
+//	--token-file FILE           the token every TCP hello must carry (BrokerHello.token)
 //	--allow-remote              allow non-loopback --listen-tcp / --metrics-listen (TCP then needs TLS)
 //
 // Operations:
@@ -169,20 +158,20 @@
 //	--log-format text|json      logs on stderr (default text)
 //	--log-level debug|info|warn|error   (default info)
 //	--ready-file PATH           written atomically once the socket accepts calls, removed at exit:
-//	                            lines pid=N, socket=PATH, lookup_socket=PATH, tcp=ADDR, metrics=ADDR
-//	--shutdown-timeout D        bound of the graceful RPC stop and of the final snapshot (default 10s)
+//	                            lines pid=N, socket=PATH, tcp=ADDR, metrics=ADDR
+//	--shutdown-timeout D        bound of the endpoints' stop and of the final snapshot (default 10s)
 //	--exit-with-stdin           also stop as on SIGTERM when stdin reaches EOF (give the child a pipe:
 //	                            the server then stops when its parent dies, even by kill -9)
 //	--serving-procs N           Go processors once the snapshot's state is built (default 1; 0 keeps
 //	                            GOMAXPROCS; GOMAXPROCS in the environment wins)
 //
 // Nothing is printed on stdout. SIGTERM or SIGINT: the endpoints stop
-// (in-flight calls finish within --shutdown-timeout), the manager writes a
-// final snapshot, exit 0. Exit 3 (settings refused): a flag or setting is
-// refused (the message names it: bad flags, a --properties key or value, a
-// file a setting names that cannot be read, a setting the cluster refuses
-// such as a partition count other than the topic's); the same settings fail
-// again, so the broker plugin stops at this code rather than restart the
+// (every connection closed, a waiting mutation cancelled), the manager
+// writes a final snapshot (within --shutdown-timeout), exit 0. Exit 3
+// (settings refused): a flag or setting is refused (the message names it:
+// bad flags, a --properties key or value, a file a setting names that
+// cannot be read, a setting the cluster refuses such as a partition count
+// other than the topic's); the same settings fail again, so the broker plugin stops at this code rather than restart the
 // child. Exit 2: could not run for another reason, which may pass (a socket
 // or snapshot directory held by another server, naming its pid, an
 // unreachable cluster, a final snapshot that failed, with the reason); exit
@@ -190,11 +179,11 @@
 //
 // # API version
 //
-// ServerInfo answers api_version, APIVersion (apiversion.go): the version
-// of this RPC the server speaks, raised when a change would make a client
-// of the previous version misread an answer. The broker plugin checks it
-// on every server it reaches before any call goes through and refuses one
-// of another version naming both (and fails the broker, as when a child's
-// settings are refused). ServerInfo also answers started_unix_ms, with pid
+// The hello carries the frames' version (brokerframe.Version, which is
+// APIVersion, apiversion.go), raised when a change would make a client of
+// the previous version misread an answer; ServerInfo states it as
+// api_version. A server refuses a hello of another version naming both,
+// and the broker plugin refuses a server of another (and fails the broker,
+// as when a child's settings are refused). ServerInfo also answers started_unix_ms, with pid
 // what tells a reconnecting client that the server is a new process.
 package server

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
@@ -20,35 +20,32 @@ import (
 // hello before the server closes it.
 const helloTimeout = 10 * time.Second
 
-// ServeFramed starts serving the broker's frames (rpc/brokerframe) on
+// Serve starts serving the broker's frames (rpc/brokerframe) on
 // ep.Listener in the background: every call of the broker plugin, on
-// connections each opened for one purpose. Each connection first sends a
-// hello, which must carry ep.Token when it is set (compared in constant
-// time, as the gRPC endpoint checks its bearer token); then every request
-// frame gets its reply, answered on the connection's own goroutine by the
-// same code as gRPC's (serveBroker). ep.TLS must be nil: a TLS endpoint is
-// served on a listener that already speaks it (tls.NewListener). ServerInfo
-// names the last Unix socket served (lookup_socket). Stop closes the
+// connections each opened for one purpose. With ep.TLS the listener speaks
+// TLS (tls.NewListener; the handshake is bounded as the hello is). Each
+// connection first sends a hello, which must carry ep.Token when it is set
+// (compared in constant time); then every request frame gets its reply,
+// answered on the connection's own goroutine (serveBroker). Its error, if
+// it stops for another reason than Stop, is sent to Errors. Stop closes the
 // listener and every connection and waits for their goroutines.
-func (s *Server) ServeFramed(ep Endpoint) error {
+func (s *Server) Serve(ep Endpoint) error {
+	l := ep.Listener
 	if ep.TLS != nil {
-		return fmt.Errorf("%w: the framed socket takes a listener that already speaks TLS (tls.NewListener)", rlmm.ErrInvalidArgument)
+		l = tls.NewListener(l, ep.TLS)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	fs := &framedServer{s: s, l: ep.Listener, token: ep.Token, conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
-	if err := s.admit(ep, func() {
-		s.framed = append(s.framed, fs)
-		if ep.Listener.Addr().Network() == "unix" {
-			s.lookupSocket = ep.Listener.Addr().String() // the last Unix socket served
-		}
-	}); err != nil {
+	fs := &framedServer{s: s, l: l, token: ep.Token, conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
+	if err := s.admit(ep, func() { s.framed = append(s.framed, fs) }); err != nil {
+		cancel()
 		return err
 	}
 	go func() {
 		defer s.wg.Done()
 		fs.accept()
 	}()
-	s.logger.Info("server: serving framed lookups", "address", ep.Listener.Addr().String(), "token", len(ep.Token) > 0)
+	s.logger.Info("server: serving", "address", l.Addr().String(), "network", l.Addr().Network(),
+		"tls", ep.TLS != nil, "token", len(ep.Token) > 0)
 	return nil
 }
 
@@ -83,13 +80,13 @@ func (fs *framedServer) accept() {
 			}
 			if errors.Is(err, net.ErrClosed) {
 				select {
-				case fs.s.errs <- fmt.Errorf("server: framed lookups on %s: %w", fs.l.Addr(), err):
+				case fs.s.errs <- fmt.Errorf("server: serving %s: %w", fs.l.Addr(), err):
 				default:
 				}
 				return
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			fs.s.logger.Warn("server: accepting a framed lookup connection failed; trying again", "error", err, "pause", pause)
+			fs.s.logger.Warn("server: accepting a connection failed; trying again", "error", err, "pause", pause)
 			select {
 			case <-fs.s.stopping:
 				return
@@ -138,7 +135,9 @@ func (fs *framedServer) serveConn(c net.Conn) {
 		c.Close()
 	}()
 	r := bufio.NewReaderSize(c, 4096)
-	c.SetReadDeadline(time.Now().Add(helloTimeout)) // a Unix socket's deadline does not fail
+	// Bounds a TLS handshake too (it runs within the first read). A Unix
+	// socket's deadline does not fail.
+	c.SetReadDeadline(time.Now().Add(helloTimeout))
 	hello, err := brokerframe.ReadFrame(r, nil, brokerframe.MaxHello)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {

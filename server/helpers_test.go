@@ -1,11 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,12 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
@@ -81,14 +82,12 @@ type fixture struct {
 	reg         *prometheus.Registry
 	socket      string
 	snapDir     string
-	conn        *grpc.ClientConn
 	consumeWait time.Duration
-	client      rlmmpb.RemoteLogMetadataClient
+	client      *frameClient
 }
 
 // fixtureOpts vary the fixture.
 type fixtureOpts struct {
-	batchSize int
 	noManager bool         // serve without a manager (as while starting)
 	log       eventlog.Log // default: a fresh memlog
 	snapDir   string       // default: a fresh directory
@@ -113,7 +112,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	f.gate = newGatedLog(base)
 	f.log = f.gate
-	f.srv = New(Config{Logger: testLogger(t), BatchSize: o.batchSize, Version: "test", BrokerID: 7,
+	f.srv = New(Config{Logger: testLogger(t), Version: "test", BrokerID: 7,
 		MetadataPartitions: base.Partitions(), LogDescription: "memlog", Hosted: o.hosted})
 	f.socket = filepath.Join(shortDir(t), "s.sock")
 	l, err := ListenUnix(testCtx(t), f.socket)
@@ -132,8 +131,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if !o.noManager {
 		f.startManager(t)
 	}
-	f.conn = dialUnix(t, f.socket)
-	f.client = rlmmpb.NewRemoteLogMetadataClient(f.conn)
+	f.client = unixClient(t, f.socket, nil)
 	return f
 }
 
@@ -152,16 +150,6 @@ func (f *fixture) startManager(t testing.TB) {
 	f.srv.SetManager(m)
 }
 
-func dialUnix(t testing.TB, path string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := DialUnix(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
 // assign makes the server consume tp's metadata partition and waits until
 // it is ready.
 func (f *fixture) assign(t testing.TB, tps ...rlmm.TopicIDPartition) {
@@ -171,7 +159,7 @@ func (f *fixture) assign(t testing.TB, tps ...rlmm.TopicIDPartition) {
 	for _, tp := range tps {
 		req.Leaders = append(req.Leaders, tpToProto(tp))
 	}
-	if _, err := f.client.OnPartitionLeadershipChanges(ctx, req); err != nil {
+	if err := f.client.OnPartitionLeadershipChanges(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	f.waitReady(t, tps...)
@@ -183,11 +171,7 @@ func (f *fixture) waitReady(t testing.TB, tps ...rlmm.TopicIDPartition) {
 	ctx := testCtx(t)
 	for _, tp := range tps {
 		for {
-			r, err := f.client.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: tpToProto(tp)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Ready {
+			if m := f.srv.Manager(); m != nil && m.IsReady(tp) {
 				break
 			}
 			select {
@@ -226,14 +210,14 @@ func finish(md rlmm.SegmentMetadata) *rlmmpb.UpdateSegmentRequest {
 	}}
 }
 
-// addAndFinish adds md and finishes it over the RPC.
+// addAndFinish adds md and finishes it over the socket.
 func (f *fixture) addAndFinish(t testing.TB, md rlmm.SegmentMetadata) {
 	t.Helper()
 	ctx := testCtx(t)
-	if _, err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}); err != nil {
+	if err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}); err != nil {
 		t.Fatalf("AddSegment: %v", err)
 	}
-	if _, err := f.client.UpdateSegment(ctx, finish(md)); err != nil {
+	if err := f.client.UpdateSegment(ctx, finish(md)); err != nil {
 		t.Fatalf("UpdateSegment: %v", err)
 	}
 }
@@ -247,38 +231,221 @@ func (f *fixture) addFinishedRun(t testing.TB, tp rlmm.TopicIDPartition, n int) 
 	}
 }
 
-// endLookupStream closes the client's side of s and checks that the server
-// then ends the stream cleanly (io.EOF).
-func endLookupStream(t testing.TB, s rlmmpb.RemoteLogMetadata_SegmentForOffsetStreamClient) {
-	t.Helper()
-	if err := s.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
-		t.Fatalf("after CloseSend: %v, want the stream's clean end", err)
-	}
-}
+// callError is a failed call's BrokerError as a Go error.
+type callError struct{ e *rlmmpb.BrokerError }
 
-// errorInfo returns the code and the ErrorInfo detail of a failed call.
-func errorInfo(t testing.TB, err error) (*status.Status, *rlmmpb.ErrorInfo) {
+func (c *callError) Error() string { return fmt.Sprintf("%s: %s", c.e.GetKind(), c.e.GetMessage()) }
+
+// errorInfo returns the BrokerError of a failed call.
+func errorInfo(t testing.TB, err error) *rlmmpb.BrokerError {
 	t.Helper()
 	if err == nil {
 		t.Fatal("the call succeeded; want an error")
 	}
-	st := status.Convert(err)
-	var info *rlmmpb.ErrorInfo
-	for _, d := range st.Details() {
-		if i, ok := d.(*rlmmpb.ErrorInfo); ok {
-			if info != nil {
-				t.Fatalf("two ErrorInfo details in %v", st)
-			}
-			info = i
+	var ce *callError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%v is no BrokerError", err)
+	}
+	if ce.e.GetMessage() == "" {
+		t.Fatalf("a BrokerError without its text: %v", ce.e)
+	}
+	return ce.e
+}
+
+// frameClient is a test's client of a framed endpoint, safe for concurrent
+// use: one connection per purpose, opened (with the broker hello and the
+// token) on first use and again after one fails; a call holds its
+// purpose's connection. Errors are returned, never failed on, so a call
+// may run on any goroutine.
+type frameClient struct {
+	dial  func(context.Context) (net.Conn, error)
+	token []byte
+
+	mu    sync.Mutex
+	conns map[rlmmpb.Purpose]*frameConn
+}
+
+type frameConn struct {
+	mu sync.Mutex
+	c  net.Conn // nil until dialled, and after a failure
+	r  *bufio.Reader
+	id uint64
+}
+
+// unixClient is a frameClient of the socket at path, closed at cleanup.
+func unixClient(t testing.TB, path string, token []byte) *frameClient {
+	return newFrameClient(t, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}, token)
+}
+
+func newFrameClient(t testing.TB, dial func(context.Context) (net.Conn, error), token []byte) *frameClient {
+	fc := &frameClient{dial: dial, token: token, conns: map[rlmmpb.Purpose]*frameConn{}}
+	t.Cleanup(fc.close)
+	return fc
+}
+
+func (fc *frameClient) close() {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	for _, c := range fc.conns {
+		c.mu.Lock()
+		if c.c != nil {
+			c.c.Close()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// hello dials and says the broker hello of purpose p: the server's
+// answer, or why it refused.
+func (fc *frameClient) hello(ctx context.Context, p rlmmpb.Purpose) (net.Conn, *bufio.Reader, error) {
+	c, err := fc.dial(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	body, err := brokerframe.AppendHello(nil, brokerframe.Version, &rlmmpb.BrokerHello{Purpose: p, Token: fc.token})
+	if err == nil {
+		_, err = c.Write(brokerframe.Append(nil, body))
+	}
+	r := bufio.NewReader(c)
+	var answer []byte
+	if err == nil {
+		answer, err = brokerframe.ReadFrame(r, nil, brokerframe.MaxReply)
+	}
+	if err == nil {
+		_, err = brokerframe.ParseAnswer(answer, brokerframe.Version)
+	}
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, r, nil
+}
+
+// call sends req on p's connection (with the next id, and unless it has a
+// timeout the time left of ctx, testTimeout without a deadline) and returns its replies: one, or a
+// list's several. A reply's BrokerError is returned as a *callError.
+func (fc *frameClient) call(ctx context.Context, p rlmmpb.Purpose, req *rlmmpb.BrokerRequest) ([]*rlmmpb.BrokerReply, error) {
+	fc.mu.Lock()
+	conn := fc.conns[p]
+	if conn == nil {
+		conn = &frameConn{}
+		fc.conns[p] = conn
+	}
+	fc.mu.Unlock()
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if conn.c == nil {
+		c, r, err := fc.hello(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		conn.c, conn.r = c, r
+	}
+	rs, err := conn.roundTrip(ctx, req)
+	if err != nil {
+		conn.c.Close()
+		conn.c = nil
+		return nil, err
+	}
+	if e := rs[len(rs)-1].GetError(); e != nil {
+		return rs, &callError{e}
+	}
+	return rs, nil
+}
+
+func (conn *frameConn) roundTrip(ctx context.Context, req *rlmmpb.BrokerRequest) ([]*rlmmpb.BrokerReply, error) {
+	conn.id++
+	req.Id = conn.id
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(testTimeout)
+	}
+	if req.TimeoutMs == 0 {
+		req.TimeoutMs = uint64(max(time.Until(deadline).Milliseconds(), 1))
+	}
+	conn.c.SetDeadline(deadline)
+	b, err := proto.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.c.Write(brokerframe.Append(nil, b)); err != nil {
+		return nil, err
+	}
+	var out []*rlmmpb.BrokerReply
+	for {
+		body, err := brokerframe.ReadFrame(conn.r, nil, brokerframe.MaxReply)
+		if err != nil {
+			return nil, err
+		}
+		r := &rlmmpb.BrokerReply{}
+		if err := proto.Unmarshal(body, r); err != nil {
+			return nil, err
+		}
+		if r.GetId() != req.Id {
+			return nil, fmt.Errorf("reply id %d, want %d", r.GetId(), req.Id)
+		}
+		out = append(out, r)
+		if !r.GetMore() {
+			return out, nil
 		}
 	}
-	if info == nil {
-		t.Fatalf("no ErrorInfo detail in %v", st)
+}
+
+func (fc *frameClient) mutate(ctx context.Context, req *rlmmpb.BrokerRequest) error {
+	_, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_MUTATE, req)
+	return err
+}
+
+func (fc *frameClient) AddSegment(ctx context.Context, q *rlmmpb.AddSegmentRequest) error {
+	return fc.mutate(ctx, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_AddSegment{AddSegment: q}})
+}
+
+func (fc *frameClient) UpdateSegment(ctx context.Context, q *rlmmpb.UpdateSegmentRequest) error {
+	return fc.mutate(ctx, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_UpdateSegment{UpdateSegment: q}})
+}
+
+func (fc *frameClient) OnPartitionLeadershipChanges(ctx context.Context, q *rlmmpb.LeadershipChangesRequest) error {
+	_, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_ASSIGN, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_LeadershipChanges{LeadershipChanges: q}})
+	return err
+}
+
+func (fc *frameClient) OnStopPartitions(ctx context.Context, q *rlmmpb.StopPartitionsRequest) error {
+	_, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_ASSIGN, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_StopPartitions{StopPartitions: q}})
+	return err
+}
+
+func (fc *frameClient) SegmentForOffset(ctx context.Context, q *rlmmpb.SegmentForOffsetRequest) (*rlmmpb.SegmentReply, error) {
+	rs, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_LOOKUP, lookupReq(q))
+	if err != nil {
+		return nil, err
 	}
-	return st, info
+	return rs[0].GetSegment(), nil
+}
+
+func (fc *frameClient) ListSegments(ctx context.Context, q *rlmmpb.ListSegmentsRequest) ([]*rlmmpb.SegmentMetadata, error) {
+	rs, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_READ, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_ListSegments{ListSegments: q}})
+	if err != nil {
+		return nil, err
+	}
+	var out []*rlmmpb.SegmentMetadata
+	for _, r := range rs {
+		out = append(out, r.GetSegments().GetSegments()...)
+	}
+	return out, nil
+}
+
+func (fc *frameClient) ServerInfo(ctx context.Context) (*rlmmpb.ServerInfoReply, error) {
+	rs, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_READ, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_ServerInfo{ServerInfo: &rlmmpb.ServerInfoRequest{}}})
+	if err != nil {
+		return nil, err
+	}
+	return rs[0].GetServerInfo(), nil
 }
 
 // gatedLog is a log whose subscriptions stop delivering records while the
@@ -366,8 +533,8 @@ func (f *fixture) tpElsewhere(tp rlmm.TopicIDPartition) rlmm.TopicIDPartition {
 	}
 }
 
-// serveFramed serves the fixture's framed lookup socket (with token, if
-// any) and returns its path.
+// serveFramed serves the fixture's server on one more socket (with token,
+// if any) and returns its path.
 func (f *fixture) serveFramed(t testing.TB, token []byte) string {
 	t.Helper()
 	path := filepath.Join(shortDir(t), "l.sock")
@@ -375,7 +542,7 @@ func (f *fixture) serveFramed(t testing.TB, token []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.srv.ServeFramed(Endpoint{Listener: l, Token: token}); err != nil {
+	if err := f.srv.Serve(Endpoint{Listener: l, Token: token}); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -101,7 +101,7 @@ func TestRestartedServerKnowsTheHostedSet(t *testing.T) {
 	}
 	f := newFixture(t, fixtureOpts{noManager: true, hosted: h})
 	tp := newTP()
-	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+	if err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
 		Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
 		t.Fatalf("a leadership change before the manager is up: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestRestartedServerKnowsTheHostedSet(t *testing.T) {
 	g := newFixture(t, fixtureOpts{hosted: again})
 	if _, err := g.client.ListSegments(testCtx(t), &rlmmpb.ListSegmentsRequest{TopicIdPartition: tpToProto(tp)}); err != nil {
 		// NOT_READY while it catches up is fine; NOT_ASSIGNED is what must not come.
-		if _, info := errorInfo(t, err); info.GetKind() == rlmmpb.ErrorKind_NOT_ASSIGNED {
+		if info := errorInfo(t, err); info.GetKind() == rlmmpb.ErrorKind_NOT_ASSIGNED {
 			t.Fatalf("the restarted server does not host the recorded partition: %v", err)
 		}
 	}
@@ -141,11 +141,11 @@ func TestUnwritableHostedSetServesButDoesNotAcknowledge(t *testing.T) {
 	f := newFixture(t, fixtureOpts{hosted: h})
 	tp := newTP()
 	change := &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}
-	_, err = f.client.OnPartitionLeadershipChanges(testCtx(t), change)
+	err = f.client.OnPartitionLeadershipChanges(testCtx(t), change)
 	if err == nil {
 		t.Fatal("a change whose hosted set cannot be written was acknowledged")
 	}
-	if _, info := errorInfo(t, err); info.GetKind() != rlmmpb.ErrorKind_NOT_READY {
+	if info := errorInfo(t, err); info.GetKind() != rlmmpb.ErrorKind_NOT_READY {
 		t.Fatalf("unwritable hosted set: %v (kind %v), want NOT_READY, which the plugin sends again", err, info.GetKind())
 	}
 	if h.Failures() == 0 {
@@ -159,7 +159,7 @@ func TestUnwritableHostedSetServesButDoesNotAcknowledge(t *testing.T) {
 	if err := os.Remove(blocked); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), change); err != nil {
+	if err := f.client.OnPartitionLeadershipChanges(testCtx(t), change); err != nil {
 		t.Fatalf("the change sent again once the disk is back: %v", err)
 	}
 	again, err := OpenHosted(path)

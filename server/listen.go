@@ -12,10 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
@@ -91,31 +89,32 @@ func removeStale(ctx context.Context, path string) error {
 	return nil
 }
 
-// probePid asks the server on path for its pid (0 if it does not say).
+// probePid asks the server on path for its pid, with a broker hello (0 if
+// it does not say: a server of another version refuses the hello).
 func probePid(ctx context.Context, path string) int64 {
-	conn, err := DialUnix(path)
+	d := net.Dialer{Timeout: probeTimeout}
+	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return 0
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	info, err := rlmmpb.NewRemoteLogMetadataClient(conn).ServerInfo(ctx, &rlmmpb.ServerInfoRequest{})
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(probeTimeout))
+	hello, err := brokerframe.AppendHello(nil, brokerframe.Version, &rlmmpb.BrokerHello{Purpose: rlmmpb.Purpose_PURPOSE_READ, ClientPid: int64(os.Getpid())})
 	if err != nil {
 		return 0
 	}
-	return info.Pid
-}
-
-// DialUnix returns a client connection to the server on the Unix socket at
-// path (connected lazily, as grpc.NewClient does), with opts added.
-func DialUnix(path string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
-	dial := func(ctx context.Context, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
+	if _, err := c.Write(brokerframe.Append(nil, hello)); err != nil {
+		return 0
 	}
-	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial)}, opts...)
-	return grpc.NewClient("passthrough:///unix", opts...)
+	answer, err := brokerframe.ReadFrame(c, nil, brokerframe.MaxReply)
+	if err != nil {
+		return 0
+	}
+	info, err := brokerframe.ParseAnswer(answer, brokerframe.Version)
+	if err != nil {
+		return 0
+	}
+	return info.GetPid()
 }
 
 // ListenTCP listens on a TCP address. Unless allowRemote, the host must be

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/rlmm-go/rlmm"
-	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
 func TestSocketMode0600(t *testing.T) {
@@ -34,7 +33,7 @@ func TestSecondServerOnSocketRefused(t *testing.T) {
 		t.Fatalf("error %q (pid %d) does not name the socket and the holder pid %d", err, inUse.Pid, os.Getpid())
 	}
 	// The first server still answers.
-	if _, err := f.client.ServerInfo(testCtx(t), &rlmmpb.ServerInfoRequest{}); err != nil {
+	if _, err := f.client.ServerInfo(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -149,7 +149,7 @@ func (m *Metrics) PartitionReadiness(partition int32, assigned, ready bool, catc
 func (m *Metrics) MutationDone(op topicbased.Op, latency time.Duration, err error) {
 	result := "ok"
 	if err != nil {
-		_, kind := classify(err)
+		kind := classify(err)
 		result = kind.String()
 	}
 	m.mutation.WithLabelValues(op.String(), result).Observe(latency.Seconds())

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
+	"github.com/rlmm-go/rlmm/wire"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -42,7 +44,7 @@ func TestMetrics(t *testing.T) {
 		first.addAndFinish(t, segment(tp, int64(i)*100))
 	}
 	bad := finish(segment(tp, 900)) // unknown: a failed mutation
-	if _, err := first.client.UpdateSegment(testCtx(t), bad); err == nil {
+	if err := first.client.UpdateSegment(testCtx(t), bad); err == nil {
 		t.Fatal("update of an unknown segment succeeded")
 	}
 	if err := first.mgr.ShutdownAndFlush(testCtx(t)); err != nil {
@@ -121,7 +123,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	f.gate.hold()
 	f.startManager(t)
-	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+	if err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
 		Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	// Reads of the partition answer NOT_READY meanwhile.
 	_, err := f.client.SegmentForOffset(testCtx(t), &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tpToProto(tp)})
-	if _, info := errorInfo(t, err); info.Kind != rlmmpb.ErrorKind_NOT_READY {
+	if info := errorInfo(t, err); info.Kind != rlmmpb.ErrorKind_NOT_READY {
 		t.Fatalf("read while catching up: %s", info.Kind)
 	}
 	f.gate.release()
@@ -202,4 +204,84 @@ func TestMetricsUncompressed(t *testing.T) {
 	if !strings.Contains(string(body), "rlmm_") {
 		t.Fatalf("/metrics body is not the plain text exposition:\n%.200s", body)
 	}
+}
+
+// TestStatsCollector: /metrics has the hosted and cached partition gauges,
+// the cached segments gauge and the skipped events counter, following the manager's Stats (zero
+// before it is up).
+func TestStatsCollector(t *testing.T) {
+	f := newFixture(t, fixtureOpts{noManager: true})
+	ops := httptest.NewServer(f.srv.OpsHandler(f.reg))
+	defer ops.Close()
+	if v := gathered(t, ops.URL, "rlmm_hosted_partitions"); v != 0 {
+		t.Fatalf("rlmm_hosted_partitions before the manager is up: %v, want 0", v)
+	}
+	f.startManager(t)
+	tp := newTP()
+	f.assign(t, tp)
+	f.addAndFinish(t, segment(tp, 0))
+	// An event of another user partition of the same metadata partition,
+	// not hosted here: read with it and skipped.
+	other := newTP()
+	for f.mgr.MetadataPartitionOf(other) != f.mgr.MetadataPartitionOf(tp) {
+		other = newTP()
+	}
+	ev := wire.SegmentEvent(segment(other, 0))
+	b, err := wire.AppendEvent(nil, &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.log.Publish(testCtx(t), f.mgr.MetadataPartitionOf(other), b); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	for f.mgr.Stats().Skipped == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the event of a partition not hosted was never skipped: %+v", f.mgr.Stats())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if v := gathered(t, ops.URL, "rlmm_hosted_partitions"); v != 1 {
+		t.Errorf("rlmm_hosted_partitions: %v, want 1", v)
+	}
+	if v := gathered(t, ops.URL, "rlmm_cached_partitions"); v != 1 {
+		t.Errorf("rlmm_cached_partitions: %v, want 1", v)
+	}
+	if v := gathered(t, ops.URL, "rlmm_cached_segments"); v != 1 {
+		t.Errorf("rlmm_cached_segments: %v, want 1 (the hosted partition's one segment, not the other's)", v)
+	}
+	if v := gathered(t, ops.URL, "rlmm_events_skipped_total"); v != 1 {
+		t.Errorf("rlmm_events_skipped_total: %v, want 1 (Stats().Skipped %d)", v, f.mgr.Stats().Skipped)
+	}
+	for _, name := range []string{"rlmm_rebuild_passes_total", "rlmm_rebuilt_partitions_total"} {
+		gathered(t, ops.URL, name)
+	}
+	if v := gathered(t, ops.URL, "rlmm_tombstones_total"); v != 0 {
+		t.Errorf("rlmm_tombstones_total: %v, want 0 (no tombstone in the log)", v)
+	}
+}
+
+// gathered returns the value of the one series of family name on the
+// /metrics of the operations endpoint at url.
+func gathered(t *testing.T, url, name string) float64 {
+	t.Helper()
+	code, body := get(t, url+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	var found []string
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("/metrics has %d series of %s (%q), want 1", len(found), name, found)
+	}
+	v, err := strconv.ParseFloat(found[0], 64)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
 }

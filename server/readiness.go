@@ -9,25 +9,19 @@ import (
 	"github.com/rlmm-go/rlmm/topicbased"
 )
 
-// WatchReadiness pushes the readiness of every hosted user partition to the
-// client, so that the plugin answers the broker's isReady from memory
-// instead of with a call per partition on the broker's tiering threads.
+// watchReadiness pushes the readiness of every hosted user partition to a
+// watch connection (PURPOSE_WATCH), so that the plugin answers the broker's
+// isReady from memory instead of with a call per partition on the
+// broker's tiering threads. Each update is handed to push, whose error
+// ends it.
 //
 // The first update goes out at once: empty while the manager is not up (no
-// partition is hosted, IsReady is false for all), then the manager's
-// HostedReadiness. After that the handler waits for the manager's
-// ReadinessChanged and sends the list as it is then. Changes that come
-// while it sends, or close together, are coalesced: the list is read after
-// the wait, not once per change, and a list equal to the one sent last is
-// not sent again. The handler returns when the client cancels (its
-// context) or the server stops (UNAVAILABLE, CLOSED; GracefulStop would
-// otherwise wait for the stream forever).
-func (v *service) WatchReadiness(_ *rlmmpb.WatchReadinessRequest, stream rlmmpb.RemoteLogMetadata_WatchReadinessServer) error {
-	return v.watchReadiness(stream.Context(), stream.Send)
-}
-
-// watchReadiness is WatchReadiness's loop, gRPC's and the framed socket's
-// (PURPOSE_WATCH): each update is handed to push, whose error ends it.
+// partition is hosted, none is ready), then the manager's HostedReadiness.
+// After that it waits for the manager's ReadinessChanged and sends the list
+// as it is then. Changes that come while it sends, or close together, are
+// coalesced: the list is read after the wait, not once per change, and a
+// list equal to the one sent last is not sent again. It returns when ctx
+// ends or the server stops (rlmm.ErrClosed).
 func (v *service) watchReadiness(ctx context.Context, push func(*rlmmpb.ReadinessUpdate) error) error {
 	var last map[rlmm.TopicIDPartition]bool
 	send := func(list []topicbased.PartitionReadiness) error {
@@ -43,7 +37,7 @@ func (v *service) watchReadiness(ctx context.Context, push func(*rlmmpb.Readines
 			u.Partitions[i] = &rlmmpb.PartitionReadiness{TopicIdPartition: tpToProto(p.TopicIDPartition), Ready: p.Ready}
 		}
 		if err := push(u); err != nil {
-			return err // the stream's own status (the client went away)
+			return err // the client went away
 		}
 		last = now
 		return nil
@@ -80,7 +74,7 @@ func (v *service) watchReadiness(ctx context.Context, push func(*rlmmpb.Readines
 }
 
 func watchStopped() error {
-	return toStatus(fmt.Errorf("rlmm serve is stopping; the readiness stream ends: %w", rlmm.ErrClosed), false)
+	return fmt.Errorf("rlmm serve is stopping; the readiness watch ends: %w", rlmm.ErrClosed)
 }
 
 // sameReadiness reports whether two readiness maps are equal.

@@ -3,40 +3,23 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/rlmm-go/rlmm"
-	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
-
-// DefaultBatchSize is how many segments one SegmentBatch of a streamed list
-// carries.
-const DefaultBatchSize = 512
-
-// flowWindow is the HTTP/2 flow-control window of every stream and of every
-// connection the server accepts: fixed, so that grpc-go does not estimate the
-// bandwidth-delay product with a PING per request (see Serve).
-const flowWindow = 1 << 20
 
 // Config configures New. Every field is optional.
 type Config struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// BatchSize is the number of segments per SegmentBatch; 0 means
-	// DefaultBatchSize.
-	BatchSize int
 	// Version, BrokerID, MetadataPartitions and LogDescription are what
 	// ServerInfo answers ("kafka TOPIC at BOOTSTRAP" or "embedded log DIR").
 	Version            string
@@ -53,11 +36,6 @@ type Config struct {
 	// Hosted is the broker's assignment, recorded and persisted by the
 	// server (OpenHosted); nil keeps it in memory only.
 	Hosted *Hosted
-	// TestAssignDelay holds each assignment change this long before it is
-	// recorded (within its deadline). Only tests set it (rlmm serve's hidden
-	// --test-assign-delay), to hold open the window in which the broker's
-	// change is on its way.
-	TestAssignDelay time.Duration
 }
 
 // Endpoint is one listener and what its callers must present.
@@ -67,17 +45,18 @@ type Endpoint struct {
 	// TLS, when set, makes the endpoint speak TLS with it (client
 	// certificates are verified if it says so: TLSConfig does).
 	TLS *tls.Config
-	// Token, when set, must be presented by every call as metadata
-	// "authorization: Bearer <token>".
+	// Token, when set, must be presented in every connection's hello
+	// (BrokerHello.token), compared in constant time.
 	Token []byte
 }
 
-// Server serves the RPC over a topicbased.Manager that may come later: it
-// accepts calls as soon as it serves, before the manager is up (reads then
-// answer NOT_READY, IsReady false, mutations wait within their deadline;
-// assignment changes are recorded in the hosted set at once and handed to
-// the manager as it comes up), so a broker plugin can connect at once while the
-// log is opened and the snapshot loaded. Create it with New.
+// Server serves the broker's frames (rpc/brokerframe) over a
+// topicbased.Manager that may come later: it accepts calls as soon as it
+// serves, before the manager is up (reads then answer NOT_READY, mutations
+// wait within their deadline; assignment changes are recorded in the hosted
+// set at once and handed to the manager as it comes up), so a broker plugin
+// can connect at once while the log is opened and the snapshot loaded.
+// Create it with New.
 type Server struct {
 	cfg    Config
 	logger *slog.Logger
@@ -90,26 +69,18 @@ type Server struct {
 	// the hosted set, so the manager sees every change after the set.
 	assignMu sync.Mutex
 
-	mu     sync.Mutex
-	grpcs  []*grpc.Server
-	framed []*framedServer // ServeFramed's listeners
-	// lookupSocket is the framed lookup socket's path ServerInfo states
-	// (the last ServeFramed's), or "".
-	lookupSocket string
-	stopping     chan struct{} // closed by Stop
-	stopOnce     sync.Once
-	wg           sync.WaitGroup
-	lookups      sync.WaitGroup // the receivers of open lookup streams
-	errs         chan error     // Serve errors of the endpoints, buffered
+	mu       sync.Mutex
+	framed   []*framedServer // Serve's listeners
+	stopping chan struct{}   // closed by Stop
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	errs     chan error // Serve errors of the endpoints, buffered
 
 	stats *prometheus.Registry // statsCollector, served by OpsHandler
 }
 
 // New returns a server with no manager and no endpoint yet.
 func New(cfg Config) *Server {
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = DefaultBatchSize
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -123,7 +94,7 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// SetManager installs the manager the RPCs run on, after handing it the
+// SetManager installs the manager the calls run on, after handing it the
 // hosted set (Config.Hosted) so that it consumes the broker's partitions
 // before any read reaches it; calls waiting for it go on. Only the first
 // call has an effect. The server never closes it.
@@ -166,99 +137,40 @@ func (s *Server) waitManager(ctx context.Context) (*topicbased.Manager, error) {
 	}
 }
 
-// Serve starts serving ep in the background. Its Serve error, if it stops
-// for another reason than Stop, is sent to Errors.
-func (s *Server) Serve(ep Endpoint) error {
-	var opts []grpc.ServerOption
-	if ep.TLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(ep.TLS)))
-	}
-	if len(ep.Token) > 0 {
-		a := tokenAuth{token: ep.Token}
-		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
-	}
-	// A pool of handler goroutines instead of one new goroutine per call:
-	// a few µs off the lookup round trip (BENCHMARKS.md, rlmm serve).
-	// One more than GOMAXPROCS: a plugin's lookup stream (SegmentForOffsetStream)
-	// keeps the worker that runs its handler for the life of the connection.
-	opts = append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))+1))
-	// Fixed flow-control windows (at least 64 KiB each) turn grpc-go's BDP
-	// estimation off. With it on, every request's DATA frame made the server
-	// send a connection WINDOW_UPDATE and a BDP PING, and the client's PING
-	// ack came back as a read of its own: two more frames and one more
-	// wake-up per call on each side, most of rlmm serve's CPU per lookup
-	// under grpc-java (BENCHMARKS.md, "Broker plugin"). 1 MiB per stream and
-	// per connection lets a streamed list run without waiting for updates.
-	opts = append(opts, grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
-	// Stop, too, returns only when every handler has: a lookup stream's
-	// handler registers its receiver in s.lookups, which Stop waits for after.
-	opts = append(opts, grpc.WaitForHandlers(true))
-	// The lookup stream decodes its requests itself (rawMessage); everything
-	// else as the proto codec does.
-	opts = append(opts, grpc.ForceServerCodecV2(newServerCodec()))
-	g := grpc.NewServer(opts...)
-	rlmmpb.RegisterRemoteLogMetadataServer(g, s.svc)
-	if err := s.admit(ep, func() { s.grpcs = append(s.grpcs, g) }); err != nil {
-		return err
-	}
-	go func() {
-		defer s.wg.Done()
-		if err := g.Serve(ep.Listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			select {
-			case s.errs <- fmt.Errorf("server: serving %s: %w", ep.Listener.Addr(), err):
-			default:
-			}
-		}
-	}()
-	s.logger.Info("server: serving", "address", ep.Listener.Addr().String(), "network", ep.Listener.Addr().Network(),
-		"tls", ep.TLS != nil, "token", len(ep.Token) > 0)
-	return nil
-}
-
 // Errors receives the error of an endpoint that stopped serving on its own.
 func (s *Server) Errors() <-chan error { return s.errs }
 
-// Stop stops every endpoint: gracefully (in-flight calls finish, no new
-// ones) until ctx ends, then forcibly. Calls waiting for the manager return
-// ErrClosed, open lookup streams (SegmentForOffsetStream) end with
-// UNAVAILABLE (CLOSED), and framed lookup connections (ServeFramed) are
-// closed. The listeners are closed; the manager is not.
+// Stop stops every endpoint: each listener is closed and every open
+// connection with it (a call being answered finishes or fails its write;
+// a mutation or an assignment change waiting is cancelled, calls waiting
+// for the manager return ErrClosed, readiness watches end), and Stop
+// returns once every connection's goroutine has, or when ctx ends (then
+// with goroutines still ending, which it says). The manager is not closed.
 func (s *Server) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	s.mu.Lock()
-	gs := s.grpcs
-	s.grpcs = nil
 	fss := s.framed
 	s.framed = nil
 	s.mu.Unlock()
-	// A framed connection has no call to finish but the one lookup it is
-	// answering: closed at once, as open lookup streams are ended.
 	for _, fs := range fss {
 		fs.stop()
 	}
 	done := make(chan struct{})
 	go func() {
-		for _, g := range gs {
-			g.GracefulStop()
-		}
+		s.wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		s.logger.Warn("server: graceful stop ran out of time; closing the remaining calls")
-		for _, g := range gs {
-			g.Stop()
-		}
+		s.logger.Warn("server: stop ran out of time; connections' goroutines are still ending")
 		<-done
 	}
-	s.wg.Wait()
-	s.lookups.Wait()
 }
 
 // admit registers a listener's server for Stop (register, under mu) and
 // counts its goroutine in wg, unless Stop began: then ErrClosed naming ep's
-// address. One rule for the gRPC and the framed servers.
+// address.
 func (s *Server) admit(ep Endpoint, register func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -20,6 +20,5 @@ import (
 )
 
 func main() {
-	installGRPCLogger()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

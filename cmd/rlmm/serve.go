@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -41,14 +40,13 @@ type serveOptions struct {
 	brokerID         int32
 	consumeWait      time.Duration
 
-	socket       string
-	lookupSocket string
-	listenTCP    string
-	allowRemote  bool
-	tlsCert      string
-	tlsKey       string
-	tlsClientCA  string
-	tokenFile    string
+	socket      string
+	listenTCP   string
+	allowRemote bool
+	tlsCert     string
+	tlsKey      string
+	tlsClientCA string
+	tokenFile   string
 
 	metricsListen   string
 	sizes           server.SizeMetrics
@@ -58,7 +56,6 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	exitWithStdin   bool
 	testAPIVersion  int32
-	testAssignDelay time.Duration
 	servingProcs    int
 }
 
@@ -70,22 +67,24 @@ func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the remote log metadata of one broker over gRPC (the sidecar of the broker plugin)",
+		Short: "Serve the remote log metadata of one broker (the sidecar of the broker plugin)",
 		Long: `serve runs the topic-based manager for one Kafka broker over the cluster's
 __remote_log_metadata topic (--kafka, or bootstrap.servers in --properties) or
 over the embedded log of --dir, with its snapshot in --snapshot-dir (default
-<--log-dir>.rlmm/snapshots, beside the broker's log directory, never inside it), and serves every RemoteLogMetadataManager method over gRPC
-(proto/rlmm/v1/rlmm.proto) to the broker's rlmm plugin.
+<--log-dir>.rlmm/snapshots, beside the broker's log directory, never inside it),
+and serves every RemoteLogMetadataManager method to the broker's rlmm plugin
+as framed protobuf messages (rpc/brokerframe, proto/rlmm/v1/rlmm.proto).
 
 Callers: a Unix socket (--socket, default <snapshot-dir>/rlmm.sock) created
 with mode 0600; TCP only with --listen-tcp, on loopback unless --allow-remote,
 and only with a bearer token (--token-file) and/or TLS with verified client
-certificates (--listen-tls-cert, --listen-tls-key, --listen-tls-client-ca).
+certificates (--listen-tls-cert, --listen-tls-key, --listen-tls-client-ca);
+TCP speaks the same frames as the socket, the token in each connection's hello.
 A second server on the same socket or snapshot directory is refused, naming
 the holder's pid.
 
-The socket accepts calls at once; reads answer NOT_READY and IsReady false
-until the log is open and the assigned metadata partitions are caught up.
+The socket accepts calls at once; reads answer NOT_READY, and no partition is
+ready, until the log is open and the assigned metadata partitions are caught up.
 SIGTERM or SIGINT: in-flight calls finish (bounded by --shutdown-timeout), a
 final snapshot is written, exit 0. Logs go to stderr (--log-format, --log-level).
 
@@ -121,34 +120,29 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	f.StringVar(&o.snapshotDir, "snapshot-dir", "", "snapshot directory, held with a lock file (default: <--log-dir>.rlmm/snapshots)")
 	f.StringVar(&o.logDir, "log-dir", "", "the broker's log.dir; the default snapshot directory is <log-dir>.rlmm/snapshots, beside it (a broker refuses to start with a directory in log.dir that is not a partition's log)")
 	f.DurationVar(&o.snapshotInterval, "snapshot-interval", topicbased.DefaultSnapshotInterval, "how often a snapshot is written when the metadata changed (negative: only at shutdown)")
-	f.Int32Var(&o.brokerID, "broker-id", -1, "the broker's broker.id (reported by ServerInfo)")
+	f.Int32Var(&o.brokerID, "broker-id", -1, "the broker's broker.id (reported by ServerInfo; a hello naming another broker is refused)")
 	f.DurationVar(&o.consumeWait, "consume-wait", 0, "bound of a mutation's waits (default: remote.log.metadata.consume.wait.ms of --properties, or 2m)")
 	f.StringVar(&o.socket, "socket", "", "Unix socket to serve on (default: <snapshot-dir>/"+defaultSocketName+")")
-	f.StringVar(&o.lookupSocket, "lookup-socket", "", "Unix socket of the framed lookups (the broker plugin's lookup without gRPC; default: --socket's path with .lookup.sock for .sock; none: serve none)")
 	f.StringVar(&o.listenTCP, "listen-tcp", "", "also serve on this TCP address (needs --token-file or TLS with --listen-tls-client-ca)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen-tcp / --metrics-listen address (TCP then needs TLS)")
 	f.StringVar(&o.tlsCert, "listen-tls-cert", "", "PEM certificate of the TCP endpoint")
 	f.StringVar(&o.tlsKey, "listen-tls-key", "", "PEM key of the TCP endpoint")
 	f.StringVar(&o.tlsClientCA, "listen-tls-client-ca", "", "PEM CA certificates that verify the TCP callers' client certificates (required with TLS unless --token-file)")
-	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token TCP callers must send (authorization: Bearer <token>)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the token TCP callers must send in their hello")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "HTTP address of /metrics, /healthz and /readyz (default: off; loopback unless --allow-remote)")
 	f.IntVar(&o.sizes.TopicsLimit, "metrics-topics-limit", server.DefaultTopicsLimit, "remote size gauges: the topics (the largest by remote bytes) with their own topic label; the rest are summed under topic=\"_other\" (0: no per-topic series)")
 	f.IntVar(&o.sizes.PartitionsLimit, "metrics-partitions-limit", 0, "remote size gauges per partition: the largest partitions with their own labels, the rest summed under _other (default 0: none)")
 	f.DurationVar(&o.sizes.MaxAge, "metrics-sizes-max-age", 15*time.Second, "remote size gauges: a scrape reuses the last computation if it is younger than this (0: every scrape scans the hosted partitions' segments)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, lookup_socket=, tcp=, metrics= lines")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the graceful stop of the RPCs, and of the final snapshot, at SIGTERM")
+	f.StringVar(&o.readyFile, "ready-file", "", "file written (atomically) once the socket accepts calls: pid=, socket=, tcp=, metrics= lines")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the stop of the endpoints, and of the final snapshot, at SIGTERM")
 	f.IntVar(&o.servingProcs, "serving-procs", 1, "Go processors (GOMAXPROCS) once the snapshot's state is built: restoring uses every core, serving calls runs cheaper on one; 0 leaves GOMAXPROCS as it is, and so does GOMAXPROCS set in the environment")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
 	// For the broker plugin's tests only: the api_version ServerInfo states
 	// (server.APIVersion unless set), to play a server of another version.
 	f.Int32Var(&o.testAPIVersion, "test-api-version", 0, "tests only: the api_version ServerInfo states (default server.APIVersion)")
 	_ = f.MarkHidden("test-api-version")
-	// For the broker tests only: holds each assignment change back before
-	// it is recorded, so that reads fall into the window it is on its way.
-	f.DurationVar(&o.testAssignDelay, "test-assign-delay", 0, "tests only: how long each assignment change waits before it is recorded")
-	_ = f.MarkHidden("test-assign-delay")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -362,34 +356,6 @@ func (o *serveOptions) tcpEndpoint() (server.Endpoint, error) {
 	return ep, nil
 }
 
-// lookupSocketPath resolves --lookup-socket, absolute (ServerInfo states
-// it to clients that may run elsewhere in the file system): "" when none
-// is served. The default, derived from the socket's path, is dropped with a
-// warning when it would be too long for a socket; a path given that is too
-// long is refused.
-func (o *serveOptions) lookupSocketPath(socket string, logger *slog.Logger) (string, error) {
-	p := o.lookupSocket
-	switch p {
-	case "none":
-		return "", nil
-	case "":
-		p = strings.TrimSuffix(socket, ".sock") + ".lookup.sock"
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", usageErrorf("--lookup-socket %s: %v", p, err)
-	}
-	if len(abs) > server.MaxSocketPath {
-		if o.lookupSocket == "" {
-			logger.Warn("serve: no framed lookup socket: the path beside --socket is too long for a Unix socket; give --lookup-socket",
-				"path", abs, "bytes", len(abs), "max", server.MaxSocketPath)
-			return "", nil
-		}
-		return "", usageErrorf("--lookup-socket %s is %d bytes, longer than the %d a Unix socket path allows", abs, len(abs), server.MaxSocketPath)
-	}
-	return abs, nil
-}
-
 // dirs resolves the snapshot directory and the socket path.
 func (o *serveOptions) dirs() (snapshotDir, socket string, err error) {
 	snapshotDir = o.snapshotDir
@@ -414,8 +380,6 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	grpcLogs.Store(logger)
-	defer grpcLogs.Store(nil)
 	sl, err := o.resolveLog(cmd)
 	if err != nil {
 		return err
@@ -477,26 +441,12 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	lookupSocket, err := o.lookupSocketPath(socket, logger)
-	if err != nil {
-		return err
-	}
 	unix, err := server.ListenUnix(ctx, socket)
 	if err != nil {
 		if tcp.Listener != nil {
 			tcp.Listener.Close()
 		}
 		return couldNotRun(fmt.Errorf("--socket: %w", err))
-	}
-	var framed net.Listener
-	if lookupSocket != "" {
-		if framed, err = server.ListenUnix(ctx, lookupSocket); err != nil {
-			unix.Close()
-			if tcp.Listener != nil {
-				tcp.Listener.Close()
-			}
-			return couldNotRun(fmt.Errorf("--lookup-socket: %w", err))
-		}
 	}
 	reg := prometheus.NewRegistry()
 	// The Go collector also exports the runtime's live heap
@@ -522,11 +472,11 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
 		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion, Sizes: o.sizes,
-		Hosted: hosted, TestAssignDelay: o.testAssignDelay,
+		Hosted: hosted,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}
 	defer r.stopServing()
-	if err := r.startEndpoints(unix, framed, tcp, reg); err != nil {
+	if err := r.startEndpoints(unix, tcp, reg); err != nil {
 		return err
 	}
 
@@ -594,45 +544,22 @@ type serveRun struct {
 	stopped bool
 }
 
-// startEndpoints serves the socket (and the framed lookup socket, and
-// TCP), starts the ops listener and writes the ready file.
-func (r *serveRun) startEndpoints(unix, framed net.Listener, tcp server.Endpoint, reg *prometheus.Registry) error {
-	// The socket speaks the broker's frames (rpc/brokerframe) and gRPC, each
-	// connection in the protocol it opens with.
-	unixGRPC, unixFramed := server.Split(unix)
-	if err := r.srv.Serve(server.Endpoint{Listener: unixGRPC}); err != nil {
+// startEndpoints serves the socket (and TCP), starts the ops listener and
+// writes the ready file. Both endpoints speak the broker's frames
+// (rpc/brokerframe); TCP with TLS when asked, and the token in each
+// connection's hello when it has one.
+func (r *serveRun) startEndpoints(unix net.Listener, tcp server.Endpoint, reg *prometheus.Registry) error {
+	if err := r.srv.Serve(server.Endpoint{Listener: unix}); err != nil {
 		unix.Close()
-		if framed != nil {
-			framed.Close()
+		if tcp.Listener != nil {
+			tcp.Listener.Close()
 		}
-		return couldNotRun(err)
-	}
-	if err := r.srv.ServeFramed(server.Endpoint{Listener: unixFramed}); err != nil {
 		return couldNotRun(err)
 	}
 	lines := []string{fmt.Sprintf("pid=%d", os.Getpid()), "socket=" + r.socket}
-	if framed != nil {
-		// The same authentication as the socket beside it: its mode (0600),
-		// and no token (a token is only ever asked of TCP callers).
-		if err := r.srv.ServeFramed(server.Endpoint{Listener: framed}); err != nil {
-			framed.Close()
-			return couldNotRun(err)
-		}
-		lines = append(lines, "lookup_socket="+framed.Addr().String())
-	}
 	if tcp.Listener != nil {
-		// TLS ends here, before the split: both protocols get the same
-		// verified connection, and the token is checked by each.
-		l := tcp.Listener
-		if tcp.TLS != nil {
-			l = tls.NewListener(l, tcp.TLS)
-		}
-		tcpGRPC, tcpFramed := server.Split(l)
-		if err := r.srv.Serve(server.Endpoint{Listener: tcpGRPC, Token: tcp.Token}); err != nil {
+		if err := r.srv.Serve(tcp); err != nil {
 			tcp.Listener.Close()
-			return couldNotRun(err)
-		}
-		if err := r.srv.ServeFramed(server.Endpoint{Listener: tcpFramed, Token: tcp.Token}); err != nil {
 			return couldNotRun(err)
 		}
 		lines = append(lines, "tcp="+tcp.Listener.Addr().String())
@@ -665,7 +592,7 @@ func (r *serveRun) startEndpoints(unix, framed net.Listener, tcp server.Endpoint
 	return nil
 }
 
-// stopServing stops the RPCs (bounded), the ops listener and removes the
+// stopServing stops the endpoints (bounded), the ops listener and removes the
 // ready file. Idempotent.
 func (r *serveRun) stopServing() {
 	if r.stopped {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
@@ -62,13 +60,13 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 	disk := faultdisk.Mount(t, 1<<20)
 	dir := shortTemp(t)
 	snap := filepath.Join(disk.Dir, "snap")
-	serve := func(name string) (*servingProc, string, func() rlmmpb.RemoteLogMetadataClient) {
+	serve := func(name string) (*servingProc, string, func() *frameClient) {
 		socket, ready := filepath.Join(dir, name+".sock"), filepath.Join(dir, name+".ready")
 		p := startServe(t, "--dir", filepath.Join(dir, "log"), "--snapshot-dir", snap, "--socket", socket,
 			"--ready-file", ready, "--metrics-listen", "127.0.0.1:0", "--snapshot-interval", "20ms",
 			"--kafka-partitions", "4", "--log-format", "json")
 		info := waitFile(t, ready, p.done, &p.stderr)
-		return p, info["metrics"], func() rlmmpb.RemoteLogMetadataClient { return rpcClient(t, socket) }
+		return p, info["metrics"], func() *frameClient { return rpcClient(t, socket) }
 	}
 	segment := func(i int) (rlmm.TopicIDPartition, rlmm.Uuid) {
 		return rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(7, 7), Topic: "orders", Partition: int32(i)},
@@ -139,7 +137,7 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 }
 
 // assign sends tp's leadership change and wants it acknowledged.
-func assign(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition) {
+func assign(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -149,15 +147,15 @@ func assign(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDParti
 }
 
 // assignUnacknowledged sends tp's leadership change while the hosted set
-// cannot be written and wants it refused as not ready (Unavailable), which
+// cannot be written and wants it refused NOT_READY, which
 // the plugin sends again; the change is served all the same.
-func assignUnacknowledged(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition) {
+func assignUnacknowledged(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
 	_, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}})
-	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "hosted set") {
-		t.Fatalf("a leadership change while the hosted set cannot be written: %v, want Unavailable naming the hosted set", err)
+	if errorKind(err) != rlmmpb.ErrorKind_NOT_READY || !strings.Contains(err.Error(), "hosted set") {
+		t.Fatalf("a leadership change while the hosted set cannot be written: %v, want NOT_READY naming the hosted set", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,16 +20,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/brokerframe"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
-	"github.com/rlmm-go/rlmm/server"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
 
@@ -135,17 +128,6 @@ func shortTemp(t *testing.T) string {
 	return d
 }
 
-// rpcClient connects to the socket.
-func rpcClient(t *testing.T, socket string) rlmmpb.RemoteLogMetadataClient {
-	t.Helper()
-	conn, err := server.DialUnix(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return rlmmpb.NewRemoteLogMetadataClient(conn)
-}
-
 func protoTP(tp rlmm.TopicIDPartition) *rlmmpb.TopicIdPartition {
 	return &rlmmpb.TopicIdPartition{
 		TopicId: &rlmmpb.Uuid{MostSignificantBits: uint64(tp.TopicID.MostSignificantBits()), LeastSignificantBits: uint64(tp.TopicID.LeastSignificantBits())},
@@ -155,7 +137,7 @@ func protoTP(tp rlmm.TopicIDPartition) *rlmmpb.TopicIdPartition {
 
 // brokerWork is what a broker does through the plugin: take leadership,
 // wait for readiness, copy a segment (add, finish), look it up.
-func brokerWork(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
+func brokerWork(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -168,7 +150,7 @@ func brokerWork(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDP
 
 // copyAndLookup is brokerWork on a partition the server already hosts: one
 // segment copied (added, finished) and looked up.
-func copyAndLookup(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
+func copyAndLookup(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -190,14 +172,14 @@ func copyAndLookup(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.Topic
 	lookup(t, c, tp, start+50, segID)
 }
 
-func waitReady(t *testing.T, ctx context.Context, c rlmmpb.RemoteLogMetadataClient, ptp *rlmmpb.TopicIdPartition) {
+func waitReady(t *testing.T, ctx context.Context, c *frameClient, ptp *rlmmpb.TopicIdPartition) {
 	t.Helper()
 	for {
-		r, err := c.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: ptp})
+		ready, err := c.isReady(ctx, ptp)
 		if err != nil {
-			t.Fatalf("IsReady: %v", err)
+			t.Fatalf("a lookup: %v", err)
 		}
-		if r.Ready {
+		if ready {
 			return
 		}
 		select {
@@ -209,7 +191,7 @@ func waitReady(t *testing.T, ctx context.Context, c rlmmpb.RemoteLogMetadataClie
 }
 
 // lookup checks that offset of tp's epoch 0 is in segment want.
-func lookup(t *testing.T, c rlmmpb.RemoteLogMetadataClient, tp rlmm.TopicIDPartition, offset int64, want rlmm.Uuid) {
+func lookup(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, offset int64, want rlmm.Uuid) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -253,7 +235,7 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatalf("ready file %v", info)
 	}
 	c := rpcClient(t, socket)
-	si, err := c.ServerInfo(context.Background(), &rlmmpb.ServerInfoRequest{})
+	si, err := c.ServerInfo(context.Background())
 	if err != nil || si.BrokerId != 3 || si.MetadataPartitions != 8 || si.Log != "embedded log "+logDir {
 		t.Fatalf("ServerInfo %v %v", si, err)
 	}
@@ -261,13 +243,12 @@ func TestServeLifecycle(t *testing.T) {
 	if fi := brokerHello(t, socket); fi.GetPid() != si.GetPid() || fi.GetBrokerId() != 3 {
 		t.Fatalf("the broker hello on %s was answered by %v, want the server of ServerInfo %v", socket, fi, si)
 	}
-	// The framed lookup socket beside the socket, named by ServerInfo and the ready file.
-	lookupSocket := filepath.Join(dir, "s.lookup.sock")
-	if si.LookupSocket != lookupSocket || info["lookup_socket"] != lookupSocket {
-		t.Fatalf("lookup socket: ServerInfo %q, ready file %q; want %q", si.LookupSocket, info["lookup_socket"], lookupSocket)
+	// One socket, mode 0600: nothing else is served beside it.
+	if st, err := os.Stat(socket); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %s: %v %v, want mode 0600", socket, st, err)
 	}
-	if st, err := os.Stat(lookupSocket); err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("lookup socket %s: %v %v, want mode 0600", lookupSocket, st, err)
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 4 {
+		t.Fatalf("%s holds %v (%v), want the log, the snapshots, the socket and the ready file", dir, ents, err)
 	}
 	tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "orders", Partition: 2}
 	seg := rlmm.RandomUuid()
@@ -301,7 +282,7 @@ func TestServeLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(snap, topicbased.SnapshotFileName)); err != nil {
 		t.Fatalf("no final snapshot: %v\n%s", err, p.stderr.String())
 	}
-	for _, gone := range []string{socket, lookupSocket, ready} {
+	for _, gone := range []string{socket, ready} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s left behind (%v)", gone, err)
 		}
@@ -482,47 +463,6 @@ func TestServeNarrowsProcsWhenRestored(t *testing.T) {
 	}
 }
 
-// TestServeLogsGRPCThroughSlog: gRPC's own log lines (here its INFO line
-// about a caller whose HTTP/2 preface is cut short, logged at Debug: the
-// socket hands a connection to gRPC by the preface's first bytes) come out as
-// the server's JSON lines, with component=grpc, not as gRPC's default text.
-func TestServeLogsGRPCThroughSlog(t *testing.T) {
-	bin := rlmmBinary(t)
-	dir := shortTemp(t)
-	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
-	_, done, stderr, _ := startBinary(t, bin, "serve", "--dir", filepath.Join(dir, "log"), "--snapshot-dir", filepath.Join(dir, "snap"),
-		"--socket", socket, "--ready-file", ready, "--log-format", "json", "--log-level", "debug")
-	waitFile(t, ready, done, stderr)
-	conn, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nnot the rest of the preface\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.Close()
-	deadline := time.Now().Add(serveTestTimeout)
-	for {
-		var found bool
-		for line := range strings.Lines(stderr.String()) {
-			var rec map[string]any
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatalf("stderr line is not JSON: %q", line)
-			}
-			if rec["component"] == "grpc" && rec["level"] == "DEBUG" && strings.Contains(fmt.Sprint(rec["msg"]), "ServerTransport") {
-				found = true
-			}
-		}
-		if found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no gRPC line about the bad caller as a JSON line with component=grpc:\n%s", stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestServeOverKfake serves over franz-go's in-process Kafka: the topic is
 // created (with the properties' partition count), the broker's work goes
 // through, the stop writes the snapshot.
@@ -566,7 +506,7 @@ func serveOverKafka(t *testing.T, bootstrap string) {
 	p := startServe(t, "--properties", props, "--kafka-topic", topic, "--log-dir", logDir, "--socket", socket, "--ready-file", ready)
 	waitFile(t, ready, p.done, &p.stderr)
 	c := rpcClient(t, socket)
-	si, err := c.ServerInfo(context.Background(), &rlmmpb.ServerInfoRequest{})
+	si, err := c.ServerInfo(context.Background())
 	if err != nil || si.MetadataPartitions != 5 || si.Log != "kafka "+topic+" at "+bootstrap {
 		t.Fatalf("ServerInfo %v %v", si, err)
 	}
@@ -580,8 +520,10 @@ func serveOverKafka(t *testing.T, bootstrap string) {
 	}
 }
 
-// TestServeTCPWithToken: --listen-tcp with --token-file serves callers
-// that send the token and refuses the others.
+// TestServeTCPWithToken: --listen-tcp with --token-file serves the
+// broker's frames to a caller whose hello carries the token (every
+// purpose: a leadership change, a mutation, a lookup) and refuses one
+// without it.
 func TestServeTCPWithToken(t *testing.T) {
 	dir := shortTemp(t)
 	token := filepath.Join(dir, "token")
@@ -595,29 +537,24 @@ func TestServeTCPWithToken(t *testing.T) {
 	if info["tcp"] == "" {
 		t.Fatalf("ready file without tcp=: %v", info)
 	}
-	conn, err := grpc.NewClient("passthrough:///"+info["tcp"], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c := rlmmpb.NewRemoteLogMetadataClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	if _, err := c.ServerInfo(ctx, &rlmmpb.ServerInfoRequest{}); status.Code(err) != codes.Unauthenticated {
-		t.Fatalf("without the token: %v, want UNAUTHENTICATED", err)
+	if _, err := newFrameClient(t, "tcp", info["tcp"], nil, nil).ServerInfo(ctx); err == nil || !strings.Contains(err.Error(), "a valid token is required") {
+		t.Fatalf("without the token: %v, want the hello refused", err)
 	}
-	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer a-long-random-token")
-	if _, err := c.ServerInfo(authed, &rlmmpb.ServerInfoRequest{}); err != nil {
+	c := newFrameClient(t, "tcp", info["tcp"], nil, []byte("a-long-random-token"))
+	if _, err := c.ServerInfo(ctx); err != nil {
 		t.Fatalf("with the token: %v", err)
 	}
+	brokerWork(t, c, rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "tcp", Partition: 0}, rlmm.RandomUuid(), 0)
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.stderr.String())
 	}
 }
 
 // TestServeAnswersWhileTheLogOpens: the socket accepts calls before the
-// log is open (here a cluster that never answers): reads say NOT_READY,
-// IsReady false; a stop meanwhile exits 0.
+// log is open (here a cluster that never answers): reads say NOT_READY;
+// a stop meanwhile exits 0.
 func TestServeAnswersWhileTheLogOpens(t *testing.T) {
 	dir := shortTemp(t)
 	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
@@ -627,11 +564,8 @@ func TestServeAnswersWhileTheLogOpens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
 	tp := protoTP(rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t"})
-	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); status.Code(err) != codes.Unavailable {
-		t.Fatalf("read while the log opens: %v, want UNAVAILABLE (NOT_READY)", err)
-	}
-	if r, err := c.IsReady(ctx, &rlmmpb.IsReadyRequest{TopicIdPartition: tp}); err != nil || r.Ready {
-		t.Fatalf("IsReady while the log opens: %v %v", r, err)
+	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); errorKind(err) != rlmmpb.ErrorKind_NOT_READY {
+		t.Fatalf("read while the log opens: %v, want NOT_READY", err)
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("stop while the log opens: exit %d:\n%s", code, p.stderr.String())
