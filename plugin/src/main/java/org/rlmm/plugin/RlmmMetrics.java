@@ -116,8 +116,8 @@ final class RlmmMetrics implements AutoCloseable, Supervisor.Listener {
         metrics.addMetric(n, (Gauge<Long>) (config, now) -> value.getAsLong());
     }
 
-    /** One call of kind rpc that took nanos, and whether it failed. */
-    void call(String rpc, long nanos, boolean failed) {
+    @Override
+    public void call(String rpc, long nanos, boolean failed) {
         Sensor s = latency.get(rpc);
         if (s == null) {
             return;
