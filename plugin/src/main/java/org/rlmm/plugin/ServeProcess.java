@@ -185,7 +185,7 @@ final class ServeProcess implements AutoCloseable {
                 stopChild();
                 last = e.getMessage();
                 hooks.error();
-                log.error("rlmm plugin: {}; next try in {} ms", last, backoff.peek().toMillis());
+                log.error("{}; next try in {} ms", last, backoff.peek().toMillis());
                 if (!backoff.sleep(Duration.ofNanos(first ? initDeadline - System.nanoTime() : Long.MAX_VALUE))) {
                     return;
                 }
