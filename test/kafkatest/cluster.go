@@ -363,6 +363,9 @@ func (c *Cluster) startNodes(ctx context.Context, nodes []*Node) error {
 			return err
 		}
 	}
+	if c.cfg.NoReadyWait {
+		return nil
+	}
 	for _, n := range nodes {
 		if err := n.waitReady(ctx, c.cfg.StartTimeout); err != nil {
 			c.stopNodes(nodes)

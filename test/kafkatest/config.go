@@ -142,6 +142,11 @@ type Config struct {
 	// then every broker gets SIGKILL when this process dies, however it
 	// dies.
 	Detached bool `json:"detached"`
+	// NoReadyWait makes Start, StartNode and Restart launch the nodes and
+	// return without waiting for them to answer: for a test of a broker
+	// that is to stop by itself, which waits for it with Node.Wait. Not
+	// kept in the cluster's record.
+	NoReadyWait bool `json:"-"`
 	// Proxy, when set, is asked once per listener of each node at the
 	// cluster's first start for the address clients (and the other nodes)
 	// are to use instead of the listener's own: the fault tests put a

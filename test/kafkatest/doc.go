@@ -53,7 +53,10 @@
 // SIGTERM (and SIGCONT, for a paused node), SIGKILL after
 // Config.StopTimeout, then ends what is left of each group, each process
 // by its pid; StartT registers it with t.Cleanup. TestNoProcessLeft checks
-// both paths.
+// both paths. Node.Wait returns the exit status of a JVM that ended by
+// itself; Config.NoReadyWait starts nodes without waiting for them to
+// answer, for a test of a broker that is to stop itself (the plugin's
+// fail-loud promise, brokertest/failloud_test.go).
 //
 // A cluster's directory holds node-N/ (server.properties and
 // log4j2.properties, rewritten at each start; data/, kept; broker.log,

@@ -78,6 +78,24 @@ func (n *Node) GroupPIDs() []int {
 	return groupMembers(n.proc.pid)
 }
 
+// Wait waits until the broker JVM exits by itself (at most until ctx
+// ends) and returns its exit status: its exit code, or 128+N when signal N
+// ended it. A test of a broker that is to stop itself (Config.NoReadyWait)
+// asserts the status with it.
+func (n *Node) Wait(ctx context.Context) (int, error) {
+	n.c.mu.Lock()
+	p := n.proc
+	n.c.mu.Unlock()
+	if p == nil {
+		return 0, fmt.Errorf("kafkatest: node %d was not started", n.ID())
+	}
+	code, err := p.exitCode(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("kafkatest: node %d still runs: %w", n.ID(), err)
+	}
+	return code, nil
+}
+
 // Running reports whether the broker JVM runs.
 func (n *Node) Running() bool { return n.PID() != 0 }
 

@@ -28,6 +28,7 @@ type process struct {
 
 	mu     sync.Mutex
 	exited bool // the child was reaped
+	status int  // its exit status once reaped: the code, 128+N for signal N; -1 when not known
 }
 
 // launch starts argv with its output appended to out, in its own process
@@ -75,11 +76,42 @@ func (p *process) alive() bool {
 	var ws syscall.WaitStatus
 	got, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
 	if got == p.pid || errors.Is(err, syscall.ECHILD) {
-		p.exited = true
+		p.exited, p.status = true, -1
+		if got == p.pid {
+			p.status = exitStatus(ws)
+		}
 		_ = p.child.Release()
 		return false
 	}
 	return true
+}
+
+// exitStatus is a reaped process's status as a shell reports it: its exit
+// code, or 128+N when signal N ended it.
+func exitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// exitCode waits until the process has exited (at most until ctx ends) and
+// returns its exit status; -1 when it is not known (a process this package
+// did not start).
+func (p *process) exitCode(ctx context.Context) (int, error) {
+	for p.alive() {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if p.child == nil {
+		return -1, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status, nil
 }
 
 // signal sends sig to the process alone.

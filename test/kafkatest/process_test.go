@@ -2,6 +2,8 @@ package kafkatest
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -234,4 +236,42 @@ func TestFindBroker(t *testing.T) {
 			t.Fatalf("findBroker of pid file %q found a broker", content)
 		}
 	}
+}
+
+// TestProcessExitCode: a process that ends by itself reports its exit
+// status as a shell does (the code, or 128+N for signal N); a wait on one
+// that does not end returns when its context does.
+func TestProcessExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		want int
+	}{
+		{"exit 0", []string{"true"}, 0},
+		{"exit 1", []string{"sh", "-c", "exit 1"}, 1},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, 3},
+		{"killed by SIGKILL", []string{"sh", "-c", "kill -9 $$"}, 128 + 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := launchT(t, tt.argv...)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			got, err := p.exitCode(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Fatalf("exit status %d, want %d", got, tt.want)
+			}
+		})
+	}
+	t.Run("still running", func(t *testing.T) {
+		p := launchT(t, "sleep", "600")
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := p.exitCode(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a wait on a running process: %v, want the context's deadline", err)
+		}
+	})
 }

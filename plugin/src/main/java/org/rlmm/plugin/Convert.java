@@ -22,9 +22,9 @@ import org.rlmm.plugin.proto.SegmentUpdate;
 import org.rlmm.plugin.proto.Uuid;
 
 /**
- * Converts Kafka's model objects to the RPC's messages and back, field for field: states travel
- * by Kafka's ids, custom metadata keeps the difference between absent and empty, and the leader
- * epoch map keeps every entry.
+ * Converts Kafka's model objects to the frames' messages (and a segment back), field for field:
+ * states travel by Kafka's ids, custom metadata keeps the difference between absent and empty, and
+ * the leader epoch map keeps every entry.
  */
 final class Convert {
     private Convert() {}
@@ -80,13 +80,6 @@ final class Convert {
         return p;
     }
 
-    static RemotePartitionDeleteState state(PartitionDeleteState s) {
-        if (s == PartitionDeleteState.UNRECOGNIZED) {
-            throw new IllegalArgumentException("rlmm serve sent an unknown partition delete state");
-        }
-        return RemotePartitionDeleteState.forId((byte) s.getNumber());
-    }
-
     static SegmentMetadata segment(RemoteLogSegmentMetadata m) {
         SegmentMetadata.Builder b = SegmentMetadata.newBuilder()
                 .setTopicIdPartition(partition(m.topicIdPartition()))
@@ -139,18 +132,6 @@ final class Convert {
         return b.build();
     }
 
-    static RemoteLogSegmentMetadataUpdate update(SegmentUpdate u) {
-        TopicIdPartition tp = partition(u.getTopicIdPartition());
-        return new RemoteLogSegmentMetadataUpdate(
-                new RemoteLogSegmentId(tp, uuid(u.getSegmentId())),
-                u.getEventTimestampMs(),
-                u.hasCustomMetadata()
-                        ? Optional.of(new CustomMetadata(u.getCustomMetadata().toByteArray()))
-                        : Optional.empty(),
-                state(u.getState()),
-                u.getBrokerId());
-    }
-
     static PartitionDelete partitionDelete(RemotePartitionDeleteMetadata d) {
         return PartitionDelete.newBuilder()
                 .setTopicIdPartition(partition(d.topicIdPartition()))
@@ -158,10 +139,5 @@ final class Convert {
                 .setEventTimestampMs(d.eventTimestampMs())
                 .setBrokerId(d.brokerId())
                 .build();
-    }
-
-    static RemotePartitionDeleteMetadata partitionDelete(PartitionDelete d) {
-        return new RemotePartitionDeleteMetadata(
-                partition(d.getTopicIdPartition()), state(d.getState()), d.getEventTimestampMs(), d.getBrokerId());
     }
 }

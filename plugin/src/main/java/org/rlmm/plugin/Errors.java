@@ -6,18 +6,11 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.rlmm.plugin.proto.BrokerError;
 
 /**
- * Maps a failed call to the exception Kafka's own RLMM raises in that case (kafka-rlmm.md §2,
- * §5.12), in one rule ({@link #map(Throwable, String, String, Call)}): NOT_READY, and a read of a
- * partition the broker assigned that the server does not hold yet, are
- * {@link ReplicaNotAvailableException} (retriable, unchecked, as Kafka throws it from reads); an
- * unknown segment, or a read of a partition the broker never assigned here, is
- * {@link RemoteResourceNotFoundException}; everything else is {@link RemoteStorageException}.
+ * Every exception the plugin raises to the broker, built here so that one file says what the broker
+ * sees in each case: the server's answer mapped as Kafka's own RLMM raises it (kafka-rlmm.md §2,
+ * §5.12; the one rule is {@link #map}), and the plugin's own (a server that did not come back in
+ * time, an interrupted wait, a closed or unconfigured instance, a server of another API version).
  * Every message carries rlmm's own message and the server's address.
- *
- * <p>Every exception the plugin raises to the broker is built here, the mapped ones above and the
- * plugin's own (a server that did not come back in time, an interrupted wait, a closed or
- * unconfigured instance, a server of another API version), so that one file says what the broker
- * sees in each case.
  */
 final class Errors {
     private Errors() {}

@@ -132,10 +132,15 @@ final class Link implements AutoCloseable {
             w.due = dueNanos;
             boolean sent = false;
             try {
-                if (ep.socket() != null) {
-                    // The server on this host's Unix socket refuses a mutation it reads after
-                    // this (one that waited in the socket while the server was stopped).
-                    req.setDeadlineUnixMs(System.currentTimeMillis() + TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime()));
+                if (p == Purpose.PURPOSE_MUTATE || p == Purpose.PURPOSE_ASSIGN) {
+                    // The server bounds these (never a read) by the time left and, on this host's
+                    // Unix socket, does not run one it reads past its deadline (one that waited in
+                    // the socket while the server was stopped).
+                    long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime()));
+                    req.setTimeoutMs(left);
+                    if (ep.socket() != null) {
+                        req.setDeadlineUnixMs(System.currentTimeMillis() + left);
+                    }
                 }
                 BrokerRequest r = req.setId(ids.incrementAndGet()).build();
                 sent = true;
@@ -234,7 +239,7 @@ final class Link implements AutoCloseable {
                     return;
                 }
                 while (!closed) {
-                    ReadinessUpdate u = ReadinessUpdate.parseFrom(w.readPush());
+                    ReadinessUpdate u = ReadinessUpdate.parseFrom(w.readFrame());
                     Map<Key, Boolean> m = new java.util.HashMap<>(u.getPartitionsCount() * 2);
                     for (PartitionReadiness r : u.getPartitionsList()) {
                         m.put(Key.of(r.getTopicIdPartition()), r.getReady());

@@ -23,22 +23,8 @@ import org.slf4j.Logger;
  * The plugin's metrics in the broker's JMX, through Kafka's own metrics library (a {@link Metrics}
  * with a {@link JmxReporter}, as the broker's own metrics are published; the same classes on Kafka
  * 4.0 through 4.4), under {@code kafka.server:type=rlmm-plugin,broker-id=N} and, per call kind,
- * {@code kafka.server:type=rlmm-plugin,broker-id=N,rpc=KIND}:
- *
- * <ul>
- *   <li>{@code child-up}: 1 while a server answers and holds the broker's partitions (calls go
- *       through), else 0;
- *   <li>{@code child-restarts-total}: children started after the first;
- *   <li>{@code last-error-timestamp-ms}: when the child last died, failed to start or was refused
- *       (0: never; the message is in the broker's log at ERROR);
- *   <li>{@code failed}: 1 once the plugin gave up (a refused setting or API version, the init
- *       timeout) and stopped the broker;
- *   <li>{@code hosted-partitions-ready}, {@code hosted-partitions-not-ready}: from the readiness the
- *       server last pushed;
- *   <li>per {@code rpc} (lookup, highest-offset, list, remote-log-size, next-txn-index, add, update,
- *       partition-delete, leadership, stop): {@code calls-total}, {@code errors-total},
- *       {@code latency-avg-ms} and {@code latency-max-ms} (Kafka's windowed samples).
- * </ul>
+ * {@code kafka.server:type=rlmm-plugin,broker-id=N,rpc=KIND}: the gauges and per-call counts that
+ * plugin/README.md ("Metrics") lists, each registered with its description.
  *
  * <p>Registration never fails the plugin: an error is logged at WARN and the instance goes without
  * metrics. Two instances with one broker id in one JVM share the names: the later one's replace the
@@ -116,8 +102,8 @@ final class RlmmMetrics implements AutoCloseable, Supervisor.Listener {
         metrics.addMetric(n, (Gauge<Long>) (config, now) -> value.getAsLong());
     }
 
-    /** One call of kind rpc that took nanos, and whether it failed. */
-    void call(String rpc, long nanos, boolean failed) {
+    @Override
+    public void call(String rpc, long nanos, boolean failed) {
         Sensor s = latency.get(rpc);
         if (s == null) {
             return;

@@ -1,6 +1,5 @@
 package org.rlmm.plugin;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
@@ -23,7 +22,6 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.rlmm.plugin.proto.AddSegmentRequest;
 import org.rlmm.plugin.proto.BrokerReply;
 import org.rlmm.plugin.proto.BrokerRequest;
-import org.rlmm.plugin.proto.ErrorKind;
 import org.rlmm.plugin.proto.HighestOffsetForEpochRequest;
 import org.rlmm.plugin.proto.LeadershipChangesRequest;
 import org.rlmm.plugin.proto.ListSegmentsRequest;
@@ -92,10 +90,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return;
         }
         PluginConfig c = PluginConfig.parse(configs);
-        RlmmMetrics m = RlmmMetrics.register(c.brokerId, LOG, this::upGauge, () -> readyCount(true), () -> readyCount(false));
+        RlmmMetrics m = RlmmMetrics.register(c.brokerId(), LOG, this::upGauge, () -> readyCount(true), () -> readyCount(false));
         metrics = m;
-        supervisor = new Supervisor(c, LOG, Tls.endpoint(c, API_VERSION), m != null ? m : Supervisor.Listener.NONE);
-        outbox = new Outbox(this::send, gate, LOG, new Backoff(c.restartBackoff, c.restartBackoffMax));
+        supervisor = new Supervisor(c, LOG, Tls.endpoint(c, API_VERSION), m != null ? m : new Supervisor.Listener() { });
+        outbox = new Outbox(this::send, gate, LOG, new Backoff(c.restartBackoff(), c.restartBackoffMax()));
         cfg = c;
         try {
             supervisor.start();
@@ -107,7 +105,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         }
         LOG.info("rlmm plugin: configured in {} ms; rlmm serve at {} {} (calls wait up to {} ms for it)",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.target(),
-                c.mode == PluginConfig.Mode.SPAWN ? "starts in the background" : "is used as it runs", c.callTimeout.toMillis());
+                c.mode == PluginConfig.Mode.SPAWN ? "starts in the background" : "is used as it runs", c.callTimeout().toMillis());
     }
 
     /** The child-up gauge: 1 while calls go to a server that answered the hello, else 0. */
@@ -134,80 +132,12 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         return c;
     }
 
-    /**
-     * The one call primitive: waits (within the call's bound) for the server, sends req on a
-     * connection of purpose p in this thread and reads the reply; a refusal is mapped once
-     * ({@link Errors}). A call whose server died under it runs again on the next one within the
-     * same bound, unless it is a mutation that may have reached the server. more gets a list's
-     * replies before the last; reset runs before each try.
-     */
+    /** One call through the supervisor, with the partition's outbox state for the error mapping. */
     private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req,
             Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
         PluginConfig c = cfg();
-        long bound = (p == Purpose.PURPOSE_MUTATE ? c.mutationTimeout : c.callTimeout).toMillis();
-        long began = System.nanoTime();
-        long due = began + TimeUnit.MILLISECONDS.toNanos(bound);
-        boolean ok = false;
-        boolean onSuccessor = false;
-        try {
-            while (true) {
-                Link l = supervisor.await(due, what, bound);
-                boolean changeWaiting = tp != null && outbox.waiting(tp);
-                reset.run();
-                BrokerReply r;
-                try {
-                    req.setTimeoutMs(Math.max(1, TimeUnit.NANOSECONDS.toMillis(due - System.nanoTime())));
-                    r = l.call(p, req, due, more);
-                } catch (Link.Broken b) {
-                    long left = due - System.nanoTime();
-                    if (b.deadline || left <= 0 || p == Purpose.PURPOSE_MUTATE && b.sent) {
-                        throw Errors.broken(b, what.get(), c.target(), bound, p == Purpose.PURPOSE_MUTATE);
-                    }
-                    // Its server died or restarts under it (the supervisor may not have seen it
-                    // yet): asked again, on the next server, within the same bound.
-                    if (!supervisor.gone(l)) {
-                        pause(Math.min(left, RETRY_PAUSE_NANOS), what);
-                    }
-                    onSuccessor = true;
-                    continue;
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw Errors.interrupted(what.get(), e);
-                }
-                // A read moved to the next server because its own died under it is answered by
-                // that server once it has caught up, within the same bound: a restart costs the
-                // broker a slower read, not a retriable error.
-                if (r.hasError() && onSuccessor && p != Purpose.PURPOSE_MUTATE
-                        && r.getError().getKind() == ErrorKind.NOT_READY && due - System.nanoTime() > RETRY_PAUSE_NANOS) {
-                    pause(RETRY_PAUSE_NANOS, what);
-                    continue;
-                }
-                if (r.hasError()) {
-                    Errors.Call kind = p == Purpose.PURPOSE_MUTATE ? Errors.Call.MUTATION : tp == null ? Errors.Call.OTHER
-                            : changeWaiting ? Errors.Call.READ_WAITING : Errors.Call.READ;
-                    throw Errors.rethrow(r.getError(), what.get(), c.target(), kind);
-                }
-                ok = true;
-                return r;
-            }
-        } finally {
-            RlmmMetrics m = metrics;
-            if (m != null) {
-                m.call(rpc, System.nanoTime() - began, !ok);
-            }
-        }
-    }
-
-    /** The pause before a call whose connection broke is tried again on a server not seen gone. */
-    private static final long RETRY_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
-
-    private static void pause(long nanos, Supplier<String> what) throws RemoteStorageException {
-        try {
-            TimeUnit.NANOSECONDS.sleep(nanos);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw Errors.interrupted(what.get(), e);
-        }
+        long bound = (p == Purpose.PURPOSE_MUTATE ? c.mutationTimeout() : c.callTimeout()).toMillis();
+        return supervisor.call(rpc, p, () -> tp != null && outbox.waiting(tp), tp == null, what, req, bound, more, reset);
     }
 
     private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req)
@@ -400,37 +330,5 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             m.close();
         }
         LOG.info("rlmm plugin: closed");
-    }
-
-    // ---- for tests -------------------------------------------------------------------------
-
-    /** The pid of the child this instance started, or -1 (connect mode, or none alive). */
-    long childPid() {
-        return supervisor == null ? -1 : supervisor.childPid();
-    }
-
-    /** The exit code of the child close() stopped (-1: none). */
-    int stoppedChildExitCode() {
-        return supervisor == null ? -1 : supervisor.stoppedChildExitCode();
-    }
-
-    /** Why this instance will use no server (it stopped the broker), or null. */
-    String failure() {
-        return supervisor == null ? null : supervisor.failure();
-    }
-
-    /** Waits until calls go to a server, at most timeout; false when not, or when the plugin gave up. */
-    boolean awaitServer(Duration timeout) throws InterruptedException {
-        return supervisor.awaitOpen(timeout);
-    }
-
-    /** The plugin's metrics; null when not registered. */
-    RlmmMetrics metrics() {
-        return metrics;
-    }
-
-    /** Whether every assignment change so far was acknowledged by the server. */
-    boolean assignmentsSent() {
-        return outbox == null || outbox.idle();
     }
 }

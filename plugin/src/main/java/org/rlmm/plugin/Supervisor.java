@@ -9,8 +9,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
+import org.rlmm.plugin.proto.BrokerReply;
+import org.rlmm.plugin.proto.BrokerRequest;
+import org.rlmm.plugin.proto.ErrorKind;
 import org.rlmm.plugin.proto.Purpose;
 import org.slf4j.Logger;
 
@@ -38,29 +43,23 @@ final class Supervisor implements AutoCloseable {
     /** The states. */
     enum State { STARTING, UP, RESTARTING, FAILED, CLOSED }
 
-    /** What the owner hears of the server's life (for the metrics). */
+    /** What the owner hears of the server's life and of each call (the metrics). */
     interface Listener {
-        /** A listener that does nothing (the metrics are not registered). */
-        Listener NONE = new Listener() {
-            @Override
-            public void started() {}
-
-            @Override
-            public void error() {}
-
-            @Override
-            public void failed() {}
-        };
-
         /** A child process was started. */
-        void started();
+        default void started() {}
 
         /** Something went wrong (logged at ERROR). */
-        void error();
+        default void error() {}
 
         /** The plugin gave up. */
-        void failed();
+        default void failed() {}
+
+        /** One call of kind rpc took nanos, and failed or not. */
+        default void call(String rpc, long nanos, boolean failed) {}
     }
+
+    /** The pause before a call whose connection broke is tried again on a server not seen gone. */
+    private static final long RETRY_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
     private final PluginConfig cfg;
     private final Logger log;
@@ -73,12 +72,10 @@ final class Supervisor implements AutoCloseable {
     /** The connection whose hello a probe passed, kept to open the next link with. */
     private Wire probed;
     private volatile String waitReason = "rlmm serve is starting";
-    private volatile String failure;
     private ServeProcess child;
     private ScheduledExecutorService serverWatch;
     /** Connect mode: the pid and start time of the server the link is open to. */
     private volatile String serverIdentity;
-    private volatile int stoppedExit = -1;
     /** Calls that found no open link since the last one opened (logged when the next one opens). */
     private final java.util.concurrent.atomic.AtomicLong held = new java.util.concurrent.atomic.AtomicLong();
 
@@ -118,6 +115,74 @@ final class Supervisor implements AutoCloseable {
     State state() {
         synchronized (lock) {
             return state;
+        }
+    }
+
+    /**
+     * The one call primitive: waits (within boundMs) for UP, sends req on a connection of purpose p
+     * in this thread and reads the reply; a refusal is mapped once ({@link Errors}), as a read of a
+     * partition with a change waiting in the outbox when changeWaiting says so before the call. A
+     * call whose server died under it runs again on the next one within the same bound, unless it
+     * is a mutation that may have reached the server. more gets a list's replies before the last;
+     * reset runs before each try.
+     */
+    BrokerReply call(String rpc, Purpose p, BooleanSupplier changeWaiting, boolean noPartition, Supplier<String> what,
+            BrokerRequest.Builder req, long boundMs, Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
+        boolean mutation = p == Purpose.PURPOSE_MUTATE;
+        long began = System.nanoTime();
+        long due = began + TimeUnit.MILLISECONDS.toNanos(boundMs);
+        boolean ok = false;
+        boolean onSuccessor = false;
+        try {
+            while (true) {
+                Link l = await(due, what, boundMs);
+                boolean waiting = changeWaiting.getAsBoolean();
+                reset.run();
+                BrokerReply r;
+                try {
+                    r = l.call(p, req, due, more);
+                } catch (Link.Broken b) {
+                    long left = due - System.nanoTime();
+                    if (b.deadline || left <= 0 || mutation && b.sent) {
+                        throw Errors.broken(b, what.get(), cfg.target(), boundMs, mutation);
+                    }
+                    // Its server died or restarts under it (not seen yet, maybe): asked again, on
+                    // the next server, within the same bound.
+                    if (!gone(l)) {
+                        pause(Math.min(left, RETRY_PAUSE_NANOS), what);
+                    }
+                    onSuccessor = true;
+                    continue;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw Errors.interrupted(what.get(), e);
+                }
+                // A read moved to the next server because its own died is answered once that one
+                // caught up, within the same bound: a restart costs a slower read, not an error.
+                if (r.hasError() && onSuccessor && !mutation && r.getError().getKind() == ErrorKind.NOT_READY
+                        && due - System.nanoTime() > RETRY_PAUSE_NANOS) {
+                    pause(RETRY_PAUSE_NANOS, what);
+                    continue;
+                }
+                if (r.hasError()) {
+                    Errors.Call kind = mutation ? Errors.Call.MUTATION : noPartition ? Errors.Call.OTHER
+                            : waiting ? Errors.Call.READ_WAITING : Errors.Call.READ;
+                    throw Errors.rethrow(r.getError(), what.get(), cfg.target(), kind);
+                }
+                ok = true;
+                return r;
+            }
+        } finally {
+            listener.call(rpc, System.nanoTime() - began, !ok);
+        }
+    }
+
+    private static void pause(long nanos, Supplier<String> what) throws RemoteStorageException {
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw Errors.interrupted(what.get(), e);
         }
     }
 
@@ -171,7 +236,7 @@ final class Supervisor implements AutoCloseable {
 
     /** UP on the server that answered w's hello. */
     private void up(Wire w, boolean restart) {
-        Link l = new Link(ep, w, log, cfg.callTimeout.toMillis());
+        Link l = new Link(ep, w, log, cfg.callTimeout().toMillis());
         synchronized (lock) {
             if (state == State.CLOSED || state == State.FAILED) {
                 l.close();
@@ -221,7 +286,6 @@ final class Supervisor implements AutoCloseable {
                 state = State.FAILED;
             }
             waitReason = why;
-            failure = why;
             old = current();
             CompletableFuture<Link> failed = new CompletableFuture<>();
             failed.completeExceptionally(Errors.gaveUp(why));
@@ -235,11 +299,6 @@ final class Supervisor implements AutoCloseable {
         if (!wasClosed) {
             BrokerExit.exit(log, why);
         }
-    }
-
-    /** Why this instance will use no server (it stopped the broker), or null. */
-    String failure() {
-        return failure;
     }
 
     /** What ServeProcess asks and tells of the child's life. */
@@ -283,12 +342,12 @@ final class Supervisor implements AutoCloseable {
         }
 
         @Override
-        public void started(long pid) {
+        public void started() {
             listener.started();
         }
 
         @Override
-        public void error(String why) {
+        public void error() {
             listener.error();
         }
     }
@@ -300,7 +359,7 @@ final class Supervisor implements AutoCloseable {
         }
         Optional<Wire> w;
         try {
-            w = hello(cfg.callTimeout);
+            w = hello(cfg.callTimeout());
         } catch (Errors.Refused e) {
             fail(e.getMessage());
             return;
@@ -324,27 +383,6 @@ final class Supervisor implements AutoCloseable {
         }
         serverIdentity = id;
         up(w.get(), last != null || state() == State.RESTARTING);
-    }
-
-    /** The pid of the child started, or -1 (connect mode, or none alive). */
-    long childPid() {
-        ServeProcess p = child;
-        return p == null ? -1 : p.pid();
-    }
-
-    /** The exit code of the child close() stopped (-1: none). */
-    int stoppedChildExitCode() {
-        return stoppedExit;
-    }
-
-    /** Waits until UP, at most timeout; false when not, or when the plugin gave up. */
-    boolean awaitOpen(Duration timeout) throws InterruptedException {
-        try {
-            ready.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-            return true;
-        } catch (TimeoutException | ExecutionException e) {
-            return false;
-        }
     }
 
     /** CLOSED: stops the watch, the child (SIGTERM, then SIGKILL) and the link; idempotent. */
@@ -371,7 +409,6 @@ final class Supervisor implements AutoCloseable {
         }
         if (child != null) {
             child.close();
-            stoppedExit = child.lastExitCode();
             child = null;
         }
         if (open != null) {

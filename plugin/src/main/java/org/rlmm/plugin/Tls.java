@@ -31,30 +31,30 @@ final class Tls {
     /** The endpoint of cfg for a plugin of the given version. */
     static Wire.Endpoint endpoint(PluginConfig cfg, int version) {
         byte[] token = null;
-        if (cfg.tokenFile != null) {
+        if (cfg.tokenFile() != null) {
             try {
-                String t = Files.readString(cfg.tokenFile, StandardCharsets.UTF_8).trim();
+                String t = Files.readString(cfg.tokenFile(), StandardCharsets.UTF_8).trim();
                 if (t.isEmpty()) {
-                    throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile.toString(), "the file is empty");
+                    throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile().toString(), "the file is empty");
                 }
                 token = t.getBytes(StandardCharsets.UTF_8);
             } catch (IOException e) {
-                throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile.toString(), "unreadable: " + e.getMessage());
+                throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile().toString(), "unreadable: " + e.getMessage());
             }
         }
         if (cfg.mode != PluginConfig.Mode.TCP) {
-            return new Wire.Endpoint(cfg.socket, null, 0, null, token, cfg.brokerId, version);
+            return new Wire.Endpoint(cfg.socket, null, 0, null, token, cfg.brokerId(), version);
         }
         SSLSocketFactory tls = null;
-        if (cfg.tlsCa != null || cfg.tlsCert != null) {
+        if (cfg.tlsCa() != null || cfg.tlsCert() != null) {
             try {
-                tls = factory(cfg.tlsCa, cfg.tlsCert, cfg.tlsKey);
+                tls = factory(cfg.tlsCa(), cfg.tlsCert(), cfg.tlsKey());
             } catch (IOException | GeneralSecurityException | IllegalArgumentException e) {
-                throw new ConfigException(PluginConfig.TLS_CA, String.valueOf(cfg.tlsCa),
+                throw new ConfigException(PluginConfig.TLS_CA, String.valueOf(cfg.tlsCa()),
                         "the TLS files could not be loaded: " + e.getMessage());
             }
         }
-        return new Wire.Endpoint(null, PluginConfig.host(cfg.address), PluginConfig.port(cfg.address), tls, token, cfg.brokerId,
+        return new Wire.Endpoint(null, PluginConfig.host(cfg.address()), PluginConfig.port(cfg.address()), tls, token, cfg.brokerId(),
                 version);
     }
 

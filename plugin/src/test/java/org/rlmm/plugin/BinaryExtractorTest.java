@@ -7,16 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.MessageDigest;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -35,8 +36,8 @@ class BinaryExtractorTest {
     private static final byte[] AMD64 = "#!/bin/sh\necho amd64 build\n".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] ARM64 = "#!/bin/sh\necho arm64 build\n".getBytes(StandardCharsets.US_ASCII);
 
-    private static String sha256(byte[] b) throws Exception {
-        return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
+    private static String sha256(byte[] b) throws IOException {
+        return BinaryExtractor.sha256(new ByteArrayInputStream(b), OutputStream.nullOutputStream());
     }
 
     /** A class loader whose resources are the given platforms' binaries, with their right checksums. */
@@ -56,20 +57,17 @@ class BinaryExtractorTest {
         assertEquals("linux-amd64", BinaryExtractor.platform("Linux", "x86_64"));
         assertEquals("linux-arm64", BinaryExtractor.platform("Linux", "aarch64"));
         assertEquals("linux-arm64", BinaryExtractor.platform("Linux", "arm64"));
-        assertEquals("darwin-arm64", BinaryExtractor.platform("Mac OS X", "aarch64"));
+        assertNull(BinaryExtractor.platform("Mac OS X", "aarch64"));
         assertNull(BinaryExtractor.platform("Linux", "s390x"));
-        assertNull(BinaryExtractor.platform("Windows 11", "amd64"));
+        assertNull(BinaryExtractor.platform(null, null));
     }
 
     @Test
     void extractsTheHostsBinaryExecutableByItsOwnerOnly() throws Exception {
         try (URLClassLoader jar = jar(Map.of("linux-amd64", AMD64, "linux-arm64", ARM64))) {
-            BinaryExtractor.Bundled b = BinaryExtractor.find("Linux", "aarch64", jar);
-            assertEquals("linux-arm64", b.platform);
             Path work = dir.resolve("kafka-logs.rlmm");
-            Path target = b.target(work);
-            assertEquals(work.resolve("rlmm"), target);
-            assertTrue(b.install(target), "a missing binary is written");
+            Path target = work.resolve("rlmm");
+            assertTrue(BinaryExtractor.install(target, "Linux", "aarch64", jar), "a missing binary is written");
             assertArrayEquals(ARM64, Files.readAllBytes(target));
             assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(target)));
             assertEquals(List.of(target), listing(work), "no temporary file is left beside it");
@@ -77,32 +75,22 @@ class BinaryExtractorTest {
     }
 
     @Test
-    void anIntactCopyIsReusedAsItIs() throws Exception {
+    void anIntactCopyIsReusedAndAnAlteredOneReplaced() throws Exception {
         try (URLClassLoader jar = jar(Map.of("linux-amd64", AMD64))) {
-            BinaryExtractor.Bundled b = BinaryExtractor.find("Linux", "amd64", jar);
-            Path target = b.target(dir);
-            assertTrue(b.install(target));
+            Path target = dir.resolve("rlmm");
+            assertTrue(BinaryExtractor.install(target, "Linux", "amd64", jar));
             FileTime old = FileTime.fromMillis(1_000_000_000_000L);
             Files.setLastModifiedTime(target, old);
-            Object inode = Files.readAttributes(target, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
-            assertFalse(b.install(target), "a file whose checksum matches is not written again");
+            Object inode = Files.readAttributes(target, BasicFileAttributes.class).fileKey();
+            assertFalse(BinaryExtractor.install(target, "Linux", "amd64", jar), "a file whose checksum matches is not written again");
             assertEquals(old, Files.getLastModifiedTime(target));
-            assertEquals(inode, Files.readAttributes(target, java.nio.file.attribute.BasicFileAttributes.class).fileKey());
-        }
-    }
-
-    @Test
-    void anAlteredCopyIsReplaced() throws Exception {
-        try (URLClassLoader jar = jar(Map.of("linux-amd64", AMD64))) {
-            BinaryExtractor.Bundled b = BinaryExtractor.find("Linux", "amd64", jar);
-            Path target = b.target(dir);
-            assertTrue(b.install(target));
+            assertEquals(inode, Files.readAttributes(target, BasicFileAttributes.class).fileKey());
+            Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rw-------"));
+            assertFalse(BinaryExtractor.install(target, "Linux", "amd64", jar));
+            assertTrue(Files.isExecutable(target), "an intact copy that lost its execute bit gets it back");
             Files.write(target, "#!/bin/sh\necho someone else's\n".getBytes(StandardCharsets.US_ASCII));
-            assertTrue(b.install(target), "a file whose checksum does not match is written again");
+            assertTrue(BinaryExtractor.install(target, "Linux", "amd64", jar), "a file whose checksum does not match is written again");
             assertArrayEquals(AMD64, Files.readAllBytes(target));
-            Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rw-r--r--"));
-            assertFalse(b.install(target), "an intact copy that lost its execute bit is kept");
-            assertTrue(Files.isExecutable(target), "and made executable again");
         }
     }
 
@@ -111,35 +99,23 @@ class BinaryExtractorTest {
         try (URLClassLoader jar = jar(Map.of("linux-amd64", AMD64))) {
             Path sum = Path.of(jar.getURLs()[0].toURI()).resolve(BinaryExtractor.RESOURCE_ROOT + "linux-amd64/rlmm.sha256");
             Files.writeString(sum, sha256(ARM64) + "  rlmm\n");
-            BinaryExtractor.Bundled b = BinaryExtractor.find("Linux", "amd64", jar);
-            Path target = b.target(dir.resolve("work"));
-            IOException e = assertThrows(IOException.class, () -> b.install(target));
+            Path target = dir.resolve("work").resolve("rlmm");
+            IOException e = assertThrows(IOException.class, () -> BinaryExtractor.install(target, "Linux", "amd64", jar));
             assertTrue(e.getMessage().contains("the jar is damaged"), e.getMessage());
             assertEquals(List.of(), listing(target.getParent()), "neither the binary nor a temporary file is left");
         }
     }
 
     @Test
-    void anUnknownArchitectureIsAConfigExceptionSayingWhatToDo() throws Exception {
-        try (URLClassLoader jar = jar(Map.of("linux-amd64", AMD64, "linux-arm64", ARM64))) {
-            ConfigException e = assertThrows(ConfigException.class, () -> BinaryExtractor.find("Linux", "s390x", jar));
-            String m = e.getMessage();
-            for (String want : List.of("os.name=Linux", "os.arch=s390x", "linux-amd64, linux-arm64", "rlmm.serve.binary")) {
-                assertTrue(m.contains(want), "missing " + want + ": " + m);
-            }
-        }
-    }
-
-    @Test
-    void aPlatformTheJarDoesNotCarryIsAConfigExceptionToo() throws Exception {
+    void aHostTheJarHasNoBinaryForIsAConfigExceptionSayingWhatToDo() throws Exception {
         try (URLClassLoader jar = jar(Map.of("linux-amd64", AMD64))) {
-            ConfigException e = assertThrows(ConfigException.class, () -> BinaryExtractor.find("Linux", "aarch64", jar));
-            assertTrue(e.getMessage().contains("linux-arm64") && e.getMessage().contains("it carries linux-amd64."),
-                    e.getMessage());
-        }
-        try (URLClassLoader none = jar(Map.of())) {
-            ConfigException e = assertThrows(ConfigException.class, () -> BinaryExtractor.find("Linux", "amd64", none));
-            assertTrue(e.getMessage().contains("it carries none"), e.getMessage());
+            for (String arch : List.of("s390x", "aarch64")) {
+                ConfigException e = assertThrows(ConfigException.class,
+                        () -> BinaryExtractor.install(dir.resolve("rlmm"), "Linux", arch, jar));
+                for (String want : List.of("os.name=Linux", "os.arch=" + arch, "rlmm.serve.binary")) {
+                    assertTrue(e.getMessage().contains(want), "missing " + want + ": " + e.getMessage());
+                }
+            }
         }
     }
 
@@ -151,7 +127,7 @@ class BinaryExtractorTest {
         c.put("rlmm.serve.binary", own.toString());
         PluginConfig p = PluginConfig.parse(c);
         assertEquals(own, p.binary);
-        assertNull(p.bundledBinary);
+        assertFalse(p.bundledBinary());
     }
 
     private static List<Path> listing(Path d) throws IOException {

@@ -23,10 +23,10 @@ class BrokerDeathTest {
         Map<String, Object> c = TestSupport.embeddedConfig(Paths.get(args[0]));
         RlmmRemoteLogMetadataManager m = new RlmmRemoteLogMetadataManager();
         m.configure(c);
-        if (!m.awaitServer(Duration.ofSeconds(60))) {
+        if (!TestSupport.awaitServer(TestSupport.BROKER_ID, Duration.ofSeconds(60))) {
             throw new IllegalStateException("rlmm serve did not answer within 60 s");
         }
-        System.out.println("child=" + m.childPid());
+        System.out.println("child=" + TestSupport.childPid());
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
     }

@@ -125,7 +125,7 @@ class FramedLookupsTest extends ManagerFixture {
         assignAndAwaitReady(m, tp, READY);
         List<RemoteLogSegmentMetadata> segs = copy(m, tp, 3);
         assertEquals(Optional.of(segs.get(1)), m.remoteLogSegmentMetadata(tp, 0, 12));
-        long pid = m.childPid();
+        long pid = TestSupport.childPid();
         signal(pid, "STOP");
         try {
             long t0 = System.nanoTime();
@@ -138,7 +138,7 @@ class FramedLookupsTest extends ManagerFixture {
             signal(pid, "CONT");
         }
         assertEquals(Optional.of(segs.get(2)), m.remoteLogSegmentMetadata(tp, 0, 22));
-        assertEquals(pid, m.childPid(), "the same child answers after SIGCONT");
+        assertEquals(pid, TestSupport.childPid(), "the same child answers after SIGCONT");
     }
 
     @Test
@@ -151,7 +151,7 @@ class FramedLookupsTest extends ManagerFixture {
         assignAndAwaitReady(m, tp, READY);
         List<RemoteLogSegmentMetadata> segs = copy(m, tp, 3);
         assertEquals(Optional.of(segs.get(0)), m.remoteLogSegmentMetadata(tp, 0, 2));
-        long pid = m.childPid();
+        long pid = TestSupport.childPid();
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try {
             // Stopped first, so that the lookup is surely waiting in its read when the child dies.
@@ -170,7 +170,7 @@ class FramedLookupsTest extends ManagerFixture {
             pool.shutdownNow();
             ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         }
-        assertNotEquals(pid, m.childPid());
+        assertNotEquals(pid, TestSupport.childPid());
         assertEquals(Optional.of(segs.get(1)), m.remoteLogSegmentMetadata(tp, 0, 12));
     }
 }

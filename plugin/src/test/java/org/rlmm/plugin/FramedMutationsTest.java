@@ -96,7 +96,7 @@ class FramedMutationsTest extends ManagerFixture {
         TopicIdPartition tp = startedWithPartition(c, "framed-mutation-hung");
         RlmmRemoteLogMetadataManager m = rlmm;
         FramedLookupsTest.copy(m, tp, 2);
-        long pid = m.childPid();
+        long pid = TestSupport.childPid();
         RemoteLogSegmentMetadata s = segment(tp, 20, 29, Optional.empty(), true, 0, 20L);
         signal(pid, "STOP");
         try {
@@ -115,7 +115,7 @@ class FramedMutationsTest extends ManagerFixture {
         RemoteLogSegmentMetadataUpdate f = update(s, RemoteLogSegmentState.COPY_SEGMENT_FINISHED, Optional.empty());
         String after = outcome(m.updateRemoteLogSegmentMetadata(f));
         assertTrue(after.equals("ok") || after.contains("UNKNOWN_SEGMENT") || after.contains("RemoteResourceNotFound"), after);
-        assertEquals(pid, m.childPid(), "the same child answers after SIGCONT");
+        assertEquals(pid, TestSupport.childPid(), "the same child answers after SIGCONT");
     }
 
     /**
@@ -131,7 +131,7 @@ class FramedMutationsTest extends ManagerFixture {
         TopicIdPartition tp = startedWithPartition(c, "framed-mutation-close");
         RlmmRemoteLogMetadataManager m = rlmm;
         FramedLookupsTest.copy(m, tp, 1);
-        long pid = m.childPid();
+        long pid = TestSupport.childPid();
         RemoteLogSegmentMetadata s = segment(tp, 10, 19, Optional.empty(), true, 0, 10L);
         ExecutorService pool = Executors.newSingleThreadExecutor();
         signal(pid, "STOP");

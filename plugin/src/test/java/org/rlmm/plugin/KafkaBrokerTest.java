@@ -77,9 +77,9 @@ class KafkaBrokerTest {
             }
             assertEquals(List.of(), toList(m.listRemoteLogSegments(tp)));
             m.onStopPartitions(Set.of(tp, follower));
-            TestSupport.await("the stop handed over", Duration.ofSeconds(30), m::assignmentsSent);
+            TestSupport.await("the stop reached rlmm serve", Duration.ofSeconds(30), () -> !m.isReady(tp) && !m.isReady(follower));
         } finally {
-            long pid = m.childPid();
+            long pid = TestSupport.childPid();
             m.close();
             if (pid > 0) {
                 TestSupport.assertGone(pid, Duration.ofSeconds(20));

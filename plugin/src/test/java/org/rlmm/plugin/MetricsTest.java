@@ -47,7 +47,7 @@ class MetricsTest extends ManagerFixture {
     void childReadinessRestartsAndCallsAreInJmx() throws Exception {
         started(TestSupport.embeddedConfig(dir));
         ObjectName p = plugin(TestSupport.BROKER_ID);
-        assertTrue(rlmm.awaitServer(READY), "the child answers");
+        assertTrue(TestSupport.awaitServer(TestSupport.BROKER_ID, READY), "the child answers");
         TestSupport.await("child-up 1 in JMX", READY, () -> read(p, "child-up") == 1);
         assertEquals(0, read(p, "child-restarts-total"));
         assertEquals(0, read(p, "last-error-timestamp-ms"));
@@ -78,7 +78,7 @@ class MetricsTest extends ManagerFixture {
 
         // kill -9: the death is a last error, the new child a restart; child-up returns to 1.
         long before = System.currentTimeMillis();
-        long pid = rlmm.childPid();
+        long pid = TestSupport.childPid();
         ProcessHandle.of(pid).orElseThrow().destroyForcibly();
         TestSupport.await("a restart in JMX", READY, () -> read(p, "child-restarts-total") == 1 && read(p, "child-up") == 1);
         assertTrue(read(p, "last-error-timestamp-ms") >= before, "the death's time");

@@ -160,7 +160,7 @@ public final class PluginBenchmark {
                 look.put(path, new long[perRound * rounds]);
                 cpu.put(path, new long[3]);
             }
-            Optional<ProcessHandle> child = ProcessHandle.of(m.childPid());
+            Optional<ProcessHandle> child = ProcessHandle.of(TestSupport.childPid());
             java.util.concurrent.ExecutorService pool = threads > 1 ? java.util.concurrent.Executors.newFixedThreadPool(threads) : null;
             for (int r = 0; r < rounds; r++) {
                 for (int k = 0; k < paths.size(); k++) {

@@ -92,7 +92,7 @@ class PluginConfigTest {
             TopicIdPartition tp = TestSupport.newPartition("refused");
             RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 0));
             assertTrue(e.getMessage().contains("remote.log.metadata.topic.num.partitions"), e.getMessage());
-            assertFalse(m.awaitServer(java.time.Duration.ofSeconds(1)), "a refused child never answers");
+            assertFalse(TestSupport.awaitServer(TestSupport.BROKER_ID, java.time.Duration.ofSeconds(1)), "a refused child never answers");
             assertFalse(m.isReady(tp));
             ExecutionException mutation = assertThrows(ExecutionException.class, () -> m.addRemoteLogSegmentMetadata(
                     TestSupport.segment(tp, 0, 9, java.util.Optional.empty(), true, 0, 0)).get(30, TimeUnit.SECONDS));
@@ -109,9 +109,9 @@ class PluginConfigTest {
     void brokerIdArrivesAsAnIntegerOrAString() {
         Map<String, Object> c = new HashMap<>(good());
         c.put("broker.id", 12);
-        assertEquals(12, PluginConfig.parse(c).brokerId);
+        assertEquals(12, PluginConfig.parse(c).brokerId());
         c.put("broker.id", "13");
-        assertEquals(13, PluginConfig.parse(c).brokerId);
+        assertEquals(13, PluginConfig.parse(c).brokerId());
     }
 
     @Test
@@ -126,7 +126,7 @@ class PluginConfigTest {
         assertEquals("all", p.kafkaSettings.get("remote.log.metadata.producer.acks"), "rlmm serve decides what it ignores");
         assertEquals("not a number", p.kafkaSettings.get("remote.log.metadata.consume.wait.ms"),
                 "rlmm serve refuses a bad value (exit code 3), the plugin passes it as it is");
-        assertEquals(java.time.Duration.ofMinutes(2).plus(p.callTimeout), p.mutationTimeout,
+        assertEquals(java.time.Duration.ofMinutes(2).plus(p.callTimeout()), p.mutationTimeout(),
                 "the mutation bound falls back to Kafka's default consume wait");
         assertFalse(p.kafkaSettings.containsKey("rlmm.serve.binary"));
         assertFalse(p.kafkaSettings.containsKey("broker.id"));
@@ -139,7 +139,7 @@ class PluginConfigTest {
         assertEquals(logDir.resolveSibling("kafka-logs.rlmm"), p.workDir);
         assertFalse(p.workDir.startsWith(logDir));
         assertEquals(p.workDir.resolve("serve.sock"), p.socket);
-        assertEquals(p.workDir.resolve("snapshots"), p.snapshotDir);
+        assertEquals(p.workDir.resolve("snapshots"), p.snapshotDir());
     }
 
     @Test
@@ -178,17 +178,17 @@ class PluginConfigTest {
         Map<String, Object> defaults = new HashMap<>(good());
         defaults.remove(PluginConfig.STOP_TIMEOUT);
         PluginConfig p = PluginConfig.parse(defaults);
-        assertEquals(java.time.Duration.ofMillis(10_000), p.callTimeout);
-        assertEquals(java.time.Duration.ofMillis(60_000), p.startTimeout);
-        assertEquals(java.time.Duration.ofMillis(30_000), p.stopTimeout);
-        assertEquals(java.time.Duration.ofMillis(100), p.restartBackoff);
-        assertEquals(java.time.Duration.ofMillis(10_000), p.restartBackoffMax);
+        assertEquals(java.time.Duration.ofMillis(10_000), p.callTimeout());
+        assertEquals(java.time.Duration.ofMillis(60_000), p.startTimeout());
+        assertEquals(java.time.Duration.ofMillis(30_000), p.stopTimeout());
+        assertEquals(java.time.Duration.ofMillis(100), p.restartBackoff());
+        assertEquals(java.time.Duration.ofMillis(10_000), p.restartBackoffMax());
         Map<String, Object> c = new HashMap<>(good());
         c.put(PluginConfig.CALL_TIMEOUT, 2500);
         c.put(PluginConfig.RESTART_BACKOFF, "7");
         p = PluginConfig.parse(c);
-        assertEquals(java.time.Duration.ofMillis(2500), p.callTimeout, "a number or a string, as ConfigDef takes them");
-        assertEquals(java.time.Duration.ofMillis(7), p.restartBackoff);
+        assertEquals(java.time.Duration.ofMillis(2500), p.callTimeout(), "a number or a string, as ConfigDef takes them");
+        assertEquals(java.time.Duration.ofMillis(7), p.restartBackoff());
     }
 
     @Test

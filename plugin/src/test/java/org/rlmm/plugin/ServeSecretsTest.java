@@ -90,12 +90,12 @@ class ServeSecretsTest {
     void secretsGoThroughThePropertiesFileNeverTheCommandLine() throws Exception {
         PluginConfig cfg = PluginConfig.parse(securedConfig());
         ServeProcess sp = new ServeProcess(cfg, LoggerFactory.getLogger(ServeSecretsTest.class), neverReady());
-        Path props = sp.propertiesFile();
+        Path props = cfg.workDir.resolve("serve.properties");
         long pid;
         try {
             sp.start();
-            TestSupport.await("the child to start", WAIT, () -> sp.pid() > 0);
-            pid = sp.pid();
+            TestSupport.await("the child to start", WAIT, () -> TestSupport.childPid() > 0);
+            pid = TestSupport.childPid();
             String cmdline = procFile(pid, "cmdline");
             String environ = procFile(pid, "environ");
             assertTrue(cmdline.contains("--properties " + props), "the child reads its settings from " + props + ": " + cmdline);

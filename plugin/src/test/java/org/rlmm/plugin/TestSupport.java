@@ -164,6 +164,34 @@ final class TestSupport {
         assertTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "kill -" + sig + " " + pid);
     }
 
+    /** The pid of the plugin's live child (a child of this JVM run with --exit-with-stdin), or -1. */
+    static long childPid() {
+        return ProcessHandle.current().children().filter(h -> h.isAlive()
+                && h.info().commandLine().orElse("").contains(" --exit-with-stdin")).mapToLong(ProcessHandle::pid).findFirst().orElse(-1);
+    }
+
+    /**
+     * Waits until the plugin of brokerId sends calls to a server (its JMX gauge child-up is 1), at
+     * most timeout; false when not, or once it gave up (its gauge failed is 1).
+     */
+    static boolean awaitServer(int brokerId, Duration timeout) throws Exception {
+        javax.management.MBeanServer jmx = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+        javax.management.ObjectName name = new javax.management.ObjectName("kafka.server:type=rlmm-plugin,broker-id=" + brokerId);
+        long due = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() - due < 0) {
+            if (jmx.isRegistered(name)) {
+                if (((Number) jmx.getAttribute(name, "child-up")).longValue() == 1) {
+                    return true;
+                }
+                if (((Number) jmx.getAttribute(name, "failed")).longValue() == 1) {
+                    return false;
+                }
+            }
+            Thread.sleep(20);
+        }
+        return false;
+    }
+
     /** Whether any live process's command line names this path (a child left behind). */
     static List<ProcessHandle> processesNaming(String path) {
         List<ProcessHandle> out = new ArrayList<>();
