@@ -68,6 +68,12 @@
 //     them itself, every 10 ms at first (kgo's own retries of ListOffsets
 //     are off): after a broker restarts, a metadata partition's readiness
 //     waits for its high-water mark, and its leader comes up any moment.
+//     Each partition's request carries the newest leader epoch the log
+//     knows (its clients' metadata, earlier answers): a leader deposed while
+//     it was frozen or cut off, which still believes it leads until it
+//     reads the controller's news, then refuses (UNKNOWN_LEADER_EPOCH,
+//     retried) instead of answering its own, older end offset; a Sync built
+//     on that answer would miss events its successor acknowledged.
 //   - An Add below the log start offset (records deleted by retention or
 //     DeleteRecords) makes the broker answer OFFSET_OUT_OF_RANGE; the
 //     consumer resets to the earliest offset (kgo.ConsumeResetOffset

@@ -43,6 +43,10 @@ type Log struct {
 	admin      *kadm.Client
 	log        *slog.Logger
 	hooks      *trafficHooks // shared by the producer and every subscription's client
+	// epochs holds, per partition, the highest leader epoch this log has
+	// seen (leaderepoch.go): ListOffsets carries it, so a deposed leader
+	// that has not learnt it yet refuses instead of answering a stale end.
+	epochs *leaderEpochs
 	// openBound is how long Open waited for the cluster at most:
 	// ConnectTimeout or less when the caller's deadline came first.
 	openBound time.Duration
@@ -104,6 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		admin:    kadm.NewClient(producer),
 		log:      cfg.Logger.With("topic", cfg.Topic),
 		hooks:    hooks,
+		epochs:   &leaderEpochs{},
 		subs:     make(map[*subscription]struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -504,6 +509,10 @@ func (l *Log) listOffsetsOnce(ctx context.Context, partitions []int32, timestamp
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
 		rp.Partition = p
 		rp.Timestamp = timestamp
+		// Fenced by the newest epoch known: without it a leader deposed
+		// while it was frozen or cut off answers its own, stale end
+		// offset until it learns of its successor (KIP-320).
+		rp.CurrentLeaderEpoch = l.leaderEpoch(p)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
@@ -527,6 +536,12 @@ func (l *Log) listOffsetsOnce(ctx context.Context, partitions []int32, timestamp
 				case t.Topic != l.cfg.Topic:
 				case perr == nil:
 					got[rp.Partition] = rp.Offset
+					l.epochs.note(rp.Partition, rp.LeaderEpoch)
+				case errors.Is(perr, kerr.FencedLeaderEpoch):
+					// The broker leads at a newer epoch than known here:
+					// learn it, then ask again.
+					l.learnEpochs(ctx)
+					retry = fmt.Errorf("partition %d: %w", rp.Partition, perr)
 				case kerr.IsRetriable(perr):
 					retry = fmt.Errorf("partition %d: %w", rp.Partition, perr)
 				default:

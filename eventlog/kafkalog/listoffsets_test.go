@@ -94,3 +94,83 @@ func TestHighWaterMarksWhileLeadersComeUp(t *testing.T) {
 		}
 	}
 }
+
+// TestHighWaterMarksRefusedByADeposedLeader answers the first ListOffsets
+// requests as a leader deposed while it was frozen does before it learns of
+// its successor: it still believes it leads at the epoch before, and its end
+// offset is older than the one its successor acknowledged. Asked with no
+// epoch, it answers that stale end (a Sync built on it would miss
+// acknowledged events); asked with the newest epoch this log knows (the
+// producer's, from its metadata), it refuses with UNKNOWN_LEADER_EPOCH, and
+// the log asks again until the real leader answers.
+func TestHighWaterMarksRefusedByADeposedLeader(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	l := openLog(t, testConfig(t, c.ListenAddrs(), 1))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	const published, stale = 5, 2
+	for range published {
+		if _, err := l.Publish(ctx, 0, []byte("v")); err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+	}
+	md, err := l.admin.Metadata(ctx, l.cfg.Topic)
+	if err != nil {
+		t.Fatalf("Metadata: %v", err)
+	}
+	current := md.Topics[l.cfg.Topic].Partitions[0].LeaderEpoch
+	deposed := current - 1
+	const zombieAnswers = 3
+	var answered atomic.Int32
+	var epochs []int32
+	var mu sync.Mutex
+	c.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if answered.Add(1) > zombieAnswers {
+			return nil, nil, false // the deposed leader has learnt; the real one answers
+		}
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				mu.Lock()
+				epochs = append(epochs, rp.CurrentLeaderEpoch)
+				mu.Unlock()
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				switch {
+				case rp.CurrentLeaderEpoch > deposed:
+					sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+				case rp.CurrentLeaderEpoch < deposed && rp.CurrentLeaderEpoch >= 0:
+					sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+				default: // no epoch asked, or the deposed one: its own end
+					sp.Offset = stale
+					sp.LeaderEpoch = deposed
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	hw, err := l.HighWaterMarks(ctx, []int32{0})
+	if err != nil {
+		t.Fatalf("HighWaterMarks: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hw[0] != published {
+		t.Fatalf("HighWaterMarks = %d, want %d: the deposed leader's stale end was taken (epochs asked %v, the current one %d)", hw[0], published, epochs, current)
+	}
+	for _, e := range epochs {
+		if e != current {
+			t.Fatalf("ListOffsets asked with leader epochs %v, want the current one %d each time", epochs, current)
+		}
+	}
+}
