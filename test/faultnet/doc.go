@@ -18,8 +18,7 @@
 //     timeout) in one direction or both; connections stay open and new ones
 //     are accepted, so a client sees what a partition looks like to it:
 //     requests that never get an answer, until its own timeout. Restore
-//     closes every connection that was open across the cut (the proxy is
-//     stopped and started on the same address), because dropping bytes
+//     closes every connection that was open across the cut, because dropping bytes
 //     from the middle of a TCP stream leaves a stream no protocol can
 //     resume; a real partition that outlasts the clients' timeouts ends the
 //     same way, in new connections.
@@ -50,6 +49,13 @@
 //     client's connections to one link (a sidecar, if NodeOf gives it an
 //     id apart from its broker's, from the metadata topic's leader).
 //
-// Every Net ends with Close, which stops every proxy and closes every
-// connection through it.
+// A connection's two directions run through toxiproxy's links (its toxic
+// chains) without toxiproxy's own listener: the front dials the upstream
+// and hands both ends to the pair's links, each destination wrapped so that
+// once it fails the link keeps draining its chain (toxiproxy's link would
+// stop reading it and leave every stage behind blocked for ever).
+//
+// Every Net ends with Close, which stops every front, removes every fault,
+// closes every connection through the proxies and waits until every
+// goroutine, faultnet's and toxiproxy's links', has ended.
 package faultnet

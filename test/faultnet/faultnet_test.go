@@ -465,3 +465,78 @@ func TestFaultsTellTheClientNodesApart(t *testing.T) {
 		t.Error("CutFrom(node 3, client 2) cut another client's link or another link")
 	}
 }
+
+// TestCloseEndsHeldTraffic leaves toxiproxy's links with traffic in their
+// toxic chains when the destination goes away: a server that sends a lot
+// through a delay and a loss and hangs up, a client that hangs up without
+// reading, traffic held by a cut. Close must still end every goroutine of
+// the links (toxiproxy's own link stops reading its chain at its
+// destination's first error, so a chain with chunks in it would block for
+// ever without faultnet draining it).
+func TestCloseEndsHeldTraffic(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served sync.WaitGroup
+	served.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			served.Go(func() {
+				// Much more than the chain holds, then hang up.
+				_, _ = c.Write(make([]byte, 4<<20))
+				_ = c.Close()
+			})
+		}
+	})
+	n := New(Options{})
+	addr, err := n.Proxy(1, "PLAINTEXT", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Link{Node: 1, Listener: "PLAINTEXT"}
+	if err := n.Delay(l, ToClient, 50*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.loss(l, 0.5, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("hello\n"))
+		time.Sleep(100 * time.Millisecond) // the server's bytes enter the chain
+		_ = c.Close()                      // gone without reading them
+	}
+	if err := n.Cut(l, ToServer); err != nil {
+		t.Fatal(err)
+	}
+	held, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, _ = held.Write(make([]byte, 1<<20))
+	time.Sleep(200 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return within a minute")
+	}
+	_ = ln.Close()
+	served.Wait()
+	if err := goleak.Find(before); err != nil {
+		t.Fatalf("goroutines left after Close: %v", err)
+	}
+}

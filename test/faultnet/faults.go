@@ -138,8 +138,8 @@ func (n *Net) Partition(node int) error {
 }
 
 // Restore removes every fault of link l. If a cut crossed its connections,
-// they are all closed (the pair's proxy stops and starts again on its
-// address), so no stream goes on with bytes missing from its middle.
+// they are all closed, so no stream goes on with bytes missing from its
+// middle.
 func (n *Net) Restore(l Link) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -148,14 +148,13 @@ func (n *Net) Restore(l Link) error {
 		return err
 	}
 	n.rules = slices.DeleteFunc(n.rules, func(r rule) bool { return r.link == l })
-	for client, p := range k.pairs {
+	for _, p := range k.pairs {
 		p.proxy.Toxics.ResetToxics(context.Background())
 		if !p.cut {
 			continue
 		}
-		p.proxy.Stop()
-		if err := p.proxy.Start(); err != nil {
-			return fmt.Errorf("faultnet: %s: start the proxy of node %d's connections again on %s: %w", l, client, listenAddr(p.proxy), err)
+		for c := range p.conns {
+			_ = c.Close()
 		}
 		p.cut = false
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strings"
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/rs/zerolog"
 )
 
@@ -65,35 +65,40 @@ type Options struct {
 // Its methods are safe for concurrent use.
 //
 // Each link is a front listener (the address advertised) that finds the
-// client's node of each connection and hands it to the toxiproxy proxy of
-// that (link, client node) pair, made at its first connection with every
-// fault that applies to it; the faults are rules over pairs, so a fault
-// set before a client's first connection applies to it too.
+// client's node of each connection, dials the upstream and runs the two
+// directions through the toxic chains of the toxiproxy proxy of that (link,
+// client node) pair, made at its first connection with every fault that
+// applies to it; the faults are rules over pairs, so a fault set before a
+// client's first connection applies to it too.
 type Net struct {
 	server *toxiproxy.ApiServer
 	nodeOf func(pid int) int
-	wg     sync.WaitGroup // accept loops and splices
+	// wg counts the accept loops and connection handlers, and each
+	// direction of a connection until toxiproxy's link of it has ended.
+	wg sync.WaitGroup
 
-	mu     sync.Mutex
-	links  map[Link]*link
-	rules  []rule
-	nextID int
-	closed bool
+	mu       sync.Mutex
+	links    map[Link]*link
+	rules    []rule
+	nextID   int
+	nextConn int
+	closed   bool
 }
 
-// link is one listener's front, its pairs and the connections through it.
+// link is one listener's front and its pairs.
 type link struct {
 	Link
 	upstream string
 	front    net.Listener
 	pairs    map[int]*pair // by client node
-	conns    map[net.Conn]struct{}
 }
 
-// pair is the toxiproxy proxy of one client node's connections to a link,
-// and whether a cut crossed its open connections.
+// pair is the toxiproxy proxy of one client node's connections to a link
+// (its toxic chains; it listens nowhere), the connections through it, and
+// whether a cut crossed them.
 type pair struct {
 	proxy *toxiproxy.Proxy
+	conns map[net.Conn]struct{}
 	cut   bool
 }
 
@@ -128,7 +133,7 @@ func (n *Net) Proxy(node int, listener, upstream string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("faultnet: %s: listen: %w", l, err)
 	}
-	k := &link{Link: l, upstream: upstream, front: front, pairs: map[int]*pair{}, conns: map[net.Conn]struct{}{}}
+	k := &link{Link: l, upstream: upstream, front: front, pairs: map[int]*pair{}}
 	n.links[l] = k
 	n.wg.Go(func() { n.accept(k) })
 	return front.Addr().String(), nil
@@ -146,24 +151,29 @@ func (n *Net) accept(k *link) {
 	}
 }
 
-// handle passes c through the proxy of its client node's pair.
+// handle dials c's upstream and runs both directions through the toxic
+// chains of the pair of c's client node.
 func (n *Net) handle(k *link, c net.Conn) {
-	addr, err := n.pairAddr(k, n.clientNode(c))
+	p, err := n.pairOf(k, n.clientNode(c))
 	if err != nil {
 		_ = c.Close()
 		return
 	}
-	up, err := net.Dial("tcp", addr)
+	up, err := net.Dial("tcp", k.upstream)
 	if err != nil {
 		_ = c.Close()
 		return
 	}
-	if !n.track(k, c, up) {
+	id, ok := n.track(p, c, up)
+	if !ok {
 		_ = c.Close()
 		_ = up.Close()
 		return
 	}
-	n.splice(k, c, up)
+	name := fmt.Sprintf("conn%d", id)
+	toClient, toServer := n.newEnd(p, c), n.newEnd(p, up)
+	p.proxy.Toxics.StartLink(n.server, name+"upstream", c, toServer, stream.Upstream)
+	p.proxy.Toxics.StartLink(n.server, name+"downstream", up, toClient, stream.Downstream)
 }
 
 // clientNode is the node of c's client process (0 when unknown).
@@ -183,69 +193,83 @@ func (n *Net) clientNode(c net.Conn) int {
 	return n.nodeOf(pid)
 }
 
-// track records a connection pair so Close can end it; false once closed.
-func (n *Net) track(k *link, cs ...net.Conn) bool {
+// track records a connection and its upstream so Restore and Close can end
+// them, and counts their two directions in wg; false once closed.
+func (n *Net) track(p *pair, c, up net.Conn) (id int, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return false
+		return 0, false
 	}
-	for _, c := range cs {
-		k.conns[c] = struct{}{}
-	}
-	return true
+	p.conns[c] = struct{}{}
+	p.conns[up] = struct{}{}
+	n.nextConn++
+	n.wg.Add(2)
+	return n.nextConn, true
 }
 
-// splice copies both ways between c and up; the end of either way ends
-// both (a Kafka connection does not half-close).
-func (n *Net) splice(k *link, c, up net.Conn) {
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		done <- struct{}{}
-	}
-	go pipe(up, c)
-	go pipe(c, up)
-	<-done
-	_ = c.Close()
-	_ = up.Close()
-	<-done
-	n.mu.Lock()
-	delete(k.conns, c)
-	delete(k.conns, up)
-	n.mu.Unlock()
+// end is the destination of one direction of a connection, given to
+// toxiproxy's link, which closes it when the direction ends. Once a write
+// fails (the peer went away, or Restore or Close closed the connection) it
+// closes its connection, which ends the other direction's reads, and takes
+// every later write without sending it: toxiproxy's link stops reading its
+// chain at its destination's first error, leaving every stage behind it
+// blocked on a channel send for ever; drained, the chain runs to its end
+// once its source is closed.
+type end struct {
+	n      *Net
+	p      *pair
+	conn   net.Conn
+	failed bool // only the link's writer uses it
+	once   sync.Once
 }
 
-// pairAddr returns the address of the proxy of client's connections to k,
-// starting it with every rule that applies if it is the first.
-func (n *Net) pairAddr(k *link, client int) (string, error) {
+func (n *Net) newEnd(p *pair, c net.Conn) *end { return &end{n: n, p: p, conn: c} }
+
+func (e *end) Write(b []byte) (int, error) {
+	if e.failed {
+		return len(b), nil
+	}
+	if _, err := e.conn.Write(b); err != nil {
+		e.failed = true
+		_ = e.conn.Close()
+	}
+	return len(b), nil
+}
+
+// Close ends the direction: the link has written all its chain gave.
+func (e *end) Close() error {
+	e.once.Do(func() {
+		_ = e.conn.Close()
+		e.n.mu.Lock()
+		delete(e.p.conns, e.conn)
+		e.n.mu.Unlock()
+		e.n.wg.Done()
+	})
+	return nil
+}
+
+// pairOf returns the pair of client's connections to k, making it with
+// every rule that applies if it is the first.
+func (n *Net) pairOf(k *link, client int) (*pair, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return "", ErrClosed
+		return nil, ErrClosed
 	}
 	p, ok := k.pairs[client]
 	if !ok {
-		p = &pair{proxy: toxiproxy.NewProxy(n.server, fmt.Sprintf("%s from %d", k.Link, client), "127.0.0.1:0", k.upstream)}
-		if err := p.proxy.Start(); err != nil {
-			return "", fmt.Errorf("faultnet: %s: start the proxy of node %d's connections: %w", k.Link, client, err)
-		}
+		p = &pair{proxy: toxiproxy.NewProxy(n.server, fmt.Sprintf("%s from %d", k.Link, client), "", k.upstream), conns: map[net.Conn]struct{}{}}
 		k.pairs[client] = p
 		for _, r := range n.rules {
 			if r.applies(k.Link, client) {
 				if err := r.apply(p); err != nil {
-					return "", err
+					return nil, err
 				}
 			}
 		}
 	}
-	return listenAddr(p.proxy), nil
-}
-
-func listenAddr(p *toxiproxy.Proxy) string {
-	p.Lock()
-	defer p.Unlock()
-	return p.Listen
+	return p, nil
 }
 
 // Links returns the links proxied, by node then listener.
@@ -288,8 +312,9 @@ func (n *Net) get(l Link) (*link, error) {
 	return k, nil
 }
 
-// Close stops every proxy, closes every connection through them, and
-// waits for its goroutines.
+// Close stops every front, removes every fault (what a delay or a loss
+// holds goes on at once), closes every connection through the proxies, and
+// waits for every goroutine: its own and those of toxiproxy's links.
 func (n *Net) Close() error {
 	n.mu.Lock()
 	if n.closed {
@@ -297,17 +322,24 @@ func (n *Net) Close() error {
 		return nil
 	}
 	n.closed = true
+	var pairs []*pair
+	var conns []net.Conn
 	for _, k := range n.links {
 		_ = k.front.Close()
-		for c := range k.conns {
-			_ = c.Close()
-		}
 		for _, p := range k.pairs {
-			p.proxy.Toxics.ResetToxics(context.Background())
-			p.proxy.Stop()
+			pairs = append(pairs, p)
+			for c := range p.conns {
+				conns = append(conns, c)
+			}
 		}
 	}
 	n.mu.Unlock()
+	for _, p := range pairs {
+		p.proxy.Toxics.ResetToxics(context.Background())
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
 	n.wg.Wait()
 	return nil
 }
