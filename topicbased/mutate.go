@@ -93,7 +93,8 @@ func (m *Manager) mutate(ctx context.Context, op Op, tp rlmm.TopicIDPartition, e
 	// 2. Fail fast: a transition the current state forbids publishes
 	// nothing. The cache may lag events other managers published, so a
 	// failure is confirmed against everything in the log now: the refusal
-	// then reflects a state the log really had during this call.
+	// then reflects a state the log really had during this call. One that
+	// cannot be confirmed within the bound is a timeout (nothing published).
 	if err := m.readyAndChecked(ctx, started, tp, mp, p, check); err != nil {
 		return err
 	}
@@ -203,7 +204,11 @@ func (m *Manager) readyAndChecked(ctx context.Context, started time.Time, tp rlm
 		return nil
 	}
 	if serr := m.syncTo(ctx, started, tp, mp, p); serr != nil {
-		return err
+		// Unconfirmed, the refusal may rest on a state the log left
+		// before this call began (a cache that stopped while its log's
+		// leader was frozen): answering it would be a stale read. The
+		// caller learns that nothing was published and may try again.
+		return fmt.Errorf("topicbased: %s refused by this manager's cache (%v), which could not be confirmed against the log; nothing was published: %w", tp, err, serr)
 	}
 	return check()
 }
