@@ -25,7 +25,8 @@
 // reuses what the other fetched. Kafka's LocalTieredStorage comes the same
 // way (kafka-storage:VERSION:jar:test); the project's file-system RSM
 // (brokertest/fixture-rsm) and rlmm's plugin are built by Maven and
-// scripts/plugin.sh. RegisterRSM adds another RSM (one on S3) by name.
+// scripts/plugin.sh. RegisterRSM adds another RSM by name: AivenRSM is
+// Aiven's tiered-storage-for-apache-kafka on an S3 bucket.
 //
 // Every node keeps a PLAINTEXT listener for the brokers, the controllers,
 // the RLMM's own Kafka client and the harness's readiness probe (a franz-go
