@@ -191,13 +191,11 @@ fi
 # --- broker tests: Kafka 4.3.1 + tiered storage + rlmm's plugin ---
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
-	# One plugin build for both runs below.
-	plugin_jar="$(bash scripts/kafka.sh plugin-jar)"
 	# Among them TestRollingMigration: docs/migration.md followed on a live three-broker cluster
 	# moved from Kafka's RLMM to the plugin and one broker back (about 2 minutes).
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
-	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
+	bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
 	# Aiven's RSM on S3 (brokertest/aiven_test.go) with Kafka's own RLMM, the control of the
 	# rlmm run above: tiering, remote reads, restart, retention, topic deletion (about 2 minutes).
 	step "broker tests: Aiven's RSM on S3 with Kafka's own RLMM, the control (TestAivenTiering)"
@@ -205,7 +203,7 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# Every other 4.x line hosts the plugin too; 2.5 to 5 minutes on 2 busy cores
 	# (the first run on a machine also fetches three Kafka versions' jars and builds the fixture RSM).
 	step "broker tests on Kafka 4.0.1 and 4.4.0 (TestTieringLifecycle), 4.1.1 and 4.2.1 (TestTieringCheck) (make broker-test-versions)"
-	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh versions rlmm
+	bash scripts/broker-test.sh versions rlmm
 else
 	echo "broker tests skipped: RLMM_SKIP_KAFKA=1 (they need Kafka 4.x brokers)"
 fi
