@@ -714,7 +714,8 @@ func copyLoad(ctx context.Context, o options, b *broker) (map[string]any, error)
 				started++
 			}
 		}
-		return started == 0 && done >= o.mib-2*o.partitions, nil
+		// At least one: the spans below need a copied segment.
+		return started == 0 && done >= max(1, o.mib-2*o.partitions), nil
 	}); err != nil {
 		return nil, err
 	}
