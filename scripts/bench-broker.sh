@@ -2,7 +2,7 @@
 # The broker workload of `make bench-compare` (also `make bench-broker`): Kafka
 # 4.3.1 brokers with tiered storage (LocalTieredStorage), Kafka's own
 # TopicBasedRemoteLogMetadataManager against rlmm's plugin, a fresh broker per
-# run (brokertest/cmd/brokerbench):
+# run (test/broker/cmd/brokerbench):
 #   1. restart to the first remote fetch served, after N metadata events in the
 #      metadata partition of the tiered partition (wire-encoded, written first);
 #      and its floor, `none`: the same restart with tiered storage off;
@@ -59,7 +59,7 @@ log() { echo "bench-broker: $*" >&2; }
 JAR="$(bash scripts/plugin.sh build | tail -n1)"
 # The sidecar as the jar carries it (scripts/plugin.sh: without S3, -tags rlmm_nos3).
 go build -tags rlmm_nos3 -o "$WORK/rlmm" ./cmd/rlmm
-go build -o "$WORK/brokerbench" ./brokertest/cmd/brokerbench
+go build -o "$WORK/brokerbench" ./test/broker/cmd/brokerbench
 common=(--plugin-jar "$JAR" --rlmm-binary "$WORK/rlmm")
 
 # bench OUTFILE ARGS...: one brokerbench run, its JSON kept.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The broker tests (brokertest/): Kafka brokers with tiered storage, started and stopped by
+# The broker tests (test/broker/): Kafka brokers with tiered storage, started and stopped by
 # the tests through test/kafkatest, with the RLMM named by the argument:
 #
 #   scripts/broker-test.sh rlmm              rlmm's broker plugin (make broker-test)
@@ -13,13 +13,13 @@
 #
 # rlmm|kafka run every test on RLMM_KAFKA_VERSION [4.3.1]. Every version tiers to its own
 # LocalTieredStorage (kafka-storage:<version>:jar:test), but 4.4.0, whose test jar is not
-# served, to the project's test RSM (brokertest/fixture-rsm; kafkatest.DefaultRSM). The
+# served, to the project's test RSM (test/broker/fixture-rsm; kafkatest.DefaultRSM). The
 # tests resolve the jars (cached under ~/.cache/rlmm, RLMM_CACHE) and build the plugin
 # (scripts/plugin.sh build) themselves; this script runs the package with the race
 # detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves); a -run pattern
 # that matches no test fails the run (go test alone would pass it).
 #
-# The Aiven tests (brokertest/aiven_test.go) tier to Aiven's tiered-storage-for-apache-kafka
+# The Aiven tests (test/broker/aiven_test.go) tier to Aiven's tiered-storage-for-apache-kafka
 # v1.0.0 on S3: its build in ../shared/aiven-rsm beside the repository (its runtime
 # dependencies resolved by kafkatest.AivenRSM), and the S3 server of
 # RLMM_S3_ENDPOINT/_ACCESS_KEY/_SECRET_KEY (make test's SeaweedFS); without one this
@@ -71,7 +71,7 @@ if [[ -z "$versions" ]]; then
 		echo "S3 (SeaweedFS) for the Aiven tests at $RLMM_S3_ENDPOINT"
 	fi
 	status=0
-	go test -race -count=1 -v -timeout 30m "$@" ./brokertest/ 2>&1 | tee "$bin/out" || status=${PIPESTATUS[0]}
+	go test -race -count=1 -v -timeout 30m "$@" ./test/broker/ 2>&1 | tee "$bin/out" || status=${PIPESTATUS[0]}
 	if ran_nothing "$bin/out" "go test $*"; then
 		exit 1
 	fi
@@ -79,7 +79,7 @@ if [[ -z "$versions" ]]; then
 fi
 
 # One test binary for every version (go test would link it once per run).
-go test -race -c -o "$bin/brokertest.test" ./brokertest/
+go test -race -c -o "$bin/brokertest.test" ./test/broker/
 status=0
 run() {
 	local version="$1" test="$2" started
@@ -87,7 +87,7 @@ run() {
 	echo "=== Kafka $version: $test"
 	# The binary runs in the package's directory, as go test runs it.
 	local rc=0
-	(cd brokertest && RLMM_KAFKA_VERSION="$version" "$bin/brokertest.test" \
+	(cd test/broker && RLMM_KAFKA_VERSION="$version" "$bin/brokertest.test" \
 		-test.v -test.timeout 15m -test.run "^$test\$" "$@") 2>&1 | tee "$bin/out" || rc=${PIPESTATUS[0]}
 	if ran_nothing "$bin/out" "Kafka $version: -test.run ^$test\$ $*"; then
 		rc=1

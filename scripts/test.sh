@@ -157,8 +157,8 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and console/browsertest/, the step after this one)"
-go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/kerberostest$' -e '/console/browsertest$')
+step "go test -race ./... (but faulttest/, test/broker/, test/kafkatest and eventlog/kafkalog/kerberostest/: they start their own brokers, the steps after this one; and console/browsertest/, the step after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/test/broker$' -e '/test/kafkatest$' -e '/kerberostest$' -e '/console/browsertest$')
 
 # The Kafka harness's own tests (test/kafkatest): clusters of one and three nodes started,
 # restarted with the RLMM switched, behind proxies, secured, and killed with nothing left behind.
@@ -196,7 +196,7 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
 	bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
-	# Aiven's RSM on S3 (brokertest/aiven_test.go) with Kafka's own RLMM, the control of the
+	# Aiven's RSM on S3 (test/broker/aiven_test.go) with Kafka's own RLMM, the control of the
 	# rlmm run above: tiering, remote reads, restart, retention, topic deletion (about 2 minutes).
 	step "broker tests: Aiven's RSM on S3 with Kafka's own RLMM, the control (TestAivenTiering)"
 	bash scripts/broker-test.sh kafka -run '^TestAivenTiering$'

@@ -24,7 +24,7 @@
 // (kafka-VERSION/libs, complete when libs/.complete exists), so either
 // reuses what the other fetched. Kafka's LocalTieredStorage comes the same
 // way (kafka-storage:VERSION:jar:test); the project's file-system RSM
-// (brokertest/fixture-rsm) and rlmm's plugin are built by Maven and
+// (test/broker/fixture-rsm) and rlmm's plugin are built by Maven and
 // scripts/plugin.sh. RegisterRSM adds another RSM by name: AivenRSM is
 // Aiven's tiered-storage-for-apache-kafka on an S3 bucket.
 //

@@ -56,8 +56,8 @@
 // With the variable unset every test skips, printing why (and fails when
 // CI=true, so CI never passes on skipped broker tests). By hand:
 //
-//	RLMM_BROKER_TEST=kafka go test -race -v ./brokertest/
-//	RLMM_BROKER_TEST=rlmm go test -race -v ./brokertest/
+//	RLMM_BROKER_TEST=kafka go test -race -v ./test/broker/
+//	RLMM_BROKER_TEST=rlmm go test -race -v ./test/broker/
 //
 // (scripts/broker-test.sh rlmm|kafka, behind the make targets, does the same
 // with the race detector and an S3 server.) TestMain builds the rlmm binary

@@ -60,8 +60,8 @@ const (
 )
 
 var (
-	// repoRoot is the module root (the tests run in brokertest/).
-	repoRoot, _ = filepath.Abs("..")
+	// repoRoot is the module root (the tests run in test/broker/).
+	repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
 	// rlmmBinary is the rlmm command built by TestMain ("" when skipped).
 	rlmmBinary string
 	// pluginJar is rlmm's broker plugin (mode rlmm only).
@@ -169,7 +169,7 @@ type cluster struct {
 	addrs     []string // broker address of node i+1
 	remoteDir string   // the file-system RSM's root (rsm.config.dir)
 	// rsm is the remote storage manager: rsmLocal (Kafka's
-	// LocalTieredStorage), rsmFixture (brokertest/fixture-rsm) or rsmAiven.
+	// LocalTieredStorage), rsmFixture (test/broker/fixture-rsm) or rsmAiven.
 	rsm string
 
 	mu sync.Mutex
