@@ -26,7 +26,7 @@
 //     custom.metadata.fields.include) gives every segment the custom
 //     metadata the plugin returned when it copied it: the remote size (the
 //     sum of its three objects' sizes), the objects' prefix and main path,
-//     byte for byte (brokertest's TestAivenScrubRebuild compares them with
+//     byte for byte (test/broker's TestAivenScrubRebuild compares them with
 //     the events the broker had written). A segment found under another key
 //     prefix than the configured one always gets the object prefix, with a
 //     warning: Aiven's plugin (1.0.0) reads the log and indexes where the

@@ -2,7 +2,7 @@
 # The broker workload of `make bench-compare` (also `make bench-broker`): Kafka
 # 4.3.1 brokers with tiered storage (LocalTieredStorage), Kafka's own
 # TopicBasedRemoteLogMetadataManager against rlmm's plugin, a fresh broker per
-# run (brokertest/cmd/brokerbench):
+# run (test/broker/cmd/brokerbench):
 #   1. restart to the first remote fetch served, after N metadata events in the
 #      metadata partition of the tiered partition (wire-encoded, written first);
 #      and its floor, `none`: the same restart with tiered storage off;
@@ -40,7 +40,6 @@
 #   BENCH_BROKER_RUNS [3]           restart runs per mode and event count (medians reported)
 #   BENCH_OUT [a temp dir]          where the JSON results go (kept)
 #   BENCH_WRITE [1]                 0: print the tables, do not edit docs/bench/broker.md
-#   RLMM_PLUGIN_JAR                 the plugin jar (default: scripts/kafka.sh plugin-jar builds it)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,12 +55,12 @@ trap 'rm -rf "$WORK"' EXIT
 
 log() { echo "bench-broker: $*" >&2; }
 
-KAFKA_VERSION=4.3.1 KAFKA_TIERED=1 bash scripts/kafka.sh fetch
-JAR="${RLMM_PLUGIN_JAR:-$(bash scripts/kafka.sh plugin-jar)}"
+# The brokers' jars are resolved by brokerbench (test/kafkatest) at its first start.
+JAR="$(bash scripts/plugin.sh build | tail -n1)"
 # The sidecar as the jar carries it (scripts/plugin.sh: without S3, -tags rlmm_nos3).
 go build -tags rlmm_nos3 -o "$WORK/rlmm" ./cmd/rlmm
-go build -o "$WORK/brokerbench" ./brokertest/cmd/brokerbench
-common=(--plugin-jar "$JAR" --rlmm-binary "$WORK/rlmm" --root "$ROOT")
+go build -o "$WORK/brokerbench" ./test/broker/cmd/brokerbench
+common=(--plugin-jar "$JAR" --rlmm-binary "$WORK/rlmm")
 
 # bench OUTFILE ARGS...: one brokerbench run, its JSON kept.
 bench() {

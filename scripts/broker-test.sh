@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The broker tests (brokertest/): Kafka brokers with tiered storage, started and stopped by
-# the tests through scripts/kafka.sh, with the RLMM named by the argument:
+# The broker tests (test/broker/): Kafka brokers with tiered storage, started and stopped by
+# the tests through test/kafkatest, with the RLMM named by the argument:
 #
 #   scripts/broker-test.sh rlmm              rlmm's broker plugin (make broker-test)
 #   scripts/broker-test.sh kafka             Kafka's own TopicBasedRemoteLogMetadataManager
@@ -11,17 +11,17 @@
 #                                            the oldest and the newest (VERSIONS_FULL), the short
 #                                            TestTieringCheck on the ones between (VERSIONS_CHECK)
 #
-# rlmm|kafka run every test on RLMM_BROKER_KAFKA_VERSION [4.3.1]. Every version tiers
-# to its own LocalTieredStorage (kafka-storage:<version>:jar:test), but 4.4.0, whose
-# test jar is not served, to the project's test RSM (brokertest/fixture-rsm; see
-# KAFKA_RSM in scripts/kafka.sh). It fetches the jars (cached under ~/.cache/rlmm),
-# builds the plugin for `rlmm` (unless RLMM_PLUGIN_JAR names one), and runs the package
-# with the race detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves); a -run
-# pattern that matches no test fails the run (go test alone would pass it).
+# rlmm|kafka run every test on RLMM_KAFKA_VERSION [4.3.1]. Every version tiers to its own
+# LocalTieredStorage (kafka-storage:<version>:jar:test), but 4.4.0, whose test jar is not
+# served, to the project's test RSM (test/broker/fixture-rsm; kafkatest.DefaultRSM). The
+# tests resolve the jars (cached under ~/.cache/rlmm, RLMM_CACHE) and build the plugin
+# (scripts/plugin.sh build) themselves; this script runs the package with the race
+# detector. Extra arguments go to go test (e.g. -run TestLeadershipMoves); a -run pattern
+# that matches no test fails the run (go test alone would pass it).
 #
-# The Aiven tests (brokertest/aiven_test.go) tier to Aiven's tiered-storage-for-apache-kafka
+# The Aiven tests (test/broker/aiven_test.go) tier to Aiven's tiered-storage-for-apache-kafka
 # v1.0.0 on S3: its build in ../shared/aiven-rsm beside the repository (its runtime
-# dependencies resolved by `KAFKA_RSM=aiven scripts/kafka.sh fetch`), and the S3 server of
+# dependencies resolved by kafkatest.AivenRSM), and the S3 server of
 # RLMM_S3_ENDPOINT/_ACCESS_KEY/_SECRET_KEY (make test's SeaweedFS); without one this
 # script starts SeaweedFS itself (scripts/seaweedfs.sh) for the run, unless RLMM_SKIP_S3=1
 # (the Aiven tests then say why they skip; in CI they fail).
@@ -46,11 +46,6 @@ rlmm | kafka) shift ;;
 	;;
 esac
 
-if [[ "$mode" == rlmm && -z "${RLMM_PLUGIN_JAR:-}" ]]; then
-	RLMM_PLUGIN_JAR="$(bash scripts/kafka.sh plugin-jar)"
-	export RLMM_PLUGIN_JAR
-	echo "plugin jar: $RLMM_PLUGIN_JAR"
-fi
 export RLMM_BROKER_TEST="$mode"
 
 # A -run (-test.run) pattern that matches no test makes go test and a test binary print this
@@ -67,8 +62,6 @@ bin="$(mktemp -d "${TMPDIR:-/tmp}/rlmm-broker-test.XXXXXX")"
 trap 'rm -rf "$bin"' EXIT
 
 if [[ -z "$versions" ]]; then
-	KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
-	KAFKA_VERSION="${RLMM_BROKER_KAFKA_VERSION:-4.3.1}" KAFKA_TIERED=1 KAFKA_RSM=aiven bash scripts/kafka.sh fetch
 	if [[ -z "${RLMM_S3_ENDPOINT:-}" && "${RLMM_SKIP_S3:-}" != 1 ]]; then
 		s3_home="$bin/s3"
 		trap 'bash scripts/seaweedfs.sh stop "$s3_home" || true; rm -rf "$bin"' EXIT
@@ -78,7 +71,7 @@ if [[ -z "$versions" ]]; then
 		echo "S3 (SeaweedFS) for the Aiven tests at $RLMM_S3_ENDPOINT"
 	fi
 	status=0
-	go test -race -count=1 -v -timeout 30m "$@" ./brokertest/ 2>&1 | tee "$bin/out" || status=${PIPESTATUS[0]}
+	go test -race -count=1 -v -timeout 30m "$@" ./test/broker/ 2>&1 | tee "$bin/out" || status=${PIPESTATUS[0]}
 	if ran_nothing "$bin/out" "go test $*"; then
 		exit 1
 	fi
@@ -86,16 +79,15 @@ if [[ -z "$versions" ]]; then
 fi
 
 # One test binary for every version (go test would link it once per run).
-go test -race -c -o "$bin/brokertest.test" ./brokertest/
+go test -race -c -o "$bin/brokertest.test" ./test/broker/
 status=0
 run() {
 	local version="$1" test="$2" started
 	started="$(date +%s)"
 	echo "=== Kafka $version: $test"
-	KAFKA_VERSION="$version" KAFKA_TIERED=1 bash scripts/kafka.sh fetch
 	# The binary runs in the package's directory, as go test runs it.
 	local rc=0
-	(cd brokertest && RLMM_BROKER_KAFKA_VERSION="$version" "$bin/brokertest.test" \
+	(cd test/broker && RLMM_KAFKA_VERSION="$version" "$bin/brokertest.test" \
 		-test.v -test.timeout 15m -test.run "^$test\$" "$@") 2>&1 | tee "$bin/out" || rc=${PIPESTATUS[0]}
 	if ran_nothing "$bin/out" "Kafka $version: -test.run ^$test\$ $*"; then
 		rc=1

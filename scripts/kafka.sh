@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs real Apache Kafka brokers (KRaft, on 127.0.0.1) from the Maven Central
 # jars, for the tests of eventlog/kafkalog, the interop suite and the broker
-# tests (brokertest/). No release tarball is needed.
+# tests (test/broker/). No release tarball is needed.
 #
 #   scripts/kafka.sh fetch                resolve kafka_2.13:$KAFKA_VERSION (and kafka-storage)
 #                                         with their runtime dependencies into the cache; with
@@ -23,7 +23,7 @@
 #                                         `start <dir> <node>` brings it back on its data
 #   scripts/kafka.sh pause <dir> <node>   SIGSTOP the node; resume <dir> <node> sends SIGCONT
 #   scripts/kafka.sh plugin-jar           build rlmm's broker plugin, print its jar's path
-#   scripts/kafka.sh fixture-rsm-jar      build the test RSM (brokertest/fixture-rsm), print its jar's path
+#   scripts/kafka.sh fixture-rsm-jar      build the test RSM (test/broker/fixture-rsm), print its jar's path
 #
 # Layout: one node (the default) lives in <dir> itself (server.properties, data/, broker.log,
 # pid), as this script always did; with KAFKA_NODES=N node i lives in <dir>/node-i. The
@@ -53,7 +53,7 @@
 #                           LocalTieredStorage from kafka-storage:$KAFKA_VERSION:jar:test (served for
 #                           4.0.1, 4.1.1, 4.2.1, 4.3.1; not for 4.4.0, and 4.3.1's does not load into a
 #                           4.4.0 broker), `fixture` = the project's file-system test RSM
-#                           (brokertest/fixture-rsm, built with Maven by this script), `aiven` = Aiven's
+#                           (test/broker/fixture-rsm, built with Maven by this script), `aiven` = Aiven's
 #                           tiered-storage-for-apache-kafka v1.0.0 on S3 (see aiven_rsm_settings: the jar
 #                           from ../shared/aiven-rsm beside the repository, or KAFKA_AIVEN_RSM_DIR; the
 #                           bucket and credentials from KAFKA_AIVEN_S3_*)
@@ -87,7 +87,7 @@ STOP_TIMEOUT_S="${KAFKA_STOP_TIMEOUT:-30}"
 KAFKA_RLMM_DEFAULT_CLASS=org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager
 RSM_CLASS=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
 FIXTURE_RSM_CLASS=org.rlmm.fixture.FileSystemRemoteStorageManager
-FIXTURE_RSM_DIR="$ROOT/brokertest/fixture-rsm"
+FIXTURE_RSM_DIR="$ROOT/test/broker/fixture-rsm"
 
 log() { echo "kafka.sh: $*" >&2; }
 die() {
@@ -164,7 +164,7 @@ default_rsm() {
 	esac
 }
 
-# fixture_rsm_jar: builds brokertest/fixture-rsm (Maven, skipped when no source
+# fixture_rsm_jar: builds test/broker/fixture-rsm (Maven, skipped when no source
 # changed since the jar) and prints the jar's path.
 fixture_rsm_jar() {
 	local jar="$FIXTURE_RSM_DIR/target/rlmm-fixture-rsm.jar"

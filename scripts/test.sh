@@ -163,8 +163,8 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, brokertest/, test/kafkatest and test/gssapi/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
-go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/brokertest$' -e '/test/kafkatest$' -e '/test/gssapi$' -e '/test/browser$')
+step "go test -race ./... (but faulttest/, test/broker/, test/kafkatest and test/gssapi/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/test/broker$' -e '/test/kafkatest$' -e '/test/gssapi$' -e '/test/browser$')
 
 # The Kafka harness's own tests (test/kafkatest): clusters of one and three nodes started,
 # restarted with the RLMM switched, behind proxies, secured, and killed with nothing left behind.
@@ -197,21 +197,19 @@ fi
 # --- broker tests: Kafka 4.3.1 + tiered storage + rlmm's plugin ---
 if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	step "broker tests: Kafka 4.3.1 brokers with tiered storage, rlmm's plugin as the RLMM (make broker-test)"
-	# One plugin build for both runs below.
-	plugin_jar="$(bash scripts/plugin.sh build)"
 	# Among them TestRollingMigration: docs/migration.md followed on a live three-broker cluster
 	# moved from Kafka's RLMM to the plugin and one broker back (about 2 minutes).
 	# TestTieringCheck is the short check of the other versions (below): on 4.3.1,
 	# TestTieringLifecycle and TestSidecarKilled cover all it does.
-	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
-	# Aiven's RSM on S3 (brokertest/aiven_test.go) with Kafka's own RLMM, the control of the
+	bash scripts/broker-test.sh rlmm -skip '^TestTieringCheck$'
+	# Aiven's RSM on S3 (test/broker/aiven_test.go) with Kafka's own RLMM, the control of the
 	# rlmm run above: tiering, remote reads, restart, retention, topic deletion (about 2 minutes).
 	step "broker tests: Aiven's RSM on S3 with Kafka's own RLMM, the control (TestAivenTiering)"
 	bash scripts/broker-test.sh kafka -run '^TestAivenTiering$'
 	# Every other 4.x line hosts the plugin too; 2.5 to 5 minutes on 2 busy cores
 	# (the first run on a machine also fetches three Kafka versions' jars and builds the fixture RSM).
 	step "broker tests on Kafka 4.0.1 and 4.4.0 (TestTieringLifecycle), 4.1.1 and 4.2.1 (TestTieringCheck) (make broker-test-versions)"
-	RLMM_PLUGIN_JAR="$plugin_jar" bash scripts/broker-test.sh versions rlmm
+	bash scripts/broker-test.sh versions rlmm
 else
 	echo "broker tests skipped: RLMM_SKIP_KAFKA=1 (they need Kafka 4.x brokers)"
 fi

@@ -1,5 +1,5 @@
 // Package svgchart draws a log-log line chart as a standalone SVG document:
-// the restart curve of the broker benchmark (brokertest/cmd/brokerbench
+// the restart curve of the broker benchmark (test/broker/cmd/brokerbench
 // curve-report), events in the metadata topic against seconds to the first
 // remote fetch, one line per RLMM, each point's label beside it.
 //

@@ -19,7 +19,7 @@
 //     metadata (tagged fields: 0 remote size, 1 object prefix, 2 object key)
 //     takes precedence over the computed key. Checked against what the real
 //     plugin (v1.0.0, S3Storage) writes for a Kafka 4.3.1 broker in
-//     brokertest's Aiven tests, and in TestAivenRealObjects against one
+//     test/broker's Aiven tests, and in TestAivenRealObjects against one
 //     segment it wrote (testdata/aiven-1.0.0): keys, custom metadata bytes
 //     (the remote size the sum of the three objects' sizes, the manifest's
 //     included), and ParseAivenFieldSet's fields encoded into the same bytes.

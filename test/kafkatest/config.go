@@ -110,7 +110,7 @@ type Config struct {
 	Tiered bool `json:"tiered"`
 	// RSM names the remote storage manager of a tiered cluster: "local"
 	// (Kafka's LocalTieredStorage, served for 4.0 to 4.3), "fixture" (the
-	// project's file-system RSM, brokertest/fixture-rsm), or a name given
+	// project's file-system RSM, test/broker/fixture-rsm), or a name given
 	// to RegisterRSM. Empty: DefaultRSM(Version).
 	RSM string `json:"rsm"`
 	// RLMM is the RLMM of a tiered cluster; RLMMKafka when empty. Restart

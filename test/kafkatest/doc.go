@@ -24,8 +24,9 @@
 // (kafka-VERSION/libs, complete when libs/.complete exists), so either
 // reuses what the other fetched. Kafka's LocalTieredStorage comes the same
 // way (kafka-storage:VERSION:jar:test); the project's file-system RSM
-// (brokertest/fixture-rsm) and rlmm's plugin are built by Maven and
-// scripts/plugin.sh. RegisterRSM adds another RSM (one on S3) by name.
+// (test/broker/fixture-rsm) and rlmm's plugin are built by Maven and
+// scripts/plugin.sh. RegisterRSM adds another RSM by name: AivenRSM is
+// Aiven's tiered-storage-for-apache-kafka on an S3 bucket.
 //
 // Every node keeps a PLAINTEXT listener for the brokers, the controllers,
 // the RLMM's own Kafka client and the harness's readiness probe (a franz-go
@@ -56,7 +57,7 @@
 // both paths. Node.Wait returns the exit status of a JVM that ended by
 // itself; Config.NoReadyWait starts nodes without waiting for them to
 // answer, for a test of a broker that is to stop itself (the plugin's
-// fail-loud promise, brokertest/failloud_test.go).
+// fail-loud promise, test/broker/failloud_test.go).
 //
 // A cluster's directory holds node-N/ (server.properties and
 // log4j2.properties, rewritten at each start; data/, kept; broker.log,

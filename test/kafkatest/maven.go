@@ -30,7 +30,7 @@ type Cache struct {
 	// libs/.complete exists) and kafka-VERSION/rsm (kafka-storage's test
 	// jar). DefaultCacheDir when empty.
 	Dir string
-	// RepoRoot is the rlmm module's root (brokertest/fixture-rsm, plugin/,
+	// RepoRoot is the rlmm module's root (test/broker/fixture-rsm, plugin/,
 	// cmd/rlmm); FindRepoRoot when empty.
 	RepoRoot string
 	// Log receives what Maven and the builds print; os.Stderr when nil.
@@ -148,14 +148,14 @@ func (c *Cache) LocalTieredStorageJar(ctx context.Context, version string) (stri
 	return jar, replaceDir(tmp, dir)
 }
 
-// FixtureRSMJar builds brokertest/fixture-rsm with Maven when a source is
+// FixtureRSMJar builds test/broker/fixture-rsm with Maven when a source is
 // newer than its jar, and returns the jar's path.
 func (c *Cache) FixtureRSMJar(ctx context.Context) (string, error) {
 	root, err := c.repo()
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(root, "brokertest", "fixture-rsm")
+	src := filepath.Join(root, "test", "broker", "fixture-rsm")
 	jar := filepath.Join(src, "target", "rlmm-fixture-rsm.jar")
 	if !newerThan(jar, filepath.Join(src, "pom.xml"), filepath.Join(src, "src")) {
 		return jar, nil

@@ -206,7 +206,9 @@ func tieredProps(in propsInput) []prop {
 }
 
 // log4jProperties is a node's log4j2 configuration: WARN and up, INFO of
-// the server's start and stop and of rlmm's plugin, into broker.log.
+// the server's start and stop, of rlmm's plugin and of Kafka's
+// AppInfoParser (its "Kafka version: V" lines name the jars a broker runs;
+// the class moved to an internals package in 4.4), into broker.log.
 func log4jProperties(nodeDir string) string {
 	return `appender.file.type=File
 appender.file.name=F
@@ -222,6 +224,10 @@ logger.broker.name=kafka.server.BrokerServer
 logger.broker.level=INFO
 logger.rlmmplugin.name=org.rlmm.plugin
 logger.rlmmplugin.level=INFO
+logger.appinfo.name=org.apache.kafka.common.utils.AppInfoParser
+logger.appinfo.level=INFO
+logger.appinfointernals.name=org.apache.kafka.common.utils.internals.AppInfoParser
+logger.appinfointernals.level=INFO
 `
 }
 

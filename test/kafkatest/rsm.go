@@ -42,7 +42,7 @@ const (
 	// kafka-storage:VERSION:jar:test (served for 4.0.1, 4.1.1, 4.2.1 and
 	// 4.3.1; not for 4.4.0, and 4.3.1's does not load into a 4.4.0 broker).
 	RSMLocal = "local"
-	// RSMFixture is the project's file-system RSM (brokertest/fixture-rsm,
+	// RSMFixture is the project's file-system RSM (test/broker/fixture-rsm,
 	// built with Maven).
 	RSMFixture = "fixture"
 )

@@ -71,7 +71,7 @@ func fetchCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Resolve a Kafka version's jars (and an RSM's) into the cache, starting nothing",
 		Long: "Resolve org.apache.kafka:kafka_2.13:VERSION and its runtime dependencies with Maven into\n" +
 			"~/.cache/rlmm (RLMM_CACHE) unless they are there; with --rsm local also kafka-storage's test jar\n" +
-			"(LocalTieredStorage), with --rsm fixture build brokertest/fixture-rsm. Prints the directories.",
+			"(LocalTieredStorage), with --rsm fixture build test/broker/fixture-rsm. Prints the directories.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)

@@ -129,7 +129,7 @@ final class Outbox implements AutoCloseable {
                     }
                 }
                 acknowledged(c);
-                // brokertest/window_test.go reads this line.
+                // test/broker/window_test.go reads this line.
                 log.info("rlmm plugin: the {} reached rlmm serve ({} reads of its partitions came while it was on its way)",
                         c.what(), readsWaiting.getAndSet(0));
             }

@@ -248,7 +248,7 @@ final class Supervisor implements AutoCloseable {
             }
             ready.complete(l);
         }
-        // brokertest/window_test.go reads this line.
+        // test/broker/window_test.go reads this line.
         log.info("rlmm plugin: calls go to {} rlmm serve pid {} at {} ({} calls waited for it)", restart ? "the restarted" : "the new",
                 l.pid(), cfg.target(), held.getAndSet(0));
     }

@@ -14,7 +14,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * What of failing loudly a unit test adds to brokertest/failloud_test.go (which asserts a real
+ * What of failing loudly a unit test adds to test/broker/failloud_test.go (which asserts a real
  * broker JVM's exit status 1 for a refused setting, another API version and the init timeout): exit
  * code 2, even with the very words of a refusal, is retried and does not stop the broker (Kafka's
  * Exit.exit, recorded by {@link TestSupport.ExitRecorder}); the init timeout's default.

@@ -134,14 +134,14 @@ func joinProperties(ps [][2]string) string {
 	return b.String()
 }
 
-// editProperties rewrites node n's server.properties (the broker stopped):
-// every line of a key in remove (a trailing * matches a prefix) or in set
-// goes, and set's lines are appended.
+// editProperties changes node n's own server.properties lines (see
+// editNodeExtra; the broker stopped, they take effect at its start): every
+// line of a key in remove (a trailing * matches a prefix) or in set goes,
+// and set's lines are appended. The cluster's lines (the RLMM of its first
+// start, Kafka's) come before them: a key set here wins, and a key the
+// guide removes was only ever set here.
 func (c *cluster) editProperties(n int, what string, remove []string, set [][2]string) {
 	c.t.Helper()
-	path := filepath.Join(c.nodeDir(n), "server.properties")
-	b, err := os.ReadFile(path)
-	must(c.t, err)
 	drop := func(key string) bool {
 		for _, r := range remove {
 			if p, ok := strings.CutSuffix(r, "*"); (ok && strings.HasPrefix(key, p)) || key == r {
@@ -150,15 +150,18 @@ func (c *cluster) editProperties(n int, what string, remove []string, set [][2]s
 		}
 		return slices.ContainsFunc(set, func(p [2]string) bool { return p[0] == key })
 	}
-	var out []string
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if k, _, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") && drop(strings.TrimSpace(k)) {
-			continue
+	c.editNodeExtra(n, func(lines string) string {
+		var out []string
+		for l := range strings.Lines(lines) {
+			l = strings.TrimSuffix(l, "\n")
+			if k, _, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") && drop(strings.TrimSpace(k)) {
+				continue
+			}
+			out = append(out, l)
 		}
-		out = append(out, l)
-	}
-	out = append(out, "# "+what+" ("+migrationGuide+")")
-	must(c.t, os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"+joinProperties(set)), 0o644))
+		out = append(out, "# "+what+" ("+migrationGuide+")")
+		return strings.Join(out, "\n") + "\n" + joinProperties(set)
+	})
 }
 
 // migrationLoad is the traffic of TestRollingMigration on the topic of
@@ -414,7 +417,7 @@ func TestRollingMigration(t *testing.T) {
 	guide := readMigrationGuide(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
-	c := startClusterOn(t, 3, modeKafka, joinProperties(guide.kept), nil)
+	c := startClusterOpts(t, 3, clusterOptions{rlmm: modeKafka, extra: joinProperties(guide.kept)})
 	cl := c.client()
 	checkMetadataTopic(ctx, t, cl)
 

@@ -104,36 +104,17 @@ func answerOtherVersion(c net.Conn) {
 	_, _ = io.Copy(io.Discard, c)
 }
 
-// requirePluginBroker skips t, saying why, unless the broker tests run
-// with rlmm's plugin (RLMM_BROKER_TEST=rlmm); unset under CI=true, it fails.
-func requirePluginBroker(t *testing.T) {
-	t.Helper()
-	switch mode := os.Getenv("RLMM_BROKER_TEST"); mode {
-	case "rlmm":
-	case "":
-		reason := "RLMM_BROKER_TEST is unset: the fail-loud tests need RLMM_BROKER_TEST=rlmm (scripts/broker-test.sh rlmm)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(reason)
-		}
-		t.Skip(reason)
-	default:
-		t.Skipf("RLMM_BROKER_TEST=%s: failing loudly is a promise of rlmm's plugin (RLMM_BROKER_TEST=rlmm)", mode)
-	}
-	kafkatest.Require(t)
-}
-
 // TestFailLoudly: each case starts one broker with rlmm's plugin and waits
 // for its JVM to exit by itself: status 1, and the reason in its log.
 func TestFailLoudly(t *testing.T) {
-	requirePluginBroker(t)
+	if requireMode(t) != modeRlmm {
+		t.Skip("failing loudly is a promise of rlmm's plugin: RLMM_BROKER_TEST=rlmm (make broker-test)")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := os.Getenv("RLMM_BROKER_KAFKA_VERSION")
-	if version == "" {
-		version = "4.3.1"
-	}
+	version := kafkaVersion()
 	tests := []struct {
 		name   string
 		binary string // rlmm.serve.binary; "" for the rlmm the harness builds
@@ -163,7 +144,7 @@ func TestFailLoudly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := kafkatest.StartT(t, kafkatest.Config{
-				Version: version, Tiered: true, RLMM: kafkatest.RLMMPlugin, PluginJar: os.Getenv("RLMM_PLUGIN_JAR"),
+				Version: version, Tiered: true, RLMM: kafkatest.RLMMPlugin, PluginJar: pluginJar,
 				RLMMBinary: tt.binary, Extra: tt.extra, NoReadyWait: true, StopTimeout: 10 * time.Second,
 			}, 5*time.Minute)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

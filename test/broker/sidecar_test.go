@@ -51,7 +51,7 @@ func TestSidecarKilled(t *testing.T) {
 			t.Errorf("segment %s (%d..%d), finished before the kill, is not finished afterwards", s.meta.ID.ID, s.meta.StartOffset, s.meta.EndOffset)
 		}
 	}
-	restarts, err := grepFile(filepath.Join(c.dir, "broker.log"), "started rlmm serve pid")
+	restarts, err := grepFile(filepath.Join(c.nodeDir(1), "broker.log"), "started rlmm serve pid")
 	must(t, err)
 	t.Logf("%d segments finished in all (%d before the kill); broker.log: %q", len(ti.finished), len(acked), restarts)
 	c.consume(ctx, t, tp.Topic, 0, total)

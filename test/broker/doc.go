@@ -1,5 +1,5 @@
 // Package brokertest drives a real Apache Kafka broker (4.3.1 unless
-// RLMM_BROKER_KAFKA_VERSION names another 4.x) with tiered storage on
+// RLMM_KAFKA_VERSION names another 4.x) with tiered storage on
 // (Kafka's LocalTieredStorage as the remote storage manager) and checks
 // what it does through the remote log metadata it writes: segments copied
 // and finished, read back from remote storage, deleted by retention,
@@ -22,7 +22,7 @@
 //
 // Every broker a test starts must run the Kafka version asked for: the
 // "Kafka version:" lines of its broker.log (Kafka's AppInfoParser, logged at
-// INFO by scripts/kafka.sh) must all name it, or the test fails.
+// INFO by test/kafkatest) must all name it, or the test fails.
 //
 // Every Kafka 4.x line hosts the plugin: scripts/broker-test.sh versions
 // (make broker-test-versions, part of make test) runs TestTieringLifecycle on
@@ -40,7 +40,7 @@
 // Aiven's RemoteStorageManager (tiered-storage-for-apache-kafka v1.0.0, the
 // build in ../shared/aiven-rsm beside the repository) on S3 (the SeaweedFS of
 // RLMM_S3_ENDPOINT; scripts/broker-test.sh starts one when unset) is the RSM
-// of aiven_test.go (scripts/kafka.sh's KAFKA_RSM=aiven): TestAivenTiering
+// of aiven_test.go (kafkatest.AivenRSM, on a new bucket per test): TestAivenTiering
 // (tiering, remote reads, the custom metadata the RSM returns kept and handed
 // back byte for byte, broker restarts, the sidecar killed, rlmm scrub,
 // retention, topic deletion) and TestAivenScrubRebuild (rlmm scrub and repair
@@ -56,22 +56,31 @@
 // With the variable unset every test skips, printing why (and fails when
 // CI=true, so CI never passes on skipped broker tests). By hand:
 //
-//	RLMM_BROKER_TEST=kafka go test -race -v ./brokertest/
-//	RLMM_BROKER_TEST=rlmm RLMM_PLUGIN_JAR=plugin/target/rlmm-plugin-0.1.0.jar go test -race -v ./brokertest/
+//	RLMM_BROKER_TEST=kafka go test -race -v ./test/broker/
+//	RLMM_BROKER_TEST=rlmm go test -race -v ./test/broker/
 //
 // (scripts/broker-test.sh rlmm|kafka, behind the make targets, does the same
-// after fetching the jars.) RLMM_PLUGIN_JAR names the plugin jar; when unset,
-// TestMain builds it with scripts/kafka.sh plugin-jar. make test runs
-// make broker-test as its own step, after the other packages' tests (which
-// leave this package out). TestMain always builds the rlmm binary (the
-// plugin's sidecar and the inspect/verify checks). Every test starts and stops
-// its own brokers through scripts/kafka.sh (KAFKA_VERSION=4.3.1, or
-// RLMM_BROKER_KAFKA_VERSION; KAFKA_TIERED=1) in a temporary directory of its
-// own; the first run fetches the version's jars from Maven Central into
-// ~/.cache/rlmm. A failed test prints
-// the tail of every broker log it started (the plugin logs the sidecar's
-// lines into its broker's log) and keeps its directory;
-// RLMM_BROKER_TEST_KEEP=1 keeps every test's.
+// with the race detector and an S3 server.) TestMain builds the rlmm binary
+// (the plugin's sidecar and the inspect/verify checks) and, with rlmm, the
+// plugin (scripts/plugin.sh build, which skips Maven when nothing changed).
+// make test runs make broker-test as its own step, after the other
+// packages' tests (which leave this package out). Every test starts and
+// stops its own brokers with test/kafkatest (kafkatest.StartT: a tiered
+// cluster of 384 MiB brokers in a temporary directory of its own, every
+// process stopped when the test ends); the first run resolves the version's
+// jars from Maven Central into ~/.cache/rlmm (RLMM_CACHE). A failed test
+// prints the tail of every broker log it started (the plugin logs the
+// sidecar's lines into its broker's log) and keeps its directory;
+// RLMM_KAFKA_KEEP=1 keeps every test's. A test that edits a node's settings
+// between its stop and its start (the migration steps, an RSM's key prefix)
+// gives the node lines of its own (kafkatest's Config.NodeExtra), written
+// after the cluster's at the node's next start.
+//
+// The environment switches: RLMM_BROKER_TEST (which RLMM), RLMM_KAFKA_VERSION
+// (which Kafka), RLMM_CACHE (where the jars go), RLMM_KAFKA_SKIP=1 (no
+// broker here: every test skips, saying why), RLMM_KAFKA_KEEP=1, and the S3
+// server of the Aiven tests (RLMM_S3_ENDPOINT, RLMM_S3_ACCESS_KEY,
+// RLMM_S3_SECRET_KEY; the tests skip without one, saying why).
 //
 // What a 4.3.1 broker does, as these tests found it (with either RLMM):
 //   - deleting a topic deletes every remote segment (DELETE_SEGMENT_STARTED,

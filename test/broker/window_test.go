@@ -56,7 +56,7 @@ func TestNoOffsetOutOfRangeInTheAssignmentWindow(t *testing.T) {
 	produce(ctx, t, cl, tp.Topic, 0, total)
 	ti := c.waitTiered(ctx, t, cl, tp, 0, 2)
 	t.Logf("offsets 0..%d are remote only; the local log starts at %d", ti.remoteEnd, ti.localStart)
-	log := filepath.Join(c.dir, "broker.log")
+	log := filepath.Join(c.nodeDir(1), "broker.log")
 
 	// 1. The sidecar killed with -9: the plugin starts another; reads wait
 	// for it within their bound.

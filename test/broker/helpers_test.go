@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,18 +30,15 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
 const (
-	envMode      = "RLMM_BROKER_TEST"
-	envPluginJar = "RLMM_PLUGIN_JAR"
-	// envKeep set keeps every cluster's directory (logs, data) after the
-	// test; a failed test's is always kept.
-	envKeep = "RLMM_BROKER_TEST_KEEP"
-	// envVersion names the Kafka version of every cluster (scripts/kafka.sh's
-	// KAFKA_VERSION); unset, defaultVersion.
-	envVersion     = "RLMM_BROKER_KAFKA_VERSION"
+	// envMode names the RLMM under test: modeRlmm or modeKafka.
+	envMode = "RLMM_BROKER_TEST"
+	// defaultVersion is the Kafka version of the tests when
+	// RLMM_KAFKA_VERSION (kafkatest.EnvVersion) names none.
 	defaultVersion = "4.3.1"
 	modeKafka      = "kafka"
 	modeRlmm       = "rlmm"
@@ -54,11 +52,16 @@ const (
 	waitTimeout = 3 * time.Minute
 	// testTimeout bounds a whole test.
 	testTimeout = 8 * time.Minute
+	// startTimeout bounds a cluster's first start (its jars resolved, its
+	// nodes formatted and answering) and each node's later starts.
+	startTimeout = 4 * time.Minute
+	// brokerHeap is every broker JVM's heap.
+	brokerHeap = "384m"
 )
 
 var (
-	// repoRoot is the module root (the tests run in brokertest/).
-	repoRoot, _ = filepath.Abs("..")
+	// repoRoot is the module root (the tests run in test/broker/).
+	repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
 	// rlmmBinary is the rlmm command built by TestMain ("" when skipped).
 	rlmmBinary string
 	// pluginJar is rlmm's broker plugin (mode rlmm only).
@@ -70,7 +73,7 @@ var (
 func TestMain(m *testing.M) {
 	var tmp string
 	mode := os.Getenv(envMode)
-	if mode == modeKafka || mode == modeRlmm {
+	if (mode == modeKafka || mode == modeRlmm) && kafkatest.CannotRun() == "" {
 		tmp, setupErr = setup(mode)
 	}
 	code := m.Run()
@@ -86,42 +89,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// setup builds the rlmm binary and, for mode rlmm, finds or builds the plugin.
+// setup builds the rlmm binary and, for mode rlmm, the plugin
+// (scripts/plugin.sh build, which skips Maven when nothing changed).
 func setup(mode string) (string, error) {
 	tmp, err := os.MkdirTemp("", "rlmm-brokertest-")
 	if err != nil {
 		return "", err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cache := &kafkatest.Cache{RepoRoot: repoRoot}
 	bin := filepath.Join(tmp, "rlmm")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/rlmm")
-	cmd.Dir = repoRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return tmp, fmt.Errorf("go build ./cmd/rlmm: %w\n%s", err, out)
+	if err := cache.RLMMBinary(ctx, bin); err != nil {
+		return tmp, err
 	}
 	rlmmBinary = bin
 	if mode != modeRlmm {
 		return tmp, nil
 	}
-	if jar := os.Getenv(envPluginJar); jar != "" {
-		if _, err := os.Stat(jar); err != nil {
-			return tmp, fmt.Errorf("%s: %w", envPluginJar, err)
-		}
-		pluginJar, _ = filepath.Abs(jar)
-		return tmp, nil
-	}
-	cmd = exec.Command("bash", "scripts/kafka.sh", "plugin-jar")
-	cmd.Dir = repoRoot
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return tmp, fmt.Errorf("scripts/kafka.sh plugin-jar: %w\n%s", err, stderr.Bytes())
-	}
-	pluginJar = strings.TrimSpace(string(out))
-	if _, err := os.Stat(pluginJar); err != nil {
-		return tmp, fmt.Errorf("scripts/kafka.sh plugin-jar: the jar it named: %w", err)
-	}
-	return tmp, nil
+	pluginJar, err = cache.PluginJar(ctx)
+	return tmp, err
 }
 
 // requireMode returns the RLMM under test, or skips the test with the reason
@@ -137,6 +124,7 @@ func requireMode(t *testing.T) string {
 		}
 		t.Skip(reason)
 	}
+	kafkatest.Require(t)
 	if setupErr != nil {
 		t.Fatalf("setup: %v", setupErr)
 	}
@@ -156,98 +144,96 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// kafkaVersion is the Kafka version the tests run (RLMM_BROKER_KAFKA_VERSION,
-// else defaultVersion).
+// kafkaVersion is the Kafka version the tests run (RLMM_KAFKA_VERSION, else
+// defaultVersion).
 func kafkaVersion() string {
-	if v := os.Getenv(envVersion); v != "" {
+	if v := os.Getenv(kafkatest.EnvVersion); v != "" {
 		return v
 	}
 	return defaultVersion
 }
 
-// cluster is a tiered-storage Kafka cluster (of kafkaVersion) started by
-// scripts/kafka.sh.
+// cluster is a tiered-storage Kafka cluster (of kafkaVersion) run by
+// test/kafkatest.
 type cluster struct {
 	t    *testing.T
+	kc   *kafkatest.Cluster
 	mode string
-	// rlmm is the RLMM scripts/kafka.sh configures the brokers with at the
-	// cluster's first start (KAFKA_RLMM): mode, but for a test that starts
-	// on another (TestRollingMigration starts on Kafka's).
+	// rlmm is the RLMM the brokers run from the cluster's first start:
+	// mode, but for a test that starts on another (TestRollingMigration
+	// starts on Kafka's).
 	rlmm      string
 	version   string // the brokers' Kafka version
 	dir       string
 	nodes     int
 	addrs     []string // broker address of node i+1
-	remoteDir string   // the RSM's root (rsm.config.dir)
-	// rsm is the remote storage manager scripts/kafka.sh chose: "local"
-	// (Kafka's LocalTieredStorage) or "fixture" (brokertest/fixture-rsm).
-	rsm   string
-	extra string   // server.properties lines of this cluster, after extraConfig
-	env   []string // more environment of scripts/kafka.sh (e.g. KAFKA_RSM=aiven and its bucket)
+	remoteDir string   // the file-system RSM's root (rsm.config.dir)
+	// rsm is the remote storage manager: rsmLocal (Kafka's
+	// LocalTieredStorage), rsmFixture (test/broker/fixture-rsm) or rsmAiven.
+	rsm string
+
+	mu sync.Mutex
+	// nodeExtra are more server.properties lines of one node, written at
+	// its next start after every other line (editNodeExtra).
+	nodeExtra map[int]string
+}
+
+// clusterOptions are the settings of a test's cluster beside its size.
+type clusterOptions struct {
+	// rlmm is the RLMM of the first start (modeKafka or modeRlmm); the
+	// test's mode when empty.
+	rlmm string
+	// extra are server.properties lines of every node, after extraConfig
+	// (a key of both takes extra's value).
+	extra string
+	// aiven, when set, makes Aiven's RSM on this bucket the cluster's RSM.
+	aiven *kafkatest.AivenS3
 }
 
 // startCluster starts a cluster of nodes nodes in a temporary directory and
 // stops it when the test ends (printing the logs' tails if it failed).
 func startCluster(t *testing.T, nodes int) *cluster {
 	t.Helper()
-	return startClusterWith(t, nodes, "")
+	return startClusterOpts(t, nodes, clusterOptions{})
 }
 
 // startClusterWith is startCluster with more server.properties lines for
 // every broker (after extraConfig, so a key of both takes extra's value).
 func startClusterWith(t *testing.T, nodes int, extra string) *cluster {
 	t.Helper()
-	return startClusterOn(t, nodes, requireMode(t), extra, nil)
+	return startClusterOpts(t, nodes, clusterOptions{extra: extra})
 }
 
-// startClusterEnv is startClusterWith with more environment for
-// scripts/kafka.sh (after the cluster's own, so a variable of both takes
-// env's value).
-func startClusterEnv(t *testing.T, nodes int, extra string, env []string) *cluster {
+// startClusterOpts starts a cluster of nodes nodes with o.
+func startClusterOpts(t *testing.T, nodes int, o clusterOptions) *cluster {
 	t.Helper()
-	return startClusterOn(t, nodes, requireMode(t), extra, env)
-}
-
-// startClusterOn is startClusterEnv on the RLMM rlmmMode (modeKafka or
-// modeRlmm) whatever the test's mode.
-func startClusterOn(t *testing.T, nodes int, rlmmMode, extra string, env []string) *cluster {
-	t.Helper()
-	c := &cluster{t: t, mode: requireMode(t), rlmm: rlmmMode, version: kafkaVersion(), nodes: nodes, extra: extra, env: env}
-	dir, err := os.MkdirTemp("", "rlmm-"+t.Name()+"-")
-	must(t, err)
-	c.dir = dir
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.dumpLogs()
-		}
-		if _, err := c.script("stop", c.dir); err != nil {
-			t.Errorf("stopping the cluster: %v", err)
-		}
-		if t.Failed() || os.Getenv(envKeep) != "" {
-			t.Logf("kept the cluster's directory %s", c.dir)
-		} else {
-			_ = os.RemoveAll(c.dir)
-		}
-	})
-	out, err := c.script("start", c.dir)
-	if err != nil {
-		t.Fatalf("starting a %d-node cluster: %v", nodes, err)
+	mode := requireMode(t)
+	if o.rlmm == "" {
+		o.rlmm = mode
 	}
-	for line := range strings.Lines(out) {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_BOOTSTRAP="); ok {
-			c.addrs = strings.Split(v, ",")
-		}
-		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_REMOTE_DIR="); ok {
-			c.remoteDir = v
-		}
-		if v, ok := strings.CutPrefix(line, "RLMM_KAFKA_RSM="); ok {
-			c.rsm = v
-		}
+	c := &cluster{t: t, mode: mode, rlmm: o.rlmm, version: kafkaVersion(), nodes: nodes, nodeExtra: map[int]string{}}
+	cfg := kafkatest.Config{
+		Version:    c.version,
+		Nodes:      nodes,
+		Tiered:     true,
+		RLMM:       kafkatest.RLMMKafka,
+		Heap:       brokerHeap,
+		Extra:      strings.TrimSpace(extraConfig + "\n" + o.extra),
+		NodeExtra:  c.extraOf,
+		RLMMBinary: rlmmBinary,
 	}
-	if len(c.addrs) != nodes || c.remoteDir == "" || (c.rsm != rsmLocal && c.rsm != rsmFixture && c.rsm != rsmAiven) {
-		t.Fatalf("scripts/kafka.sh start printed %q: want %d addresses, the remote dir and the RSM", out, nodes)
+	if o.rlmm == modeRlmm {
+		cfg.RLMM, cfg.PluginJar = kafkatest.RLMMPlugin, pluginJar
 	}
+	c.rsm = kafkatest.DefaultRSM(c.version)
+	if o.aiven != nil {
+		// A name of the bucket's own: each test tiers to a new bucket.
+		cfg.RSM = rsmAiven + "-" + o.aiven.Bucket
+		kafkatest.RegisterRSM(cfg.RSM, kafkatest.AivenRSM(*o.aiven))
+		c.rsm = rsmAiven
+	}
+	c.kc = kafkatest.StartT(t, cfg, startTimeout)
+	c.dir, c.addrs, c.remoteDir = c.kc.Dir(), c.kc.Bootstrap(), c.kc.RemoteDir()
 	for n := 1; n <= nodes; n++ {
 		c.checkVersion(n)
 	}
@@ -256,8 +242,23 @@ func startClusterOn(t *testing.T, nodes int, rlmmMode, extra string, env []strin
 	return c
 }
 
+// extraOf is node's own server.properties lines (kafkatest's NodeExtra).
+func (c *cluster) extraOf(node int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodeExtra[node]
+}
+
+// editNodeExtra changes node's own server.properties lines, written at its
+// next start after every other line (so a key of them wins).
+func (c *cluster) editNodeExtra(node int, edit func(lines string) string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodeExtra[node] = edit(c.nodeExtra[node])
+}
+
 // kafkaVersionLine is Kafka's AppInfoParser line naming the version of the
-// jars a broker runs (scripts/kafka.sh logs it at INFO into broker.log).
+// jars a broker runs (test/kafkatest logs it at INFO into broker.log).
 var kafkaVersionLine = regexp.MustCompile(`Kafka version: (\S+)`)
 
 // checkVersion checks that node n runs the cluster's Kafka version: every
@@ -279,78 +280,28 @@ func (c *cluster) checkVersion(n int) {
 	}
 }
 
-// script runs scripts/kafka.sh with the cluster's settings.
-func (c *cluster) script(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repoRoot, "scripts", "kafka.sh")}, args...)...)
-	cmd.Env = append(os.Environ(),
-		"KAFKA_VERSION="+c.version, "KAFKA_TIERED=1", "KAFKA_NODES="+strconv.Itoa(c.nodes),
-		"KAFKA_RLMM="+c.rlmm, "RLMM_BINARY="+rlmmBinary, "RLMM_PLUGIN_JAR="+pluginJar,
-		"KAFKA_HEAP=384m", "KAFKA_EXTRA_CONFIG="+strings.TrimSpace(extraConfig+"\n"+c.extra))
-	cmd.Env = append(cmd.Env, c.env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("scripts/kafka.sh %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	return string(out), nil
-}
-
 // extraConfig is added to every broker: metadata topic small enough for
 // quick reads and the fastest remote fetch wait.
 const extraConfig = "rlmm.config.remote.log.metadata.topic.num.partitions=10"
 
-// nodeDir is node i's directory (1-based), as scripts/kafka.sh lays it out.
-func (c *cluster) nodeDir(i int) string {
-	if c.nodes == 1 {
-		return c.dir
-	}
-	return filepath.Join(c.dir, "node-"+strconv.Itoa(i))
-}
+// nodeDir is node i's directory (1-based).
+func (c *cluster) nodeDir(i int) string { return c.kc.Node(i).Dir() }
 
 func (c *cluster) stopNode(i int) {
 	c.t.Helper()
 	start := time.Now()
-	if _, err := c.script("stop", c.dir, strconv.Itoa(i)); err != nil {
-		c.t.Fatal(err)
-	}
+	c.kc.StopNode(i)
 	c.t.Logf("node %d stopped in %s", i, time.Since(start).Round(time.Millisecond))
 }
 
 func (c *cluster) startNode(i int) {
 	c.t.Helper()
 	start := time.Now()
-	if _, err := c.script("start", c.dir, strconv.Itoa(i)); err != nil {
-		c.t.Fatal(err)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	must(c.t, c.kc.StartNode(ctx, i))
 	c.checkVersion(i)
 	c.t.Logf("node %d started in %s", i, time.Since(start).Round(time.Millisecond))
-}
-
-// dumpLogs prints the tail of every broker log and sidecar log under the
-// cluster's directory.
-func (c *cluster) dumpLogs() {
-	_ = filepath.WalkDir(c.dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		name := d.Name()
-		sidecarLog := (strings.Contains(name, "serve") || strings.Contains(name, "rlmm")) &&
-			(strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".out") || strings.HasSuffix(name, ".err"))
-		if name != "broker.log" && name != "broker.out" && !sidecarLog {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil || len(b) == 0 {
-			return nil
-		}
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		lines = lines[max(0, len(lines)-40):]
-		c.t.Logf("--- tail of %s:\n%s", path, strings.Join(lines, "\n"))
-		return nil
-	})
 }
 
 // client returns a kgo client of the cluster (producer without compression,
@@ -890,11 +841,11 @@ func localSegments(node string, tp rlmm.TopicIDPartition) ([]int64, error) {
 	return out, nil
 }
 
-// The RSMs scripts/kafka.sh runs (RLMM_KAFKA_RSM), and the directory under
-// the RSM's root where each keeps the partitions' files.
+// The RSMs the tests run, and the directory under the RSM's root where
+// each file-system RSM keeps the partitions' files.
 const (
-	rsmLocal   = "local"
-	rsmFixture = "fixture"
+	rsmLocal   = kafkatest.RSMLocal
+	rsmFixture = kafkatest.RSMFixture
 	// rsmAiven is Aiven's RSM on S3 (aiven_test.go): no files under the
 	// RSM's root.
 	rsmAiven = "aiven"

@@ -18,5 +18,5 @@
 //
 // Build it with the two values linked in:
 //
-//	go build -ldflags "-X main.rlmm=/path/to/rlmm -X main.delay=20s" ./brokertest/internal/assigndelay
+//	go build -ldflags "-X main.rlmm=/path/to/rlmm -X main.delay=20s" ./test/broker/internal/assigndelay
 package main

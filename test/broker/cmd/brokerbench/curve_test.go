@@ -9,53 +9,34 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 )
 
-// TestWithRLMM switches a server.properties between the RLMMs and back:
-// each time exactly the mode's lines, every other line kept in its order.
-func TestWithRLMM(t *testing.T) {
-	base := "node.id=1\nremote.log.storage.system.enable=true\n" +
-		"rlmm.config.rlmm.serve.binary=/b/rlmm\nremote.log.metadata.manager.class.name=" + pluginRLMMClass + "\n" +
-		"remote.log.metadata.manager.class.path=/j.jar\nlog.dirs=/d/data"
-	props := base
+// TestSetRLMM checks the RLMM the next start of a curve's broker gets, and
+// that a mode without an RLMM or the plugin's files is a usage error.
+func TestSetRLMM(t *testing.T) {
 	for _, tc := range []struct {
-		mode string
-		want []string // the RLMM lines after the switch
+		mode, jar, bin string
+		want           kafkatest.RLMM
+		err            bool
 	}{
-		{"kafka", []string{"remote.log.metadata.manager.class.name=" + kafkaRLMMClass}},
-		{"rlmm", []string{"remote.log.metadata.manager.class.name=" + pluginRLMMClass, "remote.log.metadata.manager.class.path=/p.jar",
-			"rlmm.config.rlmm.serve.binary=/bin/rlmm"}},
-		{"kafka", []string{"remote.log.metadata.manager.class.name=" + kafkaRLMMClass}},
+		{"kafka", "", "", kafkatest.RLMMKafka, false},
+		{"rlmm", "/p.jar", "/bin/rlmm", kafkatest.RLMMPlugin, false},
+		{"none", "/p.jar", "/b", "", true},
+		{"rlmm", "", "/b", "", true},
+		{"rlmm", "/p.jar", "", "", true},
 	} {
-		var err error
-		props, err = withRLMM(props, tc.mode, "/p.jar", "/bin/rlmm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var others, rlmmLines []string
-		for line := range strings.Lines(props) {
-			line = strings.TrimSuffix(line, "\n")
-			key, _, _ := strings.Cut(line, "=")
-			switch {
-			case slices.Contains(rlmmKeys, key):
-				rlmmLines = append(rlmmLines, line)
-			case line != rlmmLinesMark:
-				others = append(others, line)
+		b := &broker{o: options{pluginJar: tc.jar, binary: tc.bin}}
+		err := b.setRLMM(tc.mode)
+		if tc.err {
+			if !errors.Is(err, errUsage) {
+				t.Errorf("setRLMM(%q, jar %q, binary %q) = %v, want errUsage", tc.mode, tc.jar, tc.bin, err)
 			}
+			continue
 		}
-		if !slices.Equal(rlmmLines, tc.want) {
-			t.Errorf("mode %s: RLMM lines %q, want %q", tc.mode, rlmmLines, tc.want)
-		}
-		if want := []string{"node.id=1", "remote.log.storage.system.enable=true", "log.dirs=/d/data"}; !slices.Equal(others, want) {
-			t.Errorf("mode %s: other lines %q, want %q", tc.mode, others, want)
-		}
-		if strings.Count(props, rlmmLinesMark) != 1 {
-			t.Errorf("mode %s: %d marks, want 1", tc.mode, strings.Count(props, rlmmLinesMark))
-		}
-	}
-	for _, tc := range []struct{ mode, jar, bin string }{{"none", "/p.jar", "/b"}, {"rlmm", "", "/b"}, {"rlmm", "/p.jar", ""}} {
-		if _, err := withRLMM(base, tc.mode, tc.jar, tc.bin); !errors.Is(err, errUsage) {
-			t.Errorf("withRLMM(%q, jar %q, binary %q) = %v, want errUsage", tc.mode, tc.jar, tc.bin, err)
+		if err != nil || b.rlmm != tc.want || b.o.mode != tc.mode {
+			t.Errorf("setRLMM(%q) = %v: rlmm %q mode %q, want %q", tc.mode, err, b.rlmm, b.o.mode, tc.want)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 package main
 
 // brokerbench memory: the per-broker memory of the RLMM on a cluster of
-// --brokers nodes (scripts/kafka.sh, every node a broker, node 1 also the
+// --brokers nodes (test/kafkatest, every node a broker, node 1 also the
 // one controller), for one topic of
 // --partitions partitions of replication factor --rf (partition i on nodes
 // i%N+1, (i+1)%N+1, ...) with --segments finished remote segments each.
@@ -71,7 +71,6 @@ func memory(args []string) (map[string]any, error) {
 	fs.IntVar(&o.segments, "segments", 2000, "finished remote segments per partition")
 	fs.StringVar(&o.pluginJar, "plugin-jar", "", "rlmm's plugin jar (mode rlmm)")
 	fs.StringVar(&o.binary, "rlmm-binary", "", "the rlmm binary (mode rlmm)")
-	fs.StringVar(&o.root, "root", ".", "the repository (scripts/kafka.sh)")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -87,7 +86,7 @@ func memory(args []string) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	// The RemoteLogManager's tasks list every remote segment of a leader's
-	// partitions each run: every 5 s here (100 ms is scripts/kafka.sh's
+	// partitions each run: every 5 s here (100 ms is test/kafkatest's
 	// default for the tests), so they do not take the machine's CPUs.
 	extra := "remote.log.manager.task.interval.ms=5000"
 	if o.mode == "rlmm" {
@@ -335,21 +334,6 @@ type nodeMemory struct {
 	SidecarLiveHeap int64 `json:"sidecarLiveHeap,omitempty"`
 	SidecarGCs      int   `json:"sidecarGcs,omitempty"`
 	SidecarRSS      int64 `json:"sidecarRss,omitempty"`
-}
-
-func (b *broker) nodeDir(n int) string {
-	if b.nodes == 1 {
-		return b.dir
-	}
-	return filepath.Join(b.dir, "node-"+strconv.Itoa(n))
-}
-
-func (b *broker) brokerPid(ctx context.Context, n int) (int, error) {
-	out, err := b.script(ctx, "pid", b.dir, strconv.Itoa(n))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(out))
 }
 
 // liveHeap returns the total and the RLMM classes' part of a JVM's class

@@ -9,9 +9,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 )
 
 // curve is the restart curve at one event count (scripts/bench-broker.sh
@@ -59,7 +60,6 @@ func curve(args []string) (map[string]any, error) {
 	fs.BoolVar(&o.warmup, "warmup", true, "one untimed restart of each mode before the timed ones")
 	fs.StringVar(&o.pluginJar, "plugin-jar", "", "rlmm's plugin jar")
 	fs.StringVar(&o.binary, "rlmm-binary", "", "the rlmm binary")
-	fs.StringVar(&o.root, "root", ".", "the repository (scripts/kafka.sh)")
 	timeout := fs.Duration("timeout", 6*time.Hour, "the whole run's limit")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
@@ -74,12 +74,12 @@ func curve(args []string) (map[string]any, error) {
 	defer cancel()
 	began := time.Now()
 	// A start that loads tens of GiB of logs and a stop of a broker whose
-	// RLMM is still replaying take longer than kafka.sh's defaults allow.
-	env := []string{"KAFKA_START_TIMEOUT=15m", "KAFKA_STOP_TIMEOUT=300"}
+	// RLMM is still replaying take longer than kafkatest's defaults allow.
+	long := func(c *kafkatest.Config) { c.StartTimeout, c.StopTimeout = 15*time.Minute, 300*time.Second }
 
 	to := o
 	to.mode = "rlmm"
-	tiered, err := startNodesEnv(ctx, to, 1, "", env)
+	tiered, err := startNodesWith(ctx, to, 1, "", long)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func curve(args []string) (map[string]any, error) {
 	}
 	fo := o
 	fo.mode = modeNone
-	floor, err := startNodesEnv(ctx, fo, 1, "", env)
+	floor, err := startNodesWith(ctx, fo, 1, "", long)
 	if err != nil {
 		return nil, err
 	}
@@ -172,63 +172,22 @@ func turn(r int) []string {
 	return out
 }
 
-// The RLMM lines of server.properties that withRLMM replaces (as
-// scripts/kafka.sh's rlmm_settings writes them).
-const (
-	kafkaRLMMClass  = "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"
-	pluginRLMMClass = "org.rlmm.plugin.RlmmRemoteLogMetadataManager"
-	rlmmLinesMark   = "# brokerbench curve: the RLMM of the next start"
-)
-
-var rlmmKeys = []string{"remote.log.metadata.manager.class.name", "remote.log.metadata.manager.class.path", "rlmm.config.rlmm.serve.binary"}
-
-// withRLMM returns the properties props with the RLMM of mode (kafka or
-// rlmm): every line of rlmmKeys dropped, and the mode's lines appended.
-func withRLMM(props, mode, jar, binary string) (string, error) {
-	var lines []string
+// setRLMM makes the stopped one-node broker b start with the RLMM of mode
+// (kafka or rlmm) on its data.
+func (b *broker) setRLMM(mode string) error {
 	switch mode {
 	case "kafka":
-		lines = []string{"remote.log.metadata.manager.class.name=" + kafkaRLMMClass}
+		b.rlmm = kafkatest.RLMMKafka
 	case "rlmm":
-		if jar == "" || binary == "" {
-			return "", fmt.Errorf("%w: the RLMM rlmm needs the plugin jar and the rlmm binary", errUsage)
+		if b.o.pluginJar == "" || b.o.binary == "" {
+			return fmt.Errorf("%w: the RLMM rlmm needs the plugin jar and the rlmm binary", errUsage)
 		}
-		lines = []string{"remote.log.metadata.manager.class.name=" + pluginRLMMClass,
-			"remote.log.metadata.manager.class.path=" + jar, "rlmm.config.rlmm.serve.binary=" + binary}
+		b.rlmm = kafkatest.RLMMPlugin
 	default:
-		return "", fmt.Errorf("%w: no RLMM for mode %q", errUsage, mode)
-	}
-	var b strings.Builder
-	for line := range strings.Lines(props) {
-		key, _, _ := strings.Cut(strings.TrimSpace(line), "=")
-		if strings.TrimSpace(line) == rlmmLinesMark || slices.Contains(rlmmKeys, strings.TrimSpace(key)) {
-			continue
-		}
-		b.WriteString(line)
-		if !strings.HasSuffix(line, "\n") {
-			b.WriteString("\n")
-		}
-	}
-	b.WriteString(rlmmLinesMark + "\n")
-	for _, l := range lines {
-		b.WriteString(l + "\n")
-	}
-	return b.String(), nil
-}
-
-// setRLMM makes the stopped one-node broker b start with the RLMM of mode.
-func (b *broker) setRLMM(mode string) error {
-	path := filepath.Join(b.dir, "server.properties")
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	props, err := withRLMM(string(old), mode, b.o.pluginJar, b.o.binary)
-	if err != nil {
-		return err
+		return fmt.Errorf("%w: no RLMM for mode %q", errUsage, mode)
 	}
 	b.o.mode = mode
-	return os.WriteFile(path, []byte(props), 0o644)
+	return nil
 }
 
 // stopClean stops the one-node broker b and checks that it stopped
@@ -236,15 +195,14 @@ func (b *broker) setRLMM(mode string) error {
 // next start recovers the logs, and times that) and its output no
 // OutOfMemoryError.
 func (b *broker) stopClean(ctx context.Context) error {
-	if _, err := b.script(ctx, "stop", b.dir); err != nil {
-		return err
-	}
+	b.stop()
+	node := b.nodeDir(1)
 	var errs []error
-	if _, err := os.Stat(filepath.Join(b.dir, "data", ".kafka_cleanshutdown")); err != nil {
+	if _, err := os.Stat(filepath.Join(node, "data", ".kafka_cleanshutdown")); err != nil {
 		errs = append(errs, fmt.Errorf("the broker in %s did not stop cleanly (no data/.kafka_cleanshutdown; see its broker.log): %w", b.dir, err))
 	}
 	for _, name := range []string{"broker.out", "broker.log"} {
-		if out, err := os.ReadFile(filepath.Join(b.dir, name)); err == nil && strings.Contains(string(out), "OutOfMemoryError") {
+		if out, err := os.ReadFile(filepath.Join(node, name)); err == nil && strings.Contains(string(out), "OutOfMemoryError") {
 			errs = append(errs, fmt.Errorf("the broker in %s ran out of heap (OutOfMemoryError in %s): raise --heap", b.dir, name))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,13 +29,9 @@ import (
 	"github.com/rlmm-go/rlmm/scrub"
 	"github.com/rlmm-go/rlmm/scrub/layout"
 	"github.com/rlmm-go/rlmm/scrub/scrubtest"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
-
-// aivenJar is the build of Aiven's tiered-storage-for-apache-kafka v1.0.0
-// that scripts/kafka.sh puts on the brokers' RSM class path (KAFKA_RSM=aiven):
-// ../shared/aiven-rsm beside the repository, or KAFKA_AIVEN_RSM_DIR.
-const aivenJar = "tiered-storage-for-apache-kafka-s3-1.0.0.jar"
 
 // aivenBucket is the S3 bucket (of scripts/seaweedfs.sh's server) a cluster's
 // brokers tier to through Aiven's RSM, under a key prefix.
@@ -46,19 +43,13 @@ type aivenBucket struct {
 }
 
 // startAivenCluster starts a cluster of nodes whose brokers tier to Aiven's
-// RSM on a new bucket of the S3 server of the environment, with prefix as
-// its key.prefix. It fails the test when the RSM's jar is missing; without
-// an S3 server it skips, saying why (fails under CI).
+// RSM (kafkatest.AivenRSM: its build in ../shared/aiven-rsm beside the
+// repository) on a new bucket of the S3 server of the environment, with
+// prefix as its key.prefix. It fails the test when the RSM's build is
+// missing; without an S3 server it skips, saying why (fails under CI).
 func startAivenCluster(t *testing.T, nodes int, prefix string) (*cluster, *aivenBucket) {
 	t.Helper()
 	requireMode(t)
-	dir := os.Getenv("KAFKA_AIVEN_RSM_DIR")
-	if dir == "" {
-		dir = filepath.Join(repoRoot, "..", "shared", "aiven-rsm")
-	}
-	if _, err := os.Stat(filepath.Join(dir, aivenJar)); err != nil {
-		t.Fatalf("Aiven's RSM: %v (its build is expected in ../shared/aiven-rsm beside the repository, or KAFKA_AIVEN_RSM_DIR)", err)
-	}
 	srv := scrubtest.NeedS3(t)
 	ctx := testCtx(t)
 	// The test's own transport: its idle connections are closed at the
@@ -73,13 +64,8 @@ func startAivenCluster(t *testing.T, nodes int, prefix string) (*cluster, *aiven
 	// rlmm scrub, rebuild and repair (run by the tests) take the AWS SDK's
 	// credentials from the environment.
 	scrubtest.SetAWSEnv(t, srv.AccessKey, srv.SecretKey)
-	c := startClusterEnv(t, nodes, "", []string{"KAFKA_RSM=aiven", "KAFKA_AIVEN_RSM_DIR=" + dir,
-		"KAFKA_AIVEN_S3_ENDPOINT=" + srv.Endpoint, "KAFKA_AIVEN_S3_BUCKET=" + b.name,
-		"KAFKA_AIVEN_S3_ACCESS_KEY=" + srv.AccessKey, "KAFKA_AIVEN_S3_SECRET_KEY=" + srv.SecretKey,
-		"KAFKA_AIVEN_PREFIX=" + prefix})
-	if c.rsm != rsmAiven {
-		t.Fatalf("scripts/kafka.sh started the %s RSM, want aiven", c.rsm)
-	}
+	c := startClusterOpts(t, nodes, clusterOptions{aiven: &kafkatest.AivenS3{Endpoint: srv.Endpoint, Bucket: b.name,
+		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, Prefix: prefix}})
 	return c, b
 }
 
@@ -202,15 +188,15 @@ func checkAivenSegments(ctx context.Context, t *testing.T, b *aivenBucket, prefi
 	return out
 }
 
-// envAivenSample names a directory where checkAivenSegments saves what the
-// RSM wrote for the first segment it checks (its manifest, custom metadata
-// and objects' keys and sizes): how scrub/layout's and rebuild's testdata
-// of the real RSM was made.
-const envAivenSample = "RLMM_AIVEN_SAMPLE_DIR"
+// aivenSampleDir (the test flag -aiven-sample-dir) names a directory where
+// checkAivenSegments saves what the RSM wrote for the first segment it
+// checks (its manifest, custom metadata and objects' keys and sizes): how
+// scrub/layout's and rebuild's testdata of the real RSM was made.
+var aivenSampleDir = flag.String("aiven-sample-dir", "", "save what Aiven's RSM wrote for one segment into this directory")
 
 func saveAivenSample(t *testing.T, s *segment, prefix string, objs map[string]int64, manifest []byte) {
 	t.Helper()
-	dir := os.Getenv(envAivenSample)
+	dir := *aivenSampleDir
 	if dir == "" {
 		return
 	}
@@ -313,25 +299,11 @@ type jsonSegment struct {
 	CustomMetadata string `json:"customMetadata"`
 }
 
-// setAivenPrefix rewrites the key.prefix of node's Aiven RSM (takes effect
-// at its next start).
+// setAivenPrefix sets the key.prefix of node's Aiven RSM (takes effect at
+// its next start): a line of the node's own, after the cluster's.
 func (c *cluster) setAivenPrefix(t *testing.T, node int, prefix string) {
 	t.Helper()
-	path := filepath.Join(c.nodeDir(node), "server.properties")
-	b, err := os.ReadFile(path)
-	must(t, err)
-	var out []string
-	found := false
-	for line := range strings.Lines(string(b)) {
-		if strings.HasPrefix(line, "rsm.config.key.prefix=") {
-			line, found = "rsm.config.key.prefix="+prefix+"\n", true
-		}
-		out = append(out, line)
-	}
-	if !found {
-		t.Fatalf("no rsm.config.key.prefix in %s", path)
-	}
-	must(t, os.WriteFile(path, []byte(strings.Join(out, "")), 0o600))
+	c.editNodeExtra(node, func(string) string { return "rsm.config.key.prefix=" + prefix })
 }
 
 // TestAivenTiering runs Aiven's tiered-storage-for-apache-kafka v1.0.0 on
@@ -608,11 +580,11 @@ func TestAivenScrubRebuild(t *testing.T) {
 	if lost, err := c.readMetadata(ctx); err != nil || lost.events != 0 {
 		t.Fatalf("the new metadata topic holds %d events (%v)", lost.events, err)
 	}
-	// The fields the brokers' RSM returns (scripts/kafka.sh's
+	// The fields the brokers' RSM returns (kafkatest.AivenRSM's
 	// rsm.config.custom.metadata.fields.include): the rebuilt FINISHED
 	// events carry the custom metadata the RSM returned, byte for byte.
 	rebuildArgs := append([]string{"rebuild", "--json", "-q", "--kafka", c.addrs[0], "--topic", rebuilt.Topic,
-		"--aiven-custom-metadata-fields", "REMOTE_SIZE,OBJECT_PREFIX,OBJECT_KEY"}, b.storageArgs()...)
+		"--aiven-custom-metadata-fields", kafkatest.AivenCustomMetadataFields}, b.storageArgs()...)
 	run := rebuildRunner(ctx, t, rebuildArgs, cut)
 	dry := run()
 	var want []*segment

@@ -1,7 +1,7 @@
 // Command brokerbench is the broker half of `make bench-compare`: the same
 // workload on a Kafka 4.3.1 broker with tiered storage (LocalTieredStorage),
 // once with Kafka's own TopicBasedRemoteLogMetadataManager and once with
-// rlmm's plugin, each broker started by scripts/kafka.sh in a fresh temporary
+// rlmm's plugin, each broker started by test/kafkatest in a fresh temporary
 // directory. It prints one JSON object on stdout.
 //
 //	brokerbench restart --mode kafka|rlmm|none --events N [--plugin-jar J --rlmm-binary B]
@@ -27,16 +27,15 @@
 // the topic's local retention set back to its whole retention (so it is in
 // the local log only, and its fetch reads no remote metadata).
 // Mode none is the floor no RLMM can go under: the same restart of a broker
-// with tiered storage off (KAFKA_TIERED=0), the topic not tiered and its
+// with tiered storage off, the topic not tiered and its
 // records all in the local log, the same N events written into a plain topic
 // of as many partitions as the metadata topic (so the broker loads the same
 // logs at its start); both fetches are then of the local log.
 //
 // The brokers' directories are made under BROKERBENCH_DIR (default: the
-// system's temporary directory). With BROKERBENCH_KEEP=1 the broker's directory is kept; restart --again
-// DIR times one more restart of it (no new topic, no new events), e.g. after
-// raising its log levels in DIR/log4j2.properties, or with
-// BROKERBENCH_TRACE=1, which logs the fetching clients at debug level with
+// system's temporary directory). With BROKERBENCH_KEEP=1 the cluster's directory is kept; restart --again
+// DIR times one more restart of it (no new topic, no new events), e.g. with
+// more server.properties lines (--extra) or with BROKERBENCH_TRACE=1, which logs the fetching clients at debug level with
 // wall-clock stamps to line up with the broker's and the sidecar's logs.
 //
 // copy: P tiered partitions (1 MiB segments) and M MiB produced as fast as
@@ -60,7 +59,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,10 +67,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -84,6 +79,7 @@ import (
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
 	"github.com/rlmm-go/rlmm/internal/view"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -132,8 +128,8 @@ type options struct {
 	partitions int
 	pluginJar  string
 	binary     string
-	root       string
 	again      string // restart only: a kept broker directory to restart
+	againExtra string // restart --again only: more server.properties lines
 	// memory only
 	brokers  int
 	rf       int
@@ -141,7 +137,7 @@ type options struct {
 	// curve only
 	runs   int
 	out    string
-	heap   string // the broker's heap (KAFKA_HEAP); "" = 1g
+	heap   string // the broker's heap; "" = 1g
 	warmup bool
 }
 
@@ -163,8 +159,8 @@ func run(args []string) (map[string]any, error) {
 	fs.IntVar(&o.partitions, "partitions", 4, "copy: user partitions")
 	fs.StringVar(&o.pluginJar, "plugin-jar", "", "rlmm's plugin jar (mode rlmm)")
 	fs.StringVar(&o.binary, "rlmm-binary", "", "the rlmm binary (mode rlmm)")
-	fs.StringVar(&o.root, "root", ".", "the repository (scripts/kafka.sh)")
-	fs.StringVar(&o.again, "again", "", "restart: time one more restart of this broker directory, kept by an earlier run (BROKERBENCH_KEEP=1), instead of a fresh one")
+	fs.StringVar(&o.againExtra, "extra", "", "restart --again: server.properties lines added for that restart (e.g. rlmm.config.rlmm.serve.args=--log-level debug)")
+	fs.StringVar(&o.again, "again", "", "restart: time one more restart of this cluster directory, kept by an earlier run (BROKERBENCH_KEEP=1), instead of a fresh one")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -183,13 +179,18 @@ func run(args []string) (map[string]any, error) {
 		if args[0] != "restart" {
 			return nil, fmt.Errorf("%w: --again is a flag of restart", errUsage)
 		}
-		// Its server.properties already names the RLMM (and any setting
-		// edited in for a look at the logs); it is kept as it was found.
-		b := &broker{o: o, dir: o.again, nodes: 1}
-		if _, err := b.script(ctx, "stop", b.dir); err != nil {
+		// The cluster as its record (cluster.json) says it is: the RLMM of
+		// its first start.
+		kc, err := kafkatest.Open(o.again)
+		if err != nil {
 			return nil, err
 		}
-		defer func() { _, _ = b.script(context.Background(), "stop", b.dir) }() // the directory stays
+		kc.Stop()
+		b := &broker{o: o, kc: kc, dir: kc.Dir(), nodes: len(kc.Nodes())}
+		if o.againExtra != "" {
+			b.extra = kc.Config().Extra + "\n" + o.againExtra
+		}
+		defer kc.Stop() // the directory stays
 		return timeRestart(ctx, b, map[string]any{"workload": "restart", "mode": o.mode, "again": o.again})
 	}
 	b, err := startBroker(ctx, o)
@@ -206,16 +207,23 @@ func run(args []string) (map[string]any, error) {
 // modeNone is the restart's floor: a broker without tiered storage.
 const modeNone = "none"
 
-// broker is a tiered cluster run by scripts/kafka.sh: one node, or
+// benchVersion is the Kafka version of every broker of the benchmarks.
+const benchVersion = "4.3.1"
+
+// broker is a tiered cluster run by test/kafkatest: one node, or
 // o.brokers nodes for the memory workload.
 type broker struct {
 	o     options
+	kc    *kafkatest.Cluster
 	dir   string
 	addr  string // the first node's address
 	addrs []string
 	nodes int
-	extra string   // KAFKA_EXTRA_CONFIG
-	env   []string // more environment of scripts/kafka.sh (last wins)
+	// rlmm is the RLMM of the next start ("" keeps the running one).
+	rlmm kafkatest.RLMM
+	// extra replaces every node's server.properties lines at the next
+	// start ("" keeps them).
+	extra string
 	// fetchWait bounds each first fetch after a restart (0: 10 minutes).
 	fetchWait time.Duration
 }
@@ -231,66 +239,60 @@ func startBroker(ctx context.Context, o options) (*broker, error) {
 // startNodes starts a cluster of nodes nodes with extra server.properties
 // lines on every node.
 func startNodes(ctx context.Context, o options, nodes int, extra string) (*broker, error) {
-	return startNodesEnv(ctx, o, nodes, extra, nil)
+	return startNodesWith(ctx, o, nodes, extra, nil)
 }
 
-// startNodesEnv is startNodes with more environment for scripts/kafka.sh
-// (kept for every later command on the cluster).
-func startNodesEnv(ctx context.Context, o options, nodes int, extra string, env []string) (*broker, error) {
+// startNodesWith is startNodes with tune applied to the cluster's
+// configuration (when not nil) before its start.
+func startNodesWith(ctx context.Context, o options, nodes int, extra string, tune func(*kafkatest.Config)) (*broker, error) {
 	dir, err := os.MkdirTemp(os.Getenv("BROKERBENCH_DIR"), "rlmm-brokerbench-")
 	if err != nil {
 		return nil, err
 	}
-	b := &broker{o: o, dir: dir, nodes: nodes, extra: extra, env: env}
-	out, err := b.script(ctx, "start", dir)
+	heap := o.heap
+	if heap == "" {
+		heap = "1g"
+	}
+	cfg := kafkatest.Config{Version: benchVersion, Nodes: nodes, Controllers: 1, Tiered: o.mode != modeNone,
+		RLMM: kafkatest.RLMMKafka, Heap: heap, Extra: extra}
+	if o.mode == "rlmm" {
+		cfg.RLMM, cfg.PluginJar, cfg.RLMMBinary = kafkatest.RLMMPlugin, o.pluginJar, o.binary
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	kc, err := kafkatest.Start(ctx, dir, cfg, os.Stderr)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	for line := range strings.Lines(out) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RLMM_KAFKA_BOOTSTRAP="); ok {
-			b.addrs = strings.Split(v, ",")
-			b.addr = b.addrs[0]
-		}
-	}
-	if b.addr == "" {
-		b.close()
-		return nil, fmt.Errorf("scripts/kafka.sh start printed no bootstrap address: %q", out)
-	}
+	b := &broker{o: o, kc: kc, dir: kc.Dir(), nodes: nodes, addrs: kc.Bootstrap()}
+	b.addr = b.addrs[0]
 	return b, nil
 }
 
-func (b *broker) script(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(b.o.root, "scripts", "kafka.sh")}, args...)...)
-	tiered, rlmmMode := "1", b.o.mode
-	if b.o.mode == modeNone {
-		tiered, rlmmMode = "0", "kafka"
-	}
-	heap := b.o.heap
-	if heap == "" {
-		heap = "1g"
-	}
-	cmd.Env = append(os.Environ(), "KAFKA_VERSION=4.3.1", "KAFKA_TIERED="+tiered, fmt.Sprintf("KAFKA_NODES=%d", b.nodes),
-		"KAFKA_RLMM="+rlmmMode, "RLMM_BINARY="+b.o.binary, "RLMM_PLUGIN_JAR="+b.o.pluginJar, "KAFKA_HEAP="+heap,
-		"KAFKA_EXTRA_CONFIG="+b.extra, "KAFKA_CONTROLLERS=1")
-	cmd.Env = append(cmd.Env, b.env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("scripts/kafka.sh %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	return string(out), nil
-}
+// stop stops every node of b (its data stays).
+func (b *broker) stop() { b.kc.Stop() }
 
 func (b *broker) close() {
-	_, _ = b.script(context.Background(), "stop", b.dir)
+	b.kc.Stop()
 	if os.Getenv("BROKERBENCH_KEEP") != "" {
 		// Kept for a look at the broker's and the sidecar's logs.
 		fmt.Fprintf(os.Stderr, "brokerbench: BROKERBENCH_KEEP: broker directory %s kept\n", b.dir)
 		return
 	}
 	_ = os.RemoveAll(b.dir)
+}
+
+// nodeDir is node n's directory (1-based).
+func (b *broker) nodeDir(n int) string { return b.kc.Node(n).Dir() }
+
+// brokerPid is node n's broker JVM's pid.
+func (b *broker) brokerPid(_ context.Context, n int) (int, error) {
+	if pid := b.kc.Node(n).PID(); pid != 0 {
+		return pid, nil
+	}
+	return 0, fmt.Errorf("node %d of %s is not running", n, b.dir)
 }
 
 func (b *broker) client(opts ...kgo.Opt) (*kgo.Client, error) {
@@ -420,9 +422,7 @@ func restart(ctx context.Context, o options, b *broker) (map[string]any, error) 
 	// sidecar then writes them into its snapshot at the stop; Kafka's RLMM
 	// replays its metadata partitions from the start whatever it had read).
 	time.Sleep(time.Duration(max(3, o.events/100000)) * time.Second)
-	if _, err := b.script(ctx, "stop", b.dir); err != nil {
-		return nil, err
-	}
+	b.stop()
 	return timeRestart(ctx, b, out)
 }
 
@@ -504,20 +504,20 @@ func prepareRestart(ctx context.Context, o options, b *broker) (map[string]any, 
 func timeRestart(ctx context.Context, b *broker, out map[string]any) (map[string]any, error) {
 	const topic = "bench"
 	launched := time.Now()
-	started, err := b.script(ctx, "start", b.dir)
-	if err != nil {
+	var opts []kafkatest.RestartOption
+	if b.rlmm != "" {
+		opts = append(opts, kafkatest.WithRLMM(b.rlmm))
+	}
+	if b.extra != "" {
+		opts = append(opts, kafkatest.WithExtra(b.extra))
+	}
+	if err := b.kc.Restart(ctx, opts...); err != nil {
 		return nil, err
 	}
 	if b.addr == "" {
-		// --again: the kept broker's address, as its start printed it.
-		for line := range strings.Lines(started) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "RLMM_KAFKA_BOOTSTRAP="); ok {
-				b.addr = strings.Split(v, ",")[0]
-			}
-		}
-		if b.addr == "" {
-			return nil, fmt.Errorf("scripts/kafka.sh start %s printed no bootstrap address: %q", b.dir, started)
-		}
+		// --again: the kept cluster's first address.
+		b.addrs = b.kc.Bootstrap()
+		b.addr = b.addrs[0]
 	}
 	answered := time.Since(launched)
 	// The control: the same restart's first fetch of a record in the local
@@ -714,7 +714,8 @@ func copyLoad(ctx context.Context, o options, b *broker) (map[string]any, error)
 				started++
 			}
 		}
-		return started == 0 && done >= o.mib-2*o.partitions, nil
+		// At least one: the spans below need a copied segment.
+		return started == 0 && done >= max(1, o.mib-2*o.partitions), nil
 	}); err != nil {
 		return nil, err
 	}
