@@ -482,7 +482,7 @@ func TestServeOverRealKafka(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("RLMM_KAFKA_BOOTSTRAP is unset in CI: make test starts a real Kafka broker and sets it")
 		}
-		t.Skip("RLMM_KAFKA_BOOTSTRAP is unset: no real Kafka broker to run against; `scripts/kafka.sh start <dir>` starts one and prints the variable (make test does this)")
+		t.Skip("RLMM_KAFKA_BOOTSTRAP is unset: no real Kafka broker to run against; `go run ./test/kafkatest/cmd/kafkatest start DIR` starts one and prints the variable (make test does this)")
 	}
 	serveOverKafka(t, addr)
 }

@@ -20,9 +20,8 @@
 // The broker comes from Maven Central, not a release tarball: Maven (the
 // ordinary mvn client) resolves org.apache.kafka:kafka_2.13:VERSION and its
 // runtime dependencies with the pom.xml embedded here, into the cache
-// directory ~/.cache/rlmm (RLMM_CACHE) in the layout scripts/kafka.sh used
-// (kafka-VERSION/libs, complete when libs/.complete exists), so either
-// reuses what the other fetched. Kafka's LocalTieredStorage comes the same
+// directory ~/.cache/rlmm (RLMM_CACHE) as kafka-VERSION/libs, complete when
+// libs/.complete exists. Kafka's LocalTieredStorage comes the same
 // way (kafka-storage:VERSION:jar:test); the project's file-system RSM
 // (test/broker/fixture-rsm) and rlmm's plugin are built by Maven and
 // scripts/plugin.sh. RegisterRSM adds another RSM by name: AivenRSM is

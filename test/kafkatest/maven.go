@@ -23,7 +23,6 @@ import (
 var brokerPOM []byte
 
 // Cache resolves Kafka's jars with Maven into a directory kept across runs
-// (the layout scripts/kafka.sh used, so either reuses the other's jars),
 // and builds the project's jars and binary.
 type Cache struct {
 	// Dir holds kafka-VERSION/libs (the broker's jars, complete when

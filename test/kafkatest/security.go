@@ -33,7 +33,7 @@ import (
 var Users = []string{"admin", "rlmm", "rlmm-noread", "rlmm-nowrite"}
 
 // The files of a cluster's security directory (mode 0600, the directory
-// 0700). The names are those scripts/kafka.sh used.
+// 0700).
 const (
 	caCertFile         = "ca.pem"
 	caKeyFile          = "ca.key"
