@@ -31,17 +31,17 @@ lint() {
 	python3 scripts/kafkasuite_gate.py --self-test
 }
 
-# faults runs the fault tests of faulttest/: they start their own three-node Kafka
+# faults runs the fault tests of test/fault/: they start their own three-node Kafka
 # cluster (test/kafkatest, which stops every process of it when the test binary ends,
 # even killed), kill, pause and restart its nodes, and use its SASL_SSL listener;
 # about 4 to 10 minutes. The cluster lives in a directory of this script's
 # (RLMM_FAULT_DIR), removed afterwards.
 faults() {
-	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (faulttest/)"
+	step "fault tests: a three-node Kafka cluster that loses nodes, and its SASL_SSL listener (test/fault/)"
 	local dir status=0
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/rlmm-faults.XXXXXX")
 	# The cluster fault tests have steps of their own (cluster_faults, soak).
-	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v -skip '^(TestFaultsAlone|TestFaultSoak)$' ./faulttest/ || status=$?
+	RLMM_FAULT_TESTS=1 RLMM_FAULT_DIR="$dir" go test -race -count=1 -timeout 25m -v -skip '^(TestFaultsAlone|TestFaultSoak)$' ./test/fault/ || status=$?
 	rm -rf "$dir"
 	return "$status"
 }
@@ -49,13 +49,13 @@ faults() {
 # cluster_faults runs each single fault once on one cluster (TestFaultsAlone); soak runs
 # TestFaultSoak: random schedules from RLMM_SOAK_SEED for RLMM_SOAK_MINUTES.
 cluster_faults() {
-	step "cluster faults: each fault alone on a 3-broker tiered cluster with rlmm's plugin under load (faulttest/ TestFaultsAlone)"
-	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout 40m -v -run '^TestFaultsAlone$' ./faulttest/
+	step "cluster faults: each fault alone on a 3-broker tiered cluster with rlmm's plugin under load (test/fault/ TestFaultsAlone)"
+	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout 40m -v -run '^TestFaultsAlone$' ./test/fault/
 }
 soak() {
 	local minutes=${RLMM_SOAK_MINUTES:-10}
 	step "soak: random fault schedules for $minutes minutes (seed ${RLMM_SOAK_SEED:-the time, logged})"
-	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout "$((minutes + 30))m" -v -run '^TestFaultSoak$' ./faulttest/
+	RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout "$((minutes + 30))m" -v -run '^TestFaultSoak$' ./test/fault/
 }
 
 # memory_targets runs the benchmarks that hold a memory ratio or bound once (about a minute),
@@ -163,8 +163,8 @@ if [ -f scripts/plugin.sh ]; then
 fi
 # --- end of the broker plugin ------------------------------------------------------
 
-step "go test -race ./... (but faulttest/, test/broker/, test/kafkatest and test/gssapi/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
-go test -race -timeout 30m $(go list ./... | grep -v -e '/faulttest$' -e '/test/broker$' -e '/test/kafkatest$' -e '/test/gssapi$' -e '/test/browser$')
+step "go test -race ./... (but test/fault/, test/broker/, test/kafkatest and test/gssapi/: they start their own brokers, the steps after this one; and test/browser/, the step after this one)"
+go test -race -timeout 30m $(go list ./... | grep -v -e '/test/fault$' -e '/test/broker$' -e '/test/kafkatest$' -e '/test/gssapi$' -e '/test/browser$')
 
 # The Kafka harness's own tests (test/kafkatest): clusters of one and three nodes started,
 # restarted with the RLMM switched, behind proxies, secured, and killed with nothing left behind.
@@ -230,7 +230,7 @@ if [ "${RLMM_SKIP_KAFKA:-}" != 1 ]; then
 	faults
 fi
 
-# The cluster fault tests (faulttest/cluster_*_test.go: every single fault on a 3-broker tiered
+# The cluster fault tests (test/fault/cluster_*_test.go: every single fault on a 3-broker tiered
 # cluster under load, `make cluster-faults`; random schedules, `make soak`) are not a step of
 # make test yet: all the single faults take about 9 minutes.
 

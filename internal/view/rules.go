@@ -196,7 +196,7 @@ type epochSpan struct {
 // only below the high watermark), so a fetch may be answered from either
 // and retention deletes both: a warning, naming the way it happened, as
 // seen on a 3-broker cluster under moving leadership, partitions and a
-// frozen broker (faulttest's TestFaultsAlone):
+// frozen broker (test/fault's TestFaultsAlone):
 //   - a new leader copies its own segment holding the next offset to copy
 //     whole, wherever its replica rolled it, re-covering the tail of the
 //     old leader's segment and going past it;

@@ -1,4 +1,4 @@
-// Package faulttest holds rlmm's tests against a real Apache Kafka cluster
+// Package fault holds rlmm's tests against a real Apache Kafka cluster
 // that fails: a three-node KRaft cluster (every node a broker and a
 // controller voter) started by test/kafkatest, whose nodes the tests kill
 // with SIGKILL, restart, and pause with SIGSTOP while managers of the
@@ -53,4 +53,4 @@
 // partition leaders and in-sync replicas and sets the ACLs; porcupine (as in
 // topicbased's linearizability test) checks the recorded history of two
 // managers; goleak checks that nothing outlives Close.
-package faulttest
+package fault

@@ -1,4 +1,4 @@
-package faulttest
+package fault
 
 import (
 	"bytes"
@@ -47,8 +47,8 @@ const (
 )
 
 var (
-	// repoRoot is the module root (the tests run in faulttest/).
-	repoRoot, _ = filepath.Abs("..")
+	// repoRoot is the module root (the tests run in test/fault/).
+	repoRoot, _ = filepath.Abs("../..")
 	// theCluster is the cluster TestMain started (nil when not running).
 	theCluster *cluster
 	// clusterErr is why the cluster could not be started.
@@ -137,7 +137,7 @@ func startCluster() (*cluster, error) {
 	default:
 		if dir == "" {
 			var err error
-			if dir, err = os.MkdirTemp("", "rlmm-faulttest-"); err != nil {
+			if dir, err = os.MkdirTemp("", "rlmm-fault-"); err != nil {
 				return nil, err
 			}
 		}
@@ -151,7 +151,7 @@ func startCluster() (*cluster, error) {
 		c.k = k
 	}
 	c.bootstrap, c.sasl, c.security = c.k.Bootstrap(), c.k.SecureBootstrap(), c.k.Security().Dir
-	fmt.Fprintf(os.Stderr, "faulttest: %d-node cluster up in %s at %s (directory %s)\n", nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.bootstrap, ","), dir)
+	fmt.Fprintf(os.Stderr, "test/fault: %d-node cluster up in %s at %s (directory %s)\n", nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.bootstrap, ","), dir)
 	return c, nil
 }
 
@@ -163,17 +163,17 @@ func hasCluster(dir string) bool {
 
 func (c *cluster) stop() {
 	if c.reuse {
-		fmt.Fprintf(os.Stderr, "faulttest: left the cluster in %s running (%s)\n", c.k.Dir(), envDir)
+		fmt.Fprintf(os.Stderr, "test/fault: left the cluster in %s running (%s)\n", c.k.Dir(), envDir)
 		return
 	}
 	// Stop continues a node a failed test left paused, so it can act on
 	// SIGTERM.
 	c.k.Stop()
 	if pids := c.k.PIDs(); len(pids) > 0 {
-		fmt.Fprintf(os.Stderr, "faulttest: processes %v of the cluster still run\n", pids)
+		fmt.Fprintf(os.Stderr, "test/fault: processes %v of the cluster still run\n", pids)
 	}
 	if c.keep {
-		fmt.Fprintf(os.Stderr, "faulttest: kept %s\n", c.k.Dir())
+		fmt.Fprintf(os.Stderr, "test/fault: kept %s\n", c.k.Dir())
 		return
 	}
 	_ = os.RemoveAll(c.k.Dir())
