@@ -84,7 +84,7 @@ build_jar() {
 		return 0
 	fi
 	command -v mvn >/dev/null || die "mvn not found: install Maven 3.8+"
-	log "building $PROJECT with Maven (the first run downloads gRPC, protobuf and Kafka's API jars)"
+	log "building $PROJECT with Maven (the first run downloads protobuf and Kafka's API jars)"
 	local started
 	started="$(date +%s)"
 	touch "$STAMP.new" 2>/dev/null || { mkdir -p "$TARGET" && touch "$STAMP.new"; }
