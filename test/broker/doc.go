@@ -77,7 +77,7 @@
 // after the cluster's at the node's next start.
 //
 // The environment switches: RLMM_BROKER_TEST (which RLMM), RLMM_KAFKA_VERSION
-// (which Kafka), RLMM_CACHE (where the jars go), RLMM_KAFKA_SKIP=1 (no
+// (which Kafka), RLMM_CACHE (where the jars go), RLMM_SKIP_KAFKA=1 (no
 // broker here: every test skips, saying why), RLMM_KAFKA_KEEP=1, and the S3
 // server of the Aiven tests (RLMM_S3_ENDPOINT, RLMM_S3_ACCESS_KEY,
 // RLMM_S3_SECRET_KEY; the tests skip without one, saying why).
