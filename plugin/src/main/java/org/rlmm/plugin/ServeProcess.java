@@ -15,7 +15,6 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -38,23 +37,17 @@ import org.slf4j.Logger;
 final class ServeProcess implements AutoCloseable {
     /** What the owner does around a child's life. */
     interface Hooks {
-        /** Says the hello to the server; its pid, or empty when it does not answer yet. */
-        Optional<Long> probe(Duration timeout) throws RemoteStorageException;
+        /** Opens a connection and says the hello; null when the server does not answer yet. */
+        Wire probe(Duration timeout) throws RemoteStorageException;
 
-        /** The child with this pid answers; calls may go to it. */
-        void ready(long pid, boolean restart) throws RemoteStorageException;
+        /** The child answered the hello on w: calls may go to it. */
+        void ready(Wire w, boolean restart);
 
         /** The child died; calls wait for the next {@link #ready}. */
         void lost(String why);
 
-        /** No child will run again (the reason is logged): the broker is to stop. */
+        /** No child will run again: the broker is to stop. */
         void failed(String why);
-
-        /** A child was started (each start). */
-        default void started() {}
-
-        /** Something went wrong with the child (logged at ERROR). */
-        default void error() {}
     }
 
     /** rlmm serve's exit code for a refused flag or setting (cmd/rlmm): the same settings fail again. */
@@ -66,6 +59,7 @@ final class ServeProcess implements AutoCloseable {
     private final PluginConfig cfg;
     private final Logger log;
     private final Hooks hooks;
+    private final Supervisor.Listener listener;
     private final Path propertiesFile;
     /** The child's last lines of output, for the log when it dies. */
     private final Deque<String> tail = new ArrayDeque<>();
@@ -73,10 +67,11 @@ final class ServeProcess implements AutoCloseable {
     private volatile Process process;
     private volatile boolean closing;
 
-    ServeProcess(PluginConfig cfg, Logger log, Hooks hooks) {
+    ServeProcess(PluginConfig cfg, Logger log, Hooks hooks, Supervisor.Listener listener) {
         this.cfg = cfg;
         this.log = log;
         this.hooks = hooks;
+        this.listener = listener;
         this.propertiesFile = cfg.workDir.resolve("serve.properties");
         thread.setDaemon(true);
     }
@@ -121,7 +116,7 @@ final class ServeProcess implements AutoCloseable {
             }
             writeProperties();
         } catch (IOException e) {
-            throw Errors.storage("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
+            throw new RemoteStorageException("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
         }
         thread.start();
     }
@@ -167,8 +162,9 @@ final class ServeProcess implements AutoCloseable {
             }
             Process p;
             try {
-                p = startAndAwait(left);
-                hooks.ready(p.pid(), !first);
+                Wire w = startAndAwait(left);
+                p = process;
+                hooks.ready(w, !first);
                 log.info("rlmm plugin: rlmm serve pid {} answers on {}", p.pid(), cfg.target());
             } catch (RemoteStorageException e) {
                 if (closing) {
@@ -184,7 +180,7 @@ final class ServeProcess implements AutoCloseable {
                 }
                 stopChild();
                 last = e.getMessage();
-                hooks.error();
+                listener.error();
                 log.error("{}; next try in {} ms", last, backoff.peek().toMillis());
                 if (!backoff.sleep(Duration.ofNanos(first ? initDeadline - System.nanoTime() : Long.MAX_VALUE))) {
                     return;
@@ -204,7 +200,7 @@ final class ServeProcess implements AutoCloseable {
             }
             String why = "rlmm serve pid " + p.pid() + " exited with code " + code;
             hooks.lost(why);
-            hooks.error();
+            listener.error();
             if (System.nanoTime() - began > STABLE.toNanos()) {
                 backoff.reset();
             }
@@ -217,12 +213,12 @@ final class ServeProcess implements AutoCloseable {
 
     private void fail(String why) {
         stopChild();
-        hooks.error();
+        listener.error();
         hooks.failed(why);
     }
 
-    /** Starts a child and waits, at most its start timeout and leftNanos, until it answers. */
-    private Process startAndAwait(long leftNanos) throws RemoteStorageException {
+    /** Starts a child and waits, at most its start timeout and leftNanos, until it answers: its connection. */
+    private Wire startAndAwait(long leftNanos) throws RemoteStorageException {
         List<String> cmd = command();
         Process p;
         synchronized (tail) {
@@ -231,15 +227,15 @@ final class ServeProcess implements AutoCloseable {
         try {
             p = new ProcessBuilder(cmd).directory(cfg.workDir.toFile()).redirectErrorStream(true).start();
         } catch (IOException e) {
-            throw Errors.storage("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
+            throw new RemoteStorageException("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
         }
         process = p;
         if (closing) {
             stopChild();
-            throw Errors.storage("rlmm plugin: closed while starting rlmm serve");
+            throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
         }
         log.info("rlmm plugin: started rlmm serve pid {}: {}", p.pid(), String.join(" ", cmd));
-        hooks.started();
+        listener.started();
         Thread pump = new Thread(() -> pump(p), "rlmm-serve-" + p.pid() + "-output");
         pump.setDaemon(true);
         pump.start();
@@ -251,12 +247,14 @@ final class ServeProcess implements AutoCloseable {
                 throw new Errors.ExitedEarly("rlmm plugin: rlmm serve exited with code " + p.exitValue() + " before it answered on "
                         + cfg.target() + "; its last output:\n" + tailText(), p.exitValue());
             }
-            Optional<Long> pid = hooks.probe(Duration.ofMillis(500));
-            if (pid.isPresent() && pid.get() == p.pid()) {
-                return p;
+            Wire w = hooks.probe(Duration.ofMillis(500));
+            if (w != null && w.server.getPid() == p.pid()) {
+                return w;
+            } else if (w != null) {
+                w.close(); // another server took the socket: not this child
             }
             if (System.nanoTime() - deadline > 0) {
-                throw Errors.storage("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on " + cfg.target()
+                throw new RemoteStorageException("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on " + cfg.target()
                         + (init ? " before the init timeout (" + PluginConfig.INIT_TIMEOUT + ")" : " within "
                         + cfg.startTimeout().toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
                         + "; its last output:\n" + tailText());
@@ -268,7 +266,7 @@ final class ServeProcess implements AutoCloseable {
             }
         }
         stopChild();
-        throw Errors.storage("rlmm plugin: closed while starting rlmm serve");
+        throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
     }
 
     /** Logs the child's output, line by line, at the level each line names; keeps the last 20 lines. */

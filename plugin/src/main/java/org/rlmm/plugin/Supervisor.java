@@ -2,7 +2,6 @@ package org.rlmm.plugin;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
@@ -69,8 +68,6 @@ final class Supervisor implements AutoCloseable {
     private State state = State.STARTING;
     /** Completed with the open link while UP; replaced by an incomplete one otherwise. */
     private volatile CompletableFuture<Link> ready = new CompletableFuture<>();
-    /** The connection whose hello a probe passed, kept to open the next link with. */
-    private Wire probed;
     private volatile String waitReason = "rlmm serve is starting";
     private ServeProcess child;
     private ScheduledExecutorService serverWatch;
@@ -94,7 +91,7 @@ final class Supervisor implements AutoCloseable {
      */
     void start() throws RemoteStorageException {
         if (cfg.mode == PluginConfig.Mode.SPAWN) {
-            ServeProcess p = new ServeProcess(cfg, log, new ChildHooks());
+            ServeProcess p = new ServeProcess(cfg, log, new ChildHooks(), listener);
             try {
                 p.start();
             } catch (RemoteStorageException e) {
@@ -201,7 +198,7 @@ final class Supervisor implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw Errors.interrupted(what.get() + " (waiting for rlmm serve at " + cfg.target() + ")", e);
         } catch (ExecutionException e) {
-            throw Errors.storage(what.get() + " failed: " + e.getCause().getMessage(), e.getCause());
+            throw new RemoteStorageException(what.get() + " failed: " + e.getCause().getMessage(), e.getCause());
         }
     }
 
@@ -222,15 +219,15 @@ final class Supervisor implements AutoCloseable {
                 && !ProcessHandle.of(l.pid()).map(ProcessHandle::isAlive).orElse(false);
     }
 
-    /** Opens a connection and says the hello: the server's pid, or empty when it does not answer. */
-    private Optional<Wire> hello(Duration timeout) throws Errors.Refused {
+    /** Opens a connection and says the hello: null when the server does not answer. */
+    private Wire hello(Duration timeout) throws Errors.Refused {
         try {
-            return Optional.of(Wire.open(ep, Purpose.PURPOSE_READ, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis())));
+            return Wire.open(ep, Purpose.PURPOSE_READ, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         } catch (Wire.Refused e) {
             throw new Errors.Refused(e.getMessage());
         } catch (IOException e) {
             waitReason = "rlmm serve at " + cfg.target() + " does not answer (" + e.getMessage() + ")";
-            return Optional.empty();
+            return null;
         }
     }
 
@@ -304,30 +301,12 @@ final class Supervisor implements AutoCloseable {
     /** What ServeProcess asks and tells of the child's life. */
     private final class ChildHooks implements ServeProcess.Hooks {
         @Override
-        public Optional<Long> probe(Duration timeout) throws RemoteStorageException {
-            Optional<Wire> w = hello(timeout);
-            synchronized (lock) {
-                if (probed != null) {
-                    probed.close();
-                }
-                probed = w.orElse(null);
-            }
-            return w.map(x -> x.server.getPid());
+        public Wire probe(Duration timeout) throws RemoteStorageException {
+            return hello(timeout);
         }
 
         @Override
-        public void ready(long pid, boolean restart) throws RemoteStorageException {
-            Wire w;
-            synchronized (lock) {
-                w = probed;
-                probed = null;
-            }
-            if (w == null || w.server.getPid() != pid) {
-                if (w != null) {
-                    w.close();
-                }
-                throw Errors.storage("rlmm plugin: no connection to rlmm serve pid " + pid);
-            }
+        public void ready(Wire w, boolean restart) {
             up(w, restart);
         }
 
@@ -340,16 +319,6 @@ final class Supervisor implements AutoCloseable {
         public void failed(String why) {
             fail(why);
         }
-
-        @Override
-        public void started() {
-            listener.started();
-        }
-
-        @Override
-        public void error() {
-            listener.error();
-        }
     }
 
     /** Connect mode: who answers at the address; a new server is a new generation. */
@@ -357,24 +326,24 @@ final class Supervisor implements AutoCloseable {
         if (state() == State.CLOSED || state() == State.FAILED) {
             return;
         }
-        Optional<Wire> w;
+        Wire w;
         try {
             w = hello(cfg.callTimeout());
         } catch (Errors.Refused e) {
             fail(e.getMessage());
             return;
         }
-        if (w.isEmpty()) {
+        if (w == null) {
             if (current() != null) {
                 lost("rlmm serve at " + cfg.target() + " does not answer");
                 serverIdentity = null; // whichever server answers next is taken as a new one
             }
             return;
         }
-        String id = w.get().server.getPid() + "@" + w.get().server.getStartedUnixMs();
+        String id = w.server.getPid() + "@" + w.server.getStartedUnixMs();
         String last = serverIdentity;
         if (id.equals(last) && current() != null) {
-            w.get().close();
+            w.close();
             return;
         }
         if (last != null) {
@@ -382,7 +351,7 @@ final class Supervisor implements AutoCloseable {
             lost("rlmm serve at " + cfg.target() + " restarted");
         }
         serverIdentity = id;
-        up(w.get(), last != null || state() == State.RESTARTING);
+        up(w, last != null || state() == State.RESTARTING);
     }
 
     /** CLOSED: stops the watch, the child (SIGTERM, then SIGKILL) and the link; idempotent. */
@@ -399,10 +368,6 @@ final class Supervisor implements AutoCloseable {
             CompletableFuture<Link> done = new CompletableFuture<>();
             done.completeExceptionally(Errors.closed());
             ready = done;
-            if (probed != null) {
-                probed.close();
-                probed = null;
-            }
         }
         if (serverWatch != null) {
             serverWatch.shutdownNow();
