@@ -120,7 +120,7 @@ final class Errors {
                 + " server's release)";
     }
 
-    /** A server the plugin will not use (another API version): thrown by the handshake, never retried. */
+    /** A hello refused, or answered by what is not rlmm serve of this version: never retried. */
     static final class Refused extends RemoteStorageException {
         private static final long serialVersionUID = 1L;
 

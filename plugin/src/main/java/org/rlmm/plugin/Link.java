@@ -22,14 +22,11 @@ import org.slf4j.Logger;
 
 /**
  * The plugin's connections to one server process (one generation): a small pool of {@link Wire}s
- * per purpose, each call taking one, writing its request and reading its reply in the caller's
- * thread, and one watch connection whose pushes keep the readiness of every hosted partition in
- * memory, so {@code isReady} never waits. A connection whose server answers with another pid than
- * this generation's is refused (the socket was taken over), one that breaks is dropped.
- *
- * <p>The caller's deadline holds when the server hangs (SIGSTOP): one watchdog thread closes a
- * connection whose call passed its deadline (every tick, a twentieth of the call timeout, 1 to 50
- * ms), and the blocked read fails as a deadline.
+ * per purpose, each call writing and reading its frame in the caller's thread, and one watch
+ * connection whose pushes keep every hosted partition's readiness in memory, so {@code isReady}
+ * never waits. A connection answered by another pid is refused (the socket was taken over). A
+ * watchdog thread closes a connection whose call passed its deadline, so a hung (SIGSTOP) server
+ * fails a call in time.
  */
 final class Link implements AutoCloseable {
     /** Idle connections kept per purpose; more are closed when handed back. */
@@ -174,7 +171,7 @@ final class Link implements AutoCloseable {
         try {
             long left = TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime());
             w = Wire.open(ep, p, (int) Math.max(1, Math.min(connectTimeoutMs, left)));
-        } catch (IOException | Wire.Refused e) {
+        } catch (IOException | Errors.Refused e) {
             throw new Broken("cannot connect to rlmm serve at " + ep.describe() + ": " + e.getMessage(), e, false,
                     System.nanoTime() - dueNanos > 0);
         }
@@ -247,7 +244,7 @@ final class Link implements AutoCloseable {
                     ready = m;
                     backoff.reset();
                 }
-            } catch (IOException | Wire.Refused e) {
+            } catch (IOException | Errors.Refused e) {
                 ready = Map.of();
                 if (!closed) {
                     log.debug("rlmm plugin: the readiness watch of rlmm serve pid {} ended: {}", pid, e.toString());

@@ -10,13 +10,10 @@ import org.rlmm.plugin.proto.BrokerRequest;
 import org.slf4j.Logger;
 
 /**
- * The broker's assignment changes that rlmm serve has not acknowledged yet, in the order the broker
- * made them. The server owns the assignment (it records and persists each change before it
- * acknowledges it, and a restarted server knows it before its first call); the plugin keeps no
- * copy of it, only this outbox, which one thread drains in order, each change sent until the
- * server acknowledges it, so the broker's metadata thread never waits for a server. A read the
- * server refuses NOT_ASSIGNED is retriable when its partition has a change waiting here
- * ({@link #waiting}).
+ * The broker's assignment changes that rlmm serve has not acknowledged yet, in the broker's order:
+ * the server owns the assignment, so this is all the plugin keeps. One thread drains it, sending
+ * each change until acknowledged, so the broker's metadata thread never waits for a server; a read
+ * refused NOT_ASSIGNED is retriable while its partition has a change here ({@link #waiting}).
  */
 final class Outbox implements AutoCloseable {
     /** One change: its request and the partitions it names. */

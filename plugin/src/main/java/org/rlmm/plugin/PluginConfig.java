@@ -17,15 +17,10 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.types.Password;
 
 /**
- * The settings configure reads from the map a broker passes (its {@code rlmm.config.} prefix
- * already removed), on Kafka's {@link AbstractConfig}: {@link #DEF} declares each with its type,
- * default, check and documentation (the table of plugin/README.md is {@link #markdownTable}), and
- * the getters read them typed. A missing or wrong one is a {@link ConfigException} naming it.
- *
- * <p>Kafka's {@code remote.log.metadata.*} settings are not declared: {@code rlmm serve} alone
- * judges them. Every one is forwarded as it is through the child's properties file (mode 0600,
- * never its command line: passwords are among them); the plugin only refuses a value that cannot
- * be a line of that file.
+ * The plugin's settings, on Kafka's {@link AbstractConfig}: {@link #DEF} declares each (the table of
+ * plugin/README.md is {@link #markdownTable}). Kafka's {@code remote.log.metadata.*} settings are
+ * judged by {@code rlmm serve} alone: forwarded as they are through the child's 0600 properties
+ * file, never its command line (passwords are among them).
  */
 final class PluginConfig extends AbstractConfig {
     static final String BINARY = "rlmm.serve.binary";

@@ -22,17 +22,12 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.slf4j.Logger;
 
 /**
- * Runs one {@code rlmm serve} child at a time: {@link #start} writes its private directory, binary
- * and properties file, then a thread of its own (the broker's start does not wait) starts the
- * child, logs its output, waits until it answers, and starts it again (with the doubling backoff)
- * when it dies or does not answer in time; {@link #close} stops it (SIGTERM, then SIGKILL). Not
- * retried, and told to the owner through {@link Hooks#failed}: a child that refuses its settings
- * (exit {@link #EXIT_SETTINGS_REFUSED}), a server the owner refuses ({@link Errors.Refused}), a
- * first child not answering within {@code rlmm.serve.init.timeout.ms}.
- *
- * <p>Secrets reach the child only through its properties file: mode 0600 in the 0700 work
- * directory, rewritten at every start, removed at close, named (not quoted) on its command line. Its
- * stdin is a pipe from this JVM ({@code --exit-with-stdin}): a child stops when its broker dies.
+ * Runs one {@code rlmm serve} child at a time, from a thread of its own (the broker's start does not
+ * wait): starts it, logs its output, waits until it answers, and starts it again with the backoff
+ * when it dies or does not answer in time. A child that refuses its settings (exit
+ * {@link #EXIT_SETTINGS_REFUSED}), a server the plugin refuses, or a first child not answering
+ * within the init timeout is not retried: {@link Hooks#failed}. Secrets go only through the 0600
+ * properties file; the child's stdin is a pipe from this JVM, so it stops when its broker dies.
  */
 final class ServeProcess implements AutoCloseable {
     /** What the owner does around a child's life. */

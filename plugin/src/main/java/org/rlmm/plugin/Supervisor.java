@@ -29,11 +29,9 @@ import org.slf4j.Logger;
  *   any        --close-->                            CLOSED
  * </pre>
  *
- * <p>In spawn mode the transitions come from {@link ServeProcess}'s hooks (a child started,
- * answering, died); in connect mode from asking the server at the address who it is every
- * {@link #SERVER_WATCH_INTERVAL} (another pid or start time is a new server). Calls wait for UP
- * ({@link #await}) within their bound. The server owns the broker's assignment, so a new server
- * needs nothing handed over: it is UP as soon as it answers the hello with this plugin's version.
+ * <p>Spawn mode's transitions come from {@link ServeProcess}; connect mode's from asking the server
+ * who it is every {@link #SERVER_WATCH_INTERVAL}. The server owns the assignment, so a new server
+ * needs nothing handed over.
  */
 final class Supervisor implements AutoCloseable {
     /** How often connect mode asks the server who it is, to notice a restarted one. */
@@ -84,8 +82,7 @@ final class Supervisor implements AutoCloseable {
     }
 
     /**
-     * Starts: in spawn mode the child (in the background: configure does not wait for it), in
-     * connect mode the watch of the server at the address.
+     * Starts the child (in the background) or, in connect mode, the watch of the server.
      *
      * @throws RemoteStorageException when the child's directory or binary cannot be prepared
      */
@@ -116,12 +113,10 @@ final class Supervisor implements AutoCloseable {
     }
 
     /**
-     * The one call primitive: waits (within boundMs) for UP, sends req on a connection of purpose p
-     * in this thread and reads the reply; a refusal is mapped once ({@link Errors}), as a read of a
-     * partition with a change waiting in the outbox when changeWaiting says so before the call. A
-     * call whose server died under it runs again on the next one within the same bound, unless it
-     * is a mutation that may have reached the server. more gets a list's replies before the last;
-     * reset runs before each try.
+     * The one call primitive: waits for UP, sends req and reads its reply in this thread, all
+     * within boundMs, and maps a refusal ({@link Errors}). A call whose server died under it runs
+     * again on the next one, unless it is a mutation that may have reached the server. more gets
+     * a list's earlier replies; reset runs before each try.
      */
     BrokerReply call(String rpc, Purpose p, BooleanSupplier changeWaiting, boolean noPartition, Supplier<String> what,
             BrokerRequest.Builder req, long boundMs, Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
@@ -223,8 +218,6 @@ final class Supervisor implements AutoCloseable {
     private Wire hello(Duration timeout) throws Errors.Refused {
         try {
             return Wire.open(ep, Purpose.PURPOSE_READ, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
-        } catch (Wire.Refused e) {
-            throw new Errors.Refused(e.getMessage());
         } catch (IOException e) {
             waitReason = "rlmm serve at " + cfg.target() + " does not answer (" + e.getMessage() + ")";
             return null;
