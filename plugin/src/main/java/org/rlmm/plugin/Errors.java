@@ -93,19 +93,9 @@ final class Errors {
         return new RemoteStorageException("rlmm plugin: " + why);
     }
 
-    /** A method of Kafka's interface called on an instance that is closed. */
-    static IllegalStateException closed() {
-        return new IllegalStateException("rlmm plugin: this instance is closed");
-    }
-
-    /** A method of Kafka's interface called before configure. */
-    static IllegalStateException notConfigured() {
-        return new IllegalStateException("rlmm plugin: not configured");
-    }
-
-    /** configure after close. */
-    static IllegalStateException configureAfterClose() {
-        return new IllegalStateException("rlmm plugin: configure after close");
+    /** A method of Kafka's interface called out of order: closed, not configured, configure after close. */
+    static IllegalStateException misuse(String what) {
+        return new IllegalStateException("rlmm plugin: " + what);
     }
 
     /** configure could not prepare the child (its directory, its binary): the broker's start fails. */

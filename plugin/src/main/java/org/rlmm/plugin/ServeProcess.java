@@ -75,11 +75,11 @@ final class ServeProcess implements AutoCloseable {
     List<String> command() {
         List<String> c = new ArrayList<>(List.of(cfg.binary.toString(), "serve", "--socket", cfg.socket.toString(),
                 "--broker-id", Integer.toString(cfg.brokerId()), "--snapshot-dir", cfg.snapshotDir().toString(), "--exit-with-stdin"));
-        if (cfg.embeddedDir() == null) {
+        if (cfg.path(PluginConfig.EMBEDDED_DIR) == null) {
             c.addAll(List.of("--properties", propertiesFile.toString()));
         } else {
             // The embedded log takes no client settings; the two that still apply go as flags.
-            c.addAll(List.of("--dir", cfg.embeddedDir().toString()));
+            c.addAll(List.of("--dir", cfg.path(PluginConfig.EMBEDDED_DIR).toString()));
             String partitions = cfg.kafkaSettings.get(PluginConfig.KAFKA_PREFIX + "topic.num.partitions");
             if (partitions != null) {
                 c.addAll(List.of("--kafka-partitions", partitions));
@@ -118,7 +118,7 @@ final class ServeProcess implements AutoCloseable {
 
     private void writeProperties() throws IOException {
         removeProperties(); // a crashed broker's file, or a half-written one
-        if (cfg.embeddedDir() != null) {
+        if (cfg.path(PluginConfig.EMBEDDED_DIR) != null) {
             return;
         }
         Path tmp = propertiesFile.resolveSibling("serve.properties.tmp");
@@ -145,7 +145,7 @@ final class ServeProcess implements AutoCloseable {
     /** The supervisor thread: start, wait until it answers, wait until it dies, start again. */
     private void run() {
         long initDeadline = System.nanoTime() + cfg.initTimeout().toNanos();
-        Backoff backoff = new Backoff(cfg.restartBackoff(), cfg.restartBackoffMax());
+        Backoff backoff = new Backoff(cfg.ms(PluginConfig.RESTART_BACKOFF), cfg.ms(PluginConfig.RESTART_BACKOFF_MAX));
         boolean first = true;
         String last = "none started yet";
         while (!closing) {
@@ -234,8 +234,8 @@ final class ServeProcess implements AutoCloseable {
         Thread pump = new Thread(() -> pump(p), "rlmm-serve-" + p.pid() + "-output");
         pump.setDaemon(true);
         pump.start();
-        boolean init = leftNanos < cfg.startTimeout().toNanos();
-        long deadline = System.nanoTime() + (init ? leftNanos : cfg.startTimeout().toNanos());
+        boolean init = leftNanos < cfg.ms(PluginConfig.START_TIMEOUT).toNanos();
+        long deadline = System.nanoTime() + (init ? leftNanos : cfg.ms(PluginConfig.START_TIMEOUT).toNanos());
         while (!closing) {
             if (!p.isAlive()) {
                 join(pump);
@@ -251,7 +251,7 @@ final class ServeProcess implements AutoCloseable {
             if (System.nanoTime() - deadline > 0) {
                 throw new RemoteStorageException("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on " + cfg.target()
                         + (init ? " before the init timeout (" + PluginConfig.INIT_TIMEOUT + ")" : " within "
-                        + cfg.startTimeout().toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
+                        + cfg.ms(PluginConfig.START_TIMEOUT).toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
                         + "; its last output:\n" + tailText());
             }
             try {
@@ -311,11 +311,11 @@ final class ServeProcess implements AutoCloseable {
         // child's last lines (its final snapshot) would die of SIGPIPE.
         p.toHandle().destroy();
         try {
-            if (!p.waitFor(cfg.stopTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+            if (!p.waitFor(cfg.ms(PluginConfig.STOP_TIMEOUT).toMillis(), TimeUnit.MILLISECONDS)) {
                 log.warn("rlmm plugin: rlmm serve pid {} did not stop within {} ms of SIGTERM ({}); killing it", p.pid(),
-                        cfg.stopTimeout().toMillis(), PluginConfig.STOP_TIMEOUT);
+                        cfg.ms(PluginConfig.STOP_TIMEOUT).toMillis(), PluginConfig.STOP_TIMEOUT);
                 p.toHandle().destroyForcibly();
-                p.waitFor(cfg.stopTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                p.waitFor(cfg.ms(PluginConfig.STOP_TIMEOUT).toMillis(), TimeUnit.MILLISECONDS);
             }
         } catch (InterruptedException e) {
             p.toHandle().destroyForcibly();

@@ -226,7 +226,7 @@ final class Supervisor implements AutoCloseable {
 
     /** UP on the server that answered w's hello. */
     private void up(Wire w, boolean restart) {
-        Link l = new Link(ep, w, log, cfg.callTimeout().toMillis());
+        Link l = new Link(ep, w, log, cfg.ms(PluginConfig.CALL_TIMEOUT).toMillis());
         synchronized (lock) {
             if (state == State.CLOSED || state == State.FAILED) {
                 l.close();
@@ -321,7 +321,7 @@ final class Supervisor implements AutoCloseable {
         }
         Wire w;
         try {
-            w = hello(cfg.callTimeout());
+            w = hello(cfg.ms(PluginConfig.CALL_TIMEOUT));
         } catch (Errors.Refused e) {
             fail(e.getMessage());
             return;
@@ -357,9 +357,9 @@ final class Supervisor implements AutoCloseable {
             }
             state = State.CLOSED;
             open = current();
-            ready.completeExceptionally(Errors.closed());
+            ready.completeExceptionally(Errors.misuse("this instance is closed"));
             CompletableFuture<Link> done = new CompletableFuture<>();
-            done.completeExceptionally(Errors.closed());
+            done.completeExceptionally(Errors.misuse("this instance is closed"));
             ready = done;
         }
         if (serverWatch != null) {
