@@ -33,7 +33,7 @@ import org.slf4j.Logger;
  * who it is every {@link #SERVER_WATCH_INTERVAL}. The server owns the assignment, so a new server
  * needs nothing handed over.
  */
-final class Supervisor implements AutoCloseable {
+final class Supervisor implements AutoCloseable, ServeProcess.Hooks {
     /** How often connect mode asks the server who it is, to notice a restarted one. */
     static final Duration SERVER_WATCH_INTERVAL = Duration.ofSeconds(1);
 
@@ -88,7 +88,7 @@ final class Supervisor implements AutoCloseable {
      */
     void start() throws RemoteStorageException {
         if (cfg.mode == PluginConfig.Mode.SPAWN) {
-            ServeProcess p = new ServeProcess(cfg, log, new ChildHooks(), listener);
+            ServeProcess p = new ServeProcess(cfg, log, this, listener);
             try {
                 p.start();
             } catch (RemoteStorageException e) {
@@ -215,7 +215,8 @@ final class Supervisor implements AutoCloseable {
     }
 
     /** Opens a connection and says the hello: null when the server does not answer. */
-    private Wire hello(Duration timeout) throws Errors.Refused {
+    @Override
+    public Wire probe(Duration timeout) throws Errors.Refused {
         try {
             return Wire.open(ep, Purpose.PURPOSE_READ, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         } catch (IOException e) {
@@ -225,7 +226,8 @@ final class Supervisor implements AutoCloseable {
     }
 
     /** UP on the server that answered w's hello. */
-    private void up(Wire w, boolean restart) {
+    @Override
+    public void ready(Wire w, boolean restart) {
         Link l = new Link(ep, w, log, cfg.ms(PluginConfig.CALL_TIMEOUT).toMillis());
         synchronized (lock) {
             if (state == State.CLOSED || state == State.FAILED) {
@@ -244,7 +246,8 @@ final class Supervisor implements AutoCloseable {
     }
 
     /** UP -> RESTARTING: calls wait for the next server. */
-    private void lost(String why) {
+    @Override
+    public void lost(String why) {
         Link old;
         synchronized (lock) {
             if (state == State.CLOSED || state == State.FAILED) {
@@ -267,7 +270,8 @@ final class Supervisor implements AutoCloseable {
      * fails naming why, and the broker is stopped as Kafka's own manager stops it when it cannot
      * initialize ({@link BrokerExit}).
      */
-    private void fail(String why) {
+    @Override
+    public void failed(String why) {
         Link old;
         boolean wasClosed;
         synchronized (lock) {
@@ -291,29 +295,6 @@ final class Supervisor implements AutoCloseable {
         }
     }
 
-    /** What ServeProcess asks and tells of the child's life. */
-    private final class ChildHooks implements ServeProcess.Hooks {
-        @Override
-        public Wire probe(Duration timeout) throws RemoteStorageException {
-            return hello(timeout);
-        }
-
-        @Override
-        public void ready(Wire w, boolean restart) {
-            up(w, restart);
-        }
-
-        @Override
-        public void lost(String why) {
-            Supervisor.this.lost(why);
-        }
-
-        @Override
-        public void failed(String why) {
-            fail(why);
-        }
-    }
-
     /** Connect mode: who answers at the address; a new server is a new generation. */
     private void watch() {
         if (state() == State.CLOSED || state() == State.FAILED) {
@@ -321,9 +302,9 @@ final class Supervisor implements AutoCloseable {
         }
         Wire w;
         try {
-            w = hello(cfg.ms(PluginConfig.CALL_TIMEOUT));
+            w = probe(cfg.ms(PluginConfig.CALL_TIMEOUT));
         } catch (Errors.Refused e) {
-            fail(e.getMessage());
+            failed(e.getMessage());
             return;
         }
         if (w == null) {
@@ -344,7 +325,7 @@ final class Supervisor implements AutoCloseable {
             lost("rlmm serve at " + cfg.target() + " restarted");
         }
         serverIdentity = id;
-        up(w, last != null || state() == State.RESTARTING);
+        ready(w, last != null || state() == State.RESTARTING);
     }
 
     /** CLOSED: stops the watch, the child (SIGTERM, then SIGKILL) and the link; idempotent. */
