@@ -51,6 +51,8 @@ final class Link implements AutoCloseable {
     private final long pid;
     final ServerInfoReply server;
     private final Logger log;
+    /** Told (connect mode) when the watch connection ends: its server is gone or another took its place. */
+    private final Consumer<String> gone;
     private final int connectTimeoutMs;
     private final Map<Purpose, ConcurrentLinkedDeque<Wire>> idle = new EnumMap<>(Purpose.class);
     private final Set<Wire> live = ConcurrentHashMap.newKeySet();
@@ -77,11 +79,12 @@ final class Link implements AutoCloseable {
      * Opens the generation on the server that answered first's hello (first is kept as its first
      * read connection) and starts the watch.
      */
-    Link(Wire.Endpoint ep, Wire first, Logger log, long callTimeoutMs) {
+    Link(Wire.Endpoint ep, Wire first, Logger log, long callTimeoutMs, Consumer<String> gone) {
         this.ep = ep;
         this.server = first.server;
         this.pid = first.server.getPid();
         this.log = log;
+        this.gone = gone;
         this.connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, callTimeoutMs);
         for (Purpose p : Purpose.values()) {
             idle.put(p, new ConcurrentLinkedDeque<>());
@@ -229,7 +232,8 @@ final class Link implements AutoCloseable {
             try {
                 w = Wire.open(ep, Purpose.PURPOSE_WATCH, connectTimeoutMs);
                 if (w.server.getPid() != pid) {
-                    return; // another server: this generation is over, the supervisor will see it
+                    ended("rlmm serve at " + ep.describe() + " is now pid " + w.server.getPid());
+                    return; // another server: this generation is over
                 }
                 live.add(w);
                 if (closed) {
@@ -249,6 +253,10 @@ final class Link implements AutoCloseable {
                 if (!closed) {
                     log.debug("rlmm plugin: the readiness watch of rlmm serve pid {} ended: {}", pid, e.toString());
                 }
+                if (gone != null) {
+                    ended("rlmm serve pid " + pid + " at " + ep.describe() + " is gone (" + e.getMessage() + ")");
+                    return;
+                }
             } finally {
                 if (w != null) {
                     live.remove(w);
@@ -258,6 +266,14 @@ final class Link implements AutoCloseable {
             if (!closed && !backoff.sleep()) {
                 return;
             }
+        }
+    }
+
+    private void ended(String why) {
+        if (gone != null && !closed) {
+            log.warn("rlmm plugin: {}; waiting for the next server", why);
+            close(); // first: a link that ends before it is used must not go UP
+            gone.accept(why);
         }
     }
 
@@ -292,7 +308,9 @@ final class Link implements AutoCloseable {
         watcher.interrupt();
         try {
             watchdog.join(1000);
-            watcher.join(1000);
+            if (Thread.currentThread() != watcher) {
+                watcher.join(1000); // not when the watch itself reported its server gone
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

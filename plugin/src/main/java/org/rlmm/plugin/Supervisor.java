@@ -29,12 +29,12 @@ import org.slf4j.Logger;
  *   any        --close-->                            CLOSED
  * </pre>
  *
- * <p>Spawn mode's transitions come from {@link ServeProcess}; connect mode's from asking the server
- * who it is every {@link #SERVER_WATCH_INTERVAL}. The server owns the assignment, so a new server
- * needs nothing handed over.
+ * <p>Spawn mode's transitions come from {@link ServeProcess}; connect mode's from the open link's
+ * watch connection (it ends when its server goes) and a hello every {@link #SERVER_WATCH_INTERVAL}
+ * until a server answers. The server owns the assignment, so a new one needs nothing handed over.
  */
 final class Supervisor implements AutoCloseable, ServeProcess.Hooks {
-    /** How often connect mode asks the server who it is, to notice a restarted one. */
+    /** How often connect mode says the hello while no server answers. */
     static final Duration SERVER_WATCH_INTERVAL = Duration.ofSeconds(1);
 
     /** The states. */
@@ -69,8 +69,6 @@ final class Supervisor implements AutoCloseable, ServeProcess.Hooks {
     private volatile String waitReason = "rlmm serve is starting";
     private ServeProcess child;
     private ScheduledExecutorService serverWatch;
-    /** Connect mode: the pid and start time of the server the link is open to. */
-    private volatile String serverIdentity;
     /** Calls that found no open link since the last one opened (logged when the next one opens). */
     private final java.util.concurrent.atomic.AtomicLong held = new java.util.concurrent.atomic.AtomicLong();
 
@@ -228,9 +226,11 @@ final class Supervisor implements AutoCloseable, ServeProcess.Hooks {
     /** UP on the server that answered w's hello. */
     @Override
     public void ready(Wire w, boolean restart) {
-        Link l = new Link(ep, w, log, cfg.ms(PluginConfig.CALL_TIMEOUT).toMillis());
+        // Spawn mode learns of a gone server from its process; connect mode from the link's watch.
+        Link l = new Link(ep, w, log, cfg.ms(PluginConfig.CALL_TIMEOUT).toMillis(),
+                cfg.mode == PluginConfig.Mode.SPAWN ? null : this::lost);
         synchronized (lock) {
-            if (state == State.CLOSED || state == State.FAILED) {
+            if (state == State.CLOSED || state == State.FAILED || l.closed()) {
                 l.close();
                 return;
             }
@@ -295,37 +295,19 @@ final class Supervisor implements AutoCloseable, ServeProcess.Hooks {
         }
     }
 
-    /** Connect mode: who answers at the address; a new server is a new generation. */
+    /** Connect mode, until a server answers: its Link then watches it ({@link #lost} when it goes). */
     private void watch() {
-        if (state() == State.CLOSED || state() == State.FAILED) {
+        if (state() != State.STARTING && state() != State.RESTARTING) {
             return;
         }
-        Wire w;
         try {
-            w = probe(cfg.ms(PluginConfig.CALL_TIMEOUT));
+            Wire w = probe(cfg.ms(PluginConfig.CALL_TIMEOUT));
+            if (w != null) {
+                ready(w, state() == State.RESTARTING);
+            }
         } catch (Errors.Refused e) {
             failed(e.getMessage());
-            return;
         }
-        if (w == null) {
-            if (current() != null) {
-                lost("rlmm serve at " + cfg.target() + " does not answer");
-                serverIdentity = null; // whichever server answers next is taken as a new one
-            }
-            return;
-        }
-        String id = w.server.getPid() + "@" + w.server.getStartedUnixMs();
-        String last = serverIdentity;
-        if (id.equals(last) && current() != null) {
-            w.close();
-            return;
-        }
-        if (last != null) {
-            log.warn("rlmm plugin: rlmm serve at {} is a new server ({}; was {})", cfg.target(), id, last);
-            lost("rlmm serve at " + cfg.target() + " restarted");
-        }
-        serverIdentity = id;
-        ready(w, last != null || state() == State.RESTARTING);
     }
 
     /** CLOSED: stops the watch, the child (SIGTERM, then SIGKILL) and the link; idempotent. */
