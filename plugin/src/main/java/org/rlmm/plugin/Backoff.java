@@ -3,23 +3,16 @@ package org.rlmm.plugin;
 import java.time.Duration;
 
 /**
- * The pause between tries of every retry loop of the plugin (restarting the child, handing it the
- * broker's partitions, re-sending an assignment change, re-opening the readiness stream): it starts
- * at {@code rlmm.serve.restart.backoff.ms}, doubles after each failure up to
- * {@code rlmm.serve.restart.backoff.max.ms}, and starts over after a success. One class, so that
- * every loop backs off the same way and the settings mean one thing. Not thread-safe: each loop
- * owns its own.
+ * The doubling pause of every retry loop (restarting the child, re-sending an assignment change,
+ * re-opening the readiness watch), so that the two backoff settings mean one thing. Not
+ * thread-safe: each loop owns its own.
  */
 final class Backoff {
     private final Duration initial;
     private final Duration max;
     private Duration next;
 
-    /**
-     * A backoff from initial to max.
-     *
-     * @throws IllegalArgumentException when initial is not positive or max is below it
-     */
+    /** A backoff from initial (positive) to max (not below it). */
     Backoff(Duration initial, Duration max) {
         if (initial.isNegative() || initial.isZero() || max.compareTo(initial) < 0) {
             throw new IllegalArgumentException("backoff from " + initial + " to " + max);
@@ -47,11 +40,7 @@ final class Backoff {
         next = initial;
     }
 
-    /**
-     * Sleeps for the next pause, at most {@code cap}.
-     *
-     * @return false when the thread was interrupted (its interrupt flag is set again)
-     */
+    /** Sleeps for the next pause, at most cap; false when interrupted (the flag set again). */
     boolean sleep(Duration cap) {
         Duration d = next();
         if (cap.compareTo(d) < 0) {

@@ -6,16 +6,11 @@ import org.apache.kafka.common.KafkaException;
 import org.slf4j.Logger;
 
 /**
- * Stops the broker as Kafka's own manager does when it cannot initialize: its
- * TopicBasedRemoteLogMetadataManager, past {@code remote.log.metadata.initialization.retry.max.timeout.ms}
- * or on an error it cannot retry, logs at ERROR and calls Kafka's {@code Exit.exit(1)} from its
- * initialization thread (in {@code org.apache.kafka.common.utils} up to 4.3,
- * {@code org.apache.kafka.common.utils.internals} from 4.4). Found by name through the broker's class
- * loader, so that a test (or a broker) that replaced Kafka's exit procedure sees the call, and so
- * that the jar loads on every 4.x; neither found, the JVM exits with status 1.
- *
- * <p>The call runs on a thread of its own: {@code System.exit} waits for the broker's shutdown
- * hooks, which close this plugin, which waits for the supervisor thread that asked for the exit.
+ * Stops the broker as Kafka's own manager does when it cannot initialize: Kafka's
+ * {@code Exit.exit(1, why)}, found by name through the broker's class loader (its package moved in
+ * 4.4) so that a broker or test that replaced the exit procedure sees the call; neither found, the
+ * JVM exits with status 1. On a thread of its own: exit runs the shutdown hooks, which close this
+ * plugin, which waits for the thread that asked.
  */
 final class BrokerExit {
     private BrokerExit() {}

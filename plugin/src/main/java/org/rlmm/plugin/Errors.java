@@ -6,11 +6,9 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.rlmm.plugin.proto.BrokerError;
 
 /**
- * Every exception the plugin raises to the broker, built here so that one file says what the broker
- * sees in each case: the server's answer mapped as Kafka's own RLMM raises it (kafka-rlmm.md §2,
- * §5.12; the one rule is {@link #map}), and the plugin's own (a server that did not come back in
- * time, an interrupted wait, a closed or unconfigured instance, a server of another API version).
- * Every message carries rlmm's own message and the server's address.
+ * Every exception the plugin raises to the broker, so that one file says what the broker sees:
+ * the server's answer mapped as Kafka's own RLMM raises it (kafka-rlmm.md §2, §5.12), and the
+ * plugin's own failures, each naming the call and the server's address.
  */
 final class Errors {
     private Errors() {}
@@ -28,25 +26,8 @@ final class Errors {
     }
 
     /**
-     * The exception a call the server refused raises (a read throws it, a mutation's future fails
-     * with it): the one mapping of the server's {@link BrokerError}. Unchecked results (NOT_READY,
-     * and NOT_ASSIGNED of a partition with a change waiting) come back as {@link RuntimeException}s
-     * to be thrown as they are. The rule, as Kafka's own manager answers:
-     *
-     * <ul>
-     *   <li>NOT_READY (the partition's metadata is being built or catches up):
-     *       {@link ReplicaNotAvailableException}, retriable;
-     *   <li>NOT_ASSIGNED of a read: {@link ReplicaNotAvailableException} when a change of the
-     *       partition waits in the outbox (it has not reached the server yet),
-     *       {@link RemoteResourceNotFoundException} otherwise (Kafka's "No resource found for
-     *       partition"). Never an empty answer;
-     *   <li>UNKNOWN_SEGMENT: {@link RemoteResourceNotFoundException};
-     *   <li>everything else: {@link RemoteStorageException} with rlmm's message and kind, and "the
-     *       event may still be recorded" when the server says so.
-     * </ul>
-     *
-     * @param what the call, as the message names it ("lookup of ...")
-     * @param target the server's address
+     * The one mapping of the server's {@link BrokerError} (the table "Errors" of plugin/README.md);
+     * the unchecked results (NOT_READY, NOT_ASSIGNED with a change waiting) are thrown as they are.
      */
     static Exception map(BrokerError e, String what, String target, Call call) {
         String msg = what + " failed at rlmm serve " + target + ": " + e.getMessage();
@@ -93,16 +74,6 @@ final class Errors {
         throw (RemoteStorageException) m;
     }
 
-    /** A failure of the plugin itself (not a call's answer): a {@link RemoteStorageException}. */
-    static RemoteStorageException storage(String message) {
-        return new RemoteStorageException(message);
-    }
-
-    /** {@link #storage(String)} with its cause. */
-    static RemoteStorageException storage(String message, Throwable cause) {
-        return new RemoteStorageException(message, cause);
-    }
-
     /**
      * A call that found no server to go to within its bound: the child starts or restarts, or a
      * server in connect mode does not answer (why says what the plugin last saw).
@@ -122,19 +93,9 @@ final class Errors {
         return new RemoteStorageException("rlmm plugin: " + why);
     }
 
-    /** A method of Kafka's interface called on an instance that is closed. */
-    static IllegalStateException closed() {
-        return new IllegalStateException("rlmm plugin: this instance is closed");
-    }
-
-    /** A method of Kafka's interface called before configure. */
-    static IllegalStateException notConfigured() {
-        return new IllegalStateException("rlmm plugin: not configured");
-    }
-
-    /** configure after close. */
-    static IllegalStateException configureAfterClose() {
-        return new IllegalStateException("rlmm plugin: configure after close");
+    /** A method of Kafka's interface called out of order: closed, not configured, configure after close. */
+    static IllegalStateException misuse(String what) {
+        return new IllegalStateException("rlmm plugin: " + what);
     }
 
     /** configure could not prepare the child (its directory, its binary): the broker's start fails. */
@@ -149,7 +110,7 @@ final class Errors {
                 + " server's release)";
     }
 
-    /** A server the plugin will not use (another API version): thrown by the handshake, never retried. */
+    /** A hello refused, or answered by what is not rlmm serve of this version: never retried. */
     static final class Refused extends RemoteStorageException {
         private static final long serialVersionUID = 1L;
 

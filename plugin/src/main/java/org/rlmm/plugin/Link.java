@@ -22,14 +22,11 @@ import org.slf4j.Logger;
 
 /**
  * The plugin's connections to one server process (one generation): a small pool of {@link Wire}s
- * per purpose, each call taking one, writing its request and reading its reply in the caller's
- * thread, and one watch connection whose pushes keep the readiness of every hosted partition in
- * memory, so {@code isReady} never waits. A connection whose server answers with another pid than
- * this generation's is refused (the socket was taken over), one that breaks is dropped.
- *
- * <p>The caller's deadline holds when the server hangs (SIGSTOP): one watchdog thread closes a
- * connection whose call passed its deadline (every tick, a twentieth of the call timeout, 1 to 50
- * ms), and the blocked read fails as a deadline.
+ * per purpose, each call writing and reading its frame in the caller's thread, and one watch
+ * connection whose pushes keep every hosted partition's readiness in memory, so {@code isReady}
+ * never waits. A connection answered by another pid is refused (the socket was taken over). A
+ * watchdog thread closes a connection whose call passed its deadline, so a hung (SIGSTOP) server
+ * fails a call in time.
  */
 final class Link implements AutoCloseable {
     /** Idle connections kept per purpose; more are closed when handed back. */
@@ -54,6 +51,8 @@ final class Link implements AutoCloseable {
     private final long pid;
     final ServerInfoReply server;
     private final Logger log;
+    /** Told (connect mode) when the watch connection ends: its server is gone or another took its place. */
+    private final Consumer<String> gone;
     private final int connectTimeoutMs;
     private final Map<Purpose, ConcurrentLinkedDeque<Wire>> idle = new EnumMap<>(Purpose.class);
     private final Set<Wire> live = ConcurrentHashMap.newKeySet();
@@ -80,11 +79,12 @@ final class Link implements AutoCloseable {
      * Opens the generation on the server that answered first's hello (first is kept as its first
      * read connection) and starts the watch.
      */
-    Link(Wire.Endpoint ep, Wire first, Logger log, long callTimeoutMs) {
+    Link(Wire.Endpoint ep, Wire first, Logger log, long callTimeoutMs, Consumer<String> gone) {
         this.ep = ep;
         this.server = first.server;
         this.pid = first.server.getPid();
         this.log = log;
+        this.gone = gone;
         this.connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, callTimeoutMs);
         for (Purpose p : Purpose.values()) {
             idle.put(p, new ConcurrentLinkedDeque<>());
@@ -174,7 +174,7 @@ final class Link implements AutoCloseable {
         try {
             long left = TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime());
             w = Wire.open(ep, p, (int) Math.max(1, Math.min(connectTimeoutMs, left)));
-        } catch (IOException | Wire.Refused e) {
+        } catch (IOException | Errors.Refused e) {
             throw new Broken("cannot connect to rlmm serve at " + ep.describe() + ": " + e.getMessage(), e, false,
                     System.nanoTime() - dueNanos > 0);
         }
@@ -232,7 +232,8 @@ final class Link implements AutoCloseable {
             try {
                 w = Wire.open(ep, Purpose.PURPOSE_WATCH, connectTimeoutMs);
                 if (w.server.getPid() != pid) {
-                    return; // another server: this generation is over, the supervisor will see it
+                    ended("rlmm serve at " + ep.describe() + " is now pid " + w.server.getPid());
+                    return; // another server: this generation is over
                 }
                 live.add(w);
                 if (closed) {
@@ -247,10 +248,14 @@ final class Link implements AutoCloseable {
                     ready = m;
                     backoff.reset();
                 }
-            } catch (IOException | Wire.Refused e) {
+            } catch (IOException | Errors.Refused e) {
                 ready = Map.of();
                 if (!closed) {
                     log.debug("rlmm plugin: the readiness watch of rlmm serve pid {} ended: {}", pid, e.toString());
+                }
+                if (gone != null) {
+                    ended("rlmm serve pid " + pid + " at " + ep.describe() + " is gone (" + e.getMessage() + ")");
+                    return;
                 }
             } finally {
                 if (w != null) {
@@ -261,6 +266,14 @@ final class Link implements AutoCloseable {
             if (!closed && !backoff.sleep()) {
                 return;
             }
+        }
+    }
+
+    private void ended(String why) {
+        if (gone != null && !closed) {
+            log.warn("rlmm plugin: {}; waiting for the next server", why);
+            close(); // first: a link that ends before it is used must not go UP
+            gone.accept(why);
         }
     }
 
@@ -295,7 +308,9 @@ final class Link implements AutoCloseable {
         watcher.interrupt();
         try {
             watchdog.join(1000);
-            watcher.join(1000);
+            if (Thread.currentThread() != watcher) {
+                watcher.join(1000); // not when the watch itself reported its server gone
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

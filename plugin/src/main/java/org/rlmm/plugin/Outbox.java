@@ -1,22 +1,23 @@
 package org.rlmm.plugin;
 
-import java.util.ArrayDeque;
 import java.util.Collection;
-import java.util.Deque;
-import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.TopicIdPartition;
 import org.rlmm.plugin.proto.BrokerRequest;
 import org.slf4j.Logger;
 
 /**
- * The broker's assignment changes that rlmm serve has not acknowledged yet, in the order the broker
- * made them. The server owns the assignment (it records and persists each change before it
- * acknowledges it, and a restarted server knows it before its first call); the plugin keeps no
- * copy of it, only this outbox, which one thread drains in order, each change sent until the
- * server acknowledges it, so the broker's metadata thread never waits for a server. A read the
- * server refuses NOT_ASSIGNED is retriable when its partition has a change waiting here
- * ({@link #waiting}).
+ * The broker's assignment changes that rlmm serve has not acknowledged yet, in the broker's order:
+ * the server owns the assignment, so this is all the plugin keeps. One thread drains it, sending
+ * each change until acknowledged, so the broker's metadata thread never waits for a server; a read
+ * refused NOT_ASSIGNED is retriable while its partition has a change here ({@link #waiting}).
  */
 final class Outbox implements AutoCloseable {
     /** One change: its request and the partitions it names. */
@@ -38,45 +39,42 @@ final class Outbox implements AutoCloseable {
     private final Gate gate;
     private final Logger log;
     private final Backoff backoff;
-    private final Deque<Change> pending = new ArrayDeque<>();
-    private final Map<Link.Key, Integer> waiting = new HashMap<>();
-    private final Thread drainer;
-    private boolean sending;
-    private volatile boolean closed;
-    /** Changes not acknowledged: a read checks {@link #waiting} only when there are some. */
-    private volatile int size;
+    /** One thread: the changes are sent in the order submitted. */
+    private final ExecutorService drainer = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "rlmm-plugin-assignment");
+        t.setDaemon(true);
+        return t;
+    });
+    /** How many unacknowledged changes name each partition. */
+    private final Map<Link.Key, Integer> waiting = new ConcurrentHashMap<>();
+    /** Changes not acknowledged: a read looks into {@link #waiting} only when there are some. */
+    private final AtomicInteger size = new AtomicInteger();
     /** Reads of a partition with a change waiting, since the last acknowledgement (logged with it). */
-    private final java.util.concurrent.atomic.AtomicLong readsWaiting = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong readsWaiting = new AtomicLong();
 
     Outbox(Sender sender, Gate gate, Logger log, Backoff backoff) {
         this.sender = sender;
         this.gate = gate;
         this.log = log;
         this.backoff = backoff;
-        this.drainer = new Thread(this::drain, "rlmm-plugin-assignment");
-        this.drainer.setDaemon(true);
-        this.drainer.start();
     }
 
     /** Queues a change; never waits. */
-    synchronized void submit(Change c) {
-        pending.addLast(c);
-        size = pending.size();
+    void submit(Change c) {
+        size.incrementAndGet();
         for (TopicIdPartition tp : c.partitions()) {
             waiting.merge(Link.Key.of(tp), 1, Integer::sum);
         }
-        notifyAll();
+        try {
+            drainer.execute(() -> send(c));
+        } catch (RejectedExecutionException e) {
+            // closed: nothing more is sent
+        }
     }
 
     /** Whether a change naming tp waits to be acknowledged (counted: a read asks). */
     boolean waiting(TopicIdPartition tp) {
-        if (size == 0) {
-            return false;
-        }
-        boolean w;
-        synchronized (this) {
-            w = waiting.containsKey(Link.Key.of(tp));
-        }
+        boolean w = size.get() > 0 && waiting.containsKey(Link.Key.of(tp));
         if (w) {
             readsWaiting.incrementAndGet();
         }
@@ -84,69 +82,48 @@ final class Outbox implements AutoCloseable {
     }
 
     /** Whether every change so far was acknowledged. */
-    synchronized boolean idle() {
-        return pending.isEmpty() && !sending;
+    boolean idle() {
+        return size.get() == 0;
     }
 
-    private synchronized Change next() throws InterruptedException {
-        while (pending.isEmpty() && !closed) {
-            wait();
+    private void send(Change c) {
+        try {
+            gate.before(c);
+            while (true) {
+                try {
+                    sender.send(c);
+                    backoff.reset();
+                    break;
+                } catch (InterruptedException e) {
+                    return;
+                } catch (Exception e) {
+                    if (drainer.isShutdown()) {
+                        return;
+                    }
+                    log.warn("rlmm plugin: the {} did not reach rlmm serve yet ({}); trying again in {} ms", c.what(),
+                            e.getMessage(), backoff.peek().toMillis());
+                    if (!backoff.sleep()) {
+                        return;
+                    }
+                }
+            }
+        } catch (InterruptedException e) {
+            return; // closed
         }
-        sending = !closed;
-        return closed ? null : pending.peekFirst();
-    }
-
-    private synchronized void acknowledged(Change c) {
-        pending.removeFirst();
-        size = pending.size();
-        sending = false;
         for (TopicIdPartition tp : c.partitions()) {
             waiting.computeIfPresent(Link.Key.of(tp), (k, n) -> n == 1 ? null : n - 1);
         }
-    }
-
-    private void drain() {
-        try {
-            Change c;
-            while ((c = next()) != null) {
-                gate.before(c);
-                while (!closed) {
-                    try {
-                        sender.send(c);
-                        backoff.reset();
-                        break;
-                    } catch (InterruptedException e) {
-                        return;
-                    } catch (Exception e) {
-                        if (closed) {
-                            return;
-                        }
-                        log.warn("rlmm plugin: the {} did not reach rlmm serve yet ({}); trying again in {} ms", c.what(),
-                                e.getMessage(), backoff.peek().toMillis());
-                        if (!backoff.sleep()) {
-                            return;
-                        }
-                    }
-                }
-                acknowledged(c);
-                // test/broker/window_test.go reads this line.
-                log.info("rlmm plugin: the {} reached rlmm serve ({} reads of its partitions came while it was on its way)",
-                        c.what(), readsWaiting.getAndSet(0));
-            }
-        } catch (InterruptedException e) {
-            // closed
-        }
+        size.decrementAndGet();
+        // test/broker/window_test.go reads this line.
+        log.info("rlmm plugin: the {} reached rlmm serve ({} reads of its partitions came while it was on its way)",
+                c.what(), readsWaiting.getAndSet(0));
     }
 
     @Override
     public void close() {
-        synchronized (this) {
-            closed = true;
-            notifyAll();
-        }
-        drainer.interrupt();
+        drainer.shutdownNow();
         try {
-            drainer.join(1000);
+            drainer.awaitTermination(1, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

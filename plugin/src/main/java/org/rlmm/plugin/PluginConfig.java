@@ -15,17 +15,13 @@ import org.apache.kafka.common.config.ConfigDef.Importance;
 import org.apache.kafka.common.config.ConfigDef.Type;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.types.Password;
+import org.apache.kafka.common.utils.Utils;
 
 /**
- * The settings configure reads from the map a broker passes (its {@code rlmm.config.} prefix
- * already removed), on Kafka's {@link AbstractConfig}: {@link #DEF} declares each with its type,
- * default, check and documentation (the table of plugin/README.md is {@link #markdownTable}), and
- * the getters read them typed. A missing or wrong one is a {@link ConfigException} naming it.
- *
- * <p>Kafka's {@code remote.log.metadata.*} settings are not declared: {@code rlmm serve} alone
- * judges them. Every one is forwarded as it is through the child's properties file (mode 0600,
- * never its command line: passwords are among them); the plugin only refuses a value that cannot
- * be a line of that file.
+ * The plugin's settings, on Kafka's {@link AbstractConfig}: {@link #DEF} declares each (the table of
+ * plugin/README.md is {@link #markdownTable}). Kafka's {@code remote.log.metadata.*} settings are
+ * judged by {@code rlmm serve} alone: forwarded as they are through the child's 0600 properties
+ * file, never its command line (passwords are among them).
  */
 final class PluginConfig extends AbstractConfig {
     static final String BINARY = "rlmm.serve.binary";
@@ -150,12 +146,12 @@ final class PluginConfig extends AbstractConfig {
         refuseOutside(mode != Mode.TCP, TCP_ONLY, "only used with " + ADDRESS + " (a TCP server)");
         refuseOutside(mode != Mode.SPAWN, SPAWN_ONLY, "only used when the plugin starts its own server (without "
                 + SOCKET + " or " + ADDRESS + ")");
-        if (restartBackoffMax().compareTo(restartBackoff()) < 0) {
-            throw new ConfigException(RESTART_BACKOFF_MAX, restartBackoffMax().toMillis(), "must not be below " + RESTART_BACKOFF);
+        if (ms(RESTART_BACKOFF_MAX).compareTo(ms(RESTART_BACKOFF)) < 0) {
+            throw new ConfigException(RESTART_BACKOFF_MAX, ms(RESTART_BACKOFF_MAX).toMillis(), "must not be below " + RESTART_BACKOFF);
         }
         initTimeout(); // checks Kafka's setting when it is the default
         if (mode == Mode.SPAWN) {
-            if (embeddedDir() == null && kafka.get(BOOTSTRAP) == null) {
+            if (path(EMBEDDED_DIR) == null && kafka.get(BOOTSTRAP) == null) {
                 throw new ConfigException(BOOTSTRAP, null, "missing: the broker passes it when"
                         + " remote.log.metadata.manager.listener.name is set (or set " + EMBEDDED_DIR
                         + " to run over rlmm's embedded log)");
@@ -197,40 +193,12 @@ final class PluginConfig extends AbstractConfig {
         return mode == Mode.SPAWN && string(BINARY) == null;
     }
 
-    String address() {
-        return string(ADDRESS);
-    }
-
-    Path tlsCa() {
-        return path(TLS_CA);
-    }
-
-    Path tlsCert() {
-        return path(TLS_CERT);
-    }
-
-    Path tlsKey() {
-        return path(TLS_KEY);
-    }
-
-    Path tokenFile() {
-        return path(TOKEN_FILE);
-    }
-
     Path snapshotDir() {
         return string(SNAPSHOT_DIR) != null ? path(SNAPSHOT_DIR) : workDir.resolve("snapshots");
     }
 
-    Path embeddedDir() {
-        return path(EMBEDDED_DIR);
-    }
-
     List<String> extraArgs() {
         return Arrays.stream(getString(EXTRA_ARGS).trim().split("\\s+")).filter(a -> !a.isEmpty()).toList();
-    }
-
-    Duration callTimeout() {
-        return ms(CALL_TIMEOUT);
     }
 
     /** {@link #MUTATION_TIMEOUT}, else the server's wait for its own event (consume.wait.ms) plus a call timeout. */
@@ -246,11 +214,7 @@ final class PluginConfig extends AbstractConfig {
         } catch (NumberFormatException e) {
             // not a number: the default, as the server will refuse it
         }
-        return wait.plus(callTimeout());
-    }
-
-    Duration startTimeout() {
-        return ms(START_TIMEOUT);
+        return wait.plus(ms(CALL_TIMEOUT));
     }
 
     /** {@link #INIT_TIMEOUT}, else Kafka's {@link #KAFKA_INIT_TIMEOUT}, else its default 120000. */
@@ -273,21 +237,9 @@ final class PluginConfig extends AbstractConfig {
         throw new ConfigException(KAFKA_INIT_TIMEOUT, kafka, "not a number of milliseconds (at least 1)");
     }
 
-    Duration stopTimeout() {
-        return ms(STOP_TIMEOUT);
-    }
-
-    Duration restartBackoff() {
-        return ms(RESTART_BACKOFF);
-    }
-
-    Duration restartBackoffMax() {
-        return ms(RESTART_BACKOFF_MAX);
-    }
-
     /** Where the server is, for messages: the socket path or host:port. */
     String target() {
-        return mode == Mode.TCP ? address() : "unix:" + socket;
+        return mode == Mode.TCP ? string(ADDRESS) : "unix:" + socket;
     }
 
     /**
@@ -319,17 +271,20 @@ final class PluginConfig extends AbstractConfig {
         return b.toString();
     }
 
-    private String string(String key) {
+    /** The setting key as a trimmed string; null when unset or blank. */
+    String string(String key) {
         String s = getString(key);
         return s == null || s.isBlank() ? null : s.trim();
     }
 
-    private Path path(String key) {
+    /** The setting key as an absolute path; null when unset. */
+    Path path(String key) {
         String s = string(key);
         return s == null ? null : Paths.get(s).toAbsolutePath();
     }
 
-    private Duration ms(String key) {
+    /** The setting key, in milliseconds. */
+    Duration ms(String key) {
         return Duration.ofMillis(getLong(key));
     }
 
@@ -371,29 +326,20 @@ final class PluginConfig extends AbstractConfig {
         }, () -> what + " file");
     }
 
+    /** host:port as Kafka's clients parse it ([v6]:port too), or absent. */
     private static ConfigDef.Validator hostPort() {
         return ConfigDef.LambdaValidator.with((name, v) -> {
             String s = v == null ? "" : ((String) v).trim();
-            int colon = s.lastIndexOf(':');
-            if (!s.isEmpty() && (colon <= 0 || port(s) < 1 || port(s) > 65535)) {
+            Integer port;
+            try {
+                port = Utils.getPort(s);
+            } catch (NumberFormatException e) {
+                port = null; // digits beyond an int
+            }
+            if (!s.isEmpty() && (Utils.getHost(s) == null || Utils.getHost(s).isEmpty() || port == null || port < 1 || port > 65535)) {
                 throw new ConfigException(name, v, "want host:port");
             }
         }, () -> "host:port");
-    }
-
-    /** The port of host:port; -1 when it is not a number. */
-    static int port(String address) {
-        try {
-            return Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
-        } catch (NumberFormatException e) {
-            return -1;
-        }
-    }
-
-    /** The host of host:port, without an IPv6 address's brackets. */
-    static String host(String address) {
-        String h = address.substring(0, address.lastIndexOf(':'));
-        return h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h;
     }
 
     /** rlmm.serve.args may not carry a secret: the child's command line is readable by every local user. */

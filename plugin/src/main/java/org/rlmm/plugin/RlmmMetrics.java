@@ -20,18 +20,11 @@ import org.apache.kafka.common.utils.Time;
 import org.slf4j.Logger;
 
 /**
- * The plugin's metrics in the broker's JMX, through Kafka's own metrics library (a {@link Metrics}
- * with a {@link JmxReporter}, as the broker's own metrics are published; the same classes on Kafka
- * 4.0 through 4.4), under {@code kafka.server:type=rlmm-plugin,broker-id=N} and, per call kind,
- * {@code kafka.server:type=rlmm-plugin,broker-id=N,rpc=KIND}: the gauges and per-call counts that
- * plugin/README.md ("Metrics") lists, each registered with its description.
- *
- * <p>Registration never fails the plugin: an error is logged at WARN and the instance goes without
- * metrics. Two instances with one broker id in one JVM share the names: the later one's replace the
- * earlier's. Not KIP-877's {@code Monitorable}: Kafka 4.1 to 4.4 wrap a manager loaded through
- * {@code remote.log.metadata.manager.class.path} in {@code ClassLoaderAwareRemoteLogMetadataManager},
- * which does not implement it, so the broker never hands such a plugin its PluginMetrics; and a
- * class implementing it does not load on 4.0.
+ * The plugin's metrics (plugin/README.md, "Metrics") in the broker's JMX through Kafka's own
+ * metrics library, under {@code kafka.server:type=rlmm-plugin,broker-id=N[,rpc=KIND]}. A failed
+ * registration is logged and the plugin runs without metrics. Not KIP-877's {@code Monitorable}:
+ * Kafka wraps a manager loaded through its own class path in a class that does not implement it,
+ * and such a class does not load on 4.0.
  */
 final class RlmmMetrics implements AutoCloseable, Supervisor.Listener {
     static final String DOMAIN = "kafka.server";

@@ -83,7 +83,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public synchronized void configure(Map<String, ?> configs) {
         long began = System.nanoTime();
         if (closed) {
-            throw Errors.configureAfterClose();
+            throw Errors.misuse("configure after close");
         }
         if (cfg != null) {
             LOG.info("rlmm plugin: already configured (server {}); ignoring this call", cfg.target());
@@ -93,7 +93,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         RlmmMetrics m = RlmmMetrics.register(c.brokerId(), LOG, this::upGauge, () -> readyCount(true), () -> readyCount(false));
         metrics = m;
         supervisor = new Supervisor(c, LOG, Tls.endpoint(c, API_VERSION), m != null ? m : new Supervisor.Listener() { });
-        outbox = new Outbox(this::send, gate, LOG, new Backoff(c.restartBackoff(), c.restartBackoffMax()));
+        outbox = new Outbox(this::send, gate, LOG, new Backoff(c.ms(PluginConfig.RESTART_BACKOFF), c.ms(PluginConfig.RESTART_BACKOFF_MAX)));
         cfg = c;
         try {
             supervisor.start();
@@ -105,7 +105,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         }
         LOG.info("rlmm plugin: configured in {} ms; rlmm serve at {} {} (calls wait up to {} ms for it)",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.target(),
-                c.mode == PluginConfig.Mode.SPAWN ? "starts in the background" : "is used as it runs", c.callTimeout().toMillis());
+                c.mode == PluginConfig.Mode.SPAWN ? "starts in the background" : "is used as it runs",
+                c.ms(PluginConfig.CALL_TIMEOUT).toMillis());
     }
 
     /** The child-up gauge: 1 while calls go to a server that answered the hello, else 0. */
@@ -123,11 +124,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
 
     private PluginConfig cfg() {
         if (closed) {
-            throw Errors.closed();
+            throw Errors.misuse("this instance is closed");
         }
         PluginConfig c = cfg;
         if (c == null) {
-            throw Errors.notConfigured();
+            throw Errors.misuse("not configured");
         }
         return c;
     }
@@ -136,7 +137,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req,
             Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
         PluginConfig c = cfg();
-        long bound = (p == Purpose.PURPOSE_MUTATE ? c.mutationTimeout() : c.callTimeout()).toMillis();
+        long bound = (p == Purpose.PURPOSE_MUTATE ? c.mutationTimeout() : c.ms(PluginConfig.CALL_TIMEOUT)).toMillis();
         return supervisor.call(rpc, p, () -> tp != null && outbox.waiting(tp), tp == null, what, req, bound, more, reset);
     }
 

@@ -15,7 +15,6 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -23,38 +22,27 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 import org.slf4j.Logger;
 
 /**
- * Runs one {@code rlmm serve} child at a time: {@link #start} writes its private directory, binary
- * and properties file, then a thread of its own (the broker's start does not wait) starts the
- * child, logs its output, waits until it answers, and starts it again (with the doubling backoff)
- * when it dies or does not answer in time; {@link #close} stops it (SIGTERM, then SIGKILL). Not
- * retried, and told to the owner through {@link Hooks#failed}: a child that refuses its settings
- * (exit {@link #EXIT_SETTINGS_REFUSED}), a server the owner refuses ({@link Errors.Refused}), a
- * first child not answering within {@code rlmm.serve.init.timeout.ms}.
- *
- * <p>Secrets reach the child only through its properties file: mode 0600 in the 0700 work
- * directory, rewritten at every start, removed at close, named (not quoted) on its command line. Its
- * stdin is a pipe from this JVM ({@code --exit-with-stdin}): a child stops when its broker dies.
+ * Runs one {@code rlmm serve} child at a time, from a thread of its own (the broker's start does not
+ * wait): starts it, logs its output, waits until it answers, and starts it again with the backoff
+ * when it dies or does not answer in time. A child that refuses its settings (exit
+ * {@link #EXIT_SETTINGS_REFUSED}), a server the plugin refuses, or a first child not answering
+ * within the init timeout is not retried: {@link Hooks#failed}. Secrets go only through the 0600
+ * properties file; the child's stdin is a pipe from this JVM, so it stops when its broker dies.
  */
 final class ServeProcess implements AutoCloseable {
     /** What the owner does around a child's life. */
     interface Hooks {
-        /** Says the hello to the server; its pid, or empty when it does not answer yet. */
-        Optional<Long> probe(Duration timeout) throws RemoteStorageException;
+        /** Opens a connection and says the hello; null when the server does not answer yet. */
+        Wire probe(Duration timeout) throws RemoteStorageException;
 
-        /** The child with this pid answers; calls may go to it. */
-        void ready(long pid, boolean restart) throws RemoteStorageException;
+        /** The child answered the hello on w: calls may go to it. */
+        void ready(Wire w, boolean restart);
 
         /** The child died; calls wait for the next {@link #ready}. */
         void lost(String why);
 
-        /** No child will run again (the reason is logged): the broker is to stop. */
+        /** No child will run again: the broker is to stop. */
         void failed(String why);
-
-        /** A child was started (each start). */
-        default void started() {}
-
-        /** Something went wrong with the child (logged at ERROR). */
-        default void error() {}
     }
 
     /** rlmm serve's exit code for a refused flag or setting (cmd/rlmm): the same settings fail again. */
@@ -66,6 +54,7 @@ final class ServeProcess implements AutoCloseable {
     private final PluginConfig cfg;
     private final Logger log;
     private final Hooks hooks;
+    private final Supervisor.Listener listener;
     private final Path propertiesFile;
     /** The child's last lines of output, for the log when it dies. */
     private final Deque<String> tail = new ArrayDeque<>();
@@ -73,10 +62,11 @@ final class ServeProcess implements AutoCloseable {
     private volatile Process process;
     private volatile boolean closing;
 
-    ServeProcess(PluginConfig cfg, Logger log, Hooks hooks) {
+    ServeProcess(PluginConfig cfg, Logger log, Hooks hooks, Supervisor.Listener listener) {
         this.cfg = cfg;
         this.log = log;
         this.hooks = hooks;
+        this.listener = listener;
         this.propertiesFile = cfg.workDir.resolve("serve.properties");
         thread.setDaemon(true);
     }
@@ -85,11 +75,11 @@ final class ServeProcess implements AutoCloseable {
     List<String> command() {
         List<String> c = new ArrayList<>(List.of(cfg.binary.toString(), "serve", "--socket", cfg.socket.toString(),
                 "--broker-id", Integer.toString(cfg.brokerId()), "--snapshot-dir", cfg.snapshotDir().toString(), "--exit-with-stdin"));
-        if (cfg.embeddedDir() == null) {
+        if (cfg.path(PluginConfig.EMBEDDED_DIR) == null) {
             c.addAll(List.of("--properties", propertiesFile.toString()));
         } else {
             // The embedded log takes no client settings; the two that still apply go as flags.
-            c.addAll(List.of("--dir", cfg.embeddedDir().toString()));
+            c.addAll(List.of("--dir", cfg.path(PluginConfig.EMBEDDED_DIR).toString()));
             String partitions = cfg.kafkaSettings.get(PluginConfig.KAFKA_PREFIX + "topic.num.partitions");
             if (partitions != null) {
                 c.addAll(List.of("--kafka-partitions", partitions));
@@ -121,14 +111,14 @@ final class ServeProcess implements AutoCloseable {
             }
             writeProperties();
         } catch (IOException e) {
-            throw Errors.storage("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
+            throw new RemoteStorageException("rlmm plugin: cannot prepare " + cfg.workDir + ": " + e.getMessage(), e);
         }
         thread.start();
     }
 
     private void writeProperties() throws IOException {
         removeProperties(); // a crashed broker's file, or a half-written one
-        if (cfg.embeddedDir() != null) {
+        if (cfg.path(PluginConfig.EMBEDDED_DIR) != null) {
             return;
         }
         Path tmp = propertiesFile.resolveSibling("serve.properties.tmp");
@@ -155,7 +145,7 @@ final class ServeProcess implements AutoCloseable {
     /** The supervisor thread: start, wait until it answers, wait until it dies, start again. */
     private void run() {
         long initDeadline = System.nanoTime() + cfg.initTimeout().toNanos();
-        Backoff backoff = new Backoff(cfg.restartBackoff(), cfg.restartBackoffMax());
+        Backoff backoff = new Backoff(cfg.ms(PluginConfig.RESTART_BACKOFF), cfg.ms(PluginConfig.RESTART_BACKOFF_MAX));
         boolean first = true;
         String last = "none started yet";
         while (!closing) {
@@ -167,8 +157,9 @@ final class ServeProcess implements AutoCloseable {
             }
             Process p;
             try {
-                p = startAndAwait(left);
-                hooks.ready(p.pid(), !first);
+                Wire w = startAndAwait(left);
+                p = process;
+                hooks.ready(w, !first);
                 log.info("rlmm plugin: rlmm serve pid {} answers on {}", p.pid(), cfg.target());
             } catch (RemoteStorageException e) {
                 if (closing) {
@@ -184,7 +175,7 @@ final class ServeProcess implements AutoCloseable {
                 }
                 stopChild();
                 last = e.getMessage();
-                hooks.error();
+                listener.error();
                 log.error("{}; next try in {} ms", last, backoff.peek().toMillis());
                 if (!backoff.sleep(Duration.ofNanos(first ? initDeadline - System.nanoTime() : Long.MAX_VALUE))) {
                     return;
@@ -204,7 +195,7 @@ final class ServeProcess implements AutoCloseable {
             }
             String why = "rlmm serve pid " + p.pid() + " exited with code " + code;
             hooks.lost(why);
-            hooks.error();
+            listener.error();
             if (System.nanoTime() - began > STABLE.toNanos()) {
                 backoff.reset();
             }
@@ -217,12 +208,12 @@ final class ServeProcess implements AutoCloseable {
 
     private void fail(String why) {
         stopChild();
-        hooks.error();
+        listener.error();
         hooks.failed(why);
     }
 
-    /** Starts a child and waits, at most its start timeout and leftNanos, until it answers. */
-    private Process startAndAwait(long leftNanos) throws RemoteStorageException {
+    /** Starts a child and waits, at most its start timeout and leftNanos, until it answers: its connection. */
+    private Wire startAndAwait(long leftNanos) throws RemoteStorageException {
         List<String> cmd = command();
         Process p;
         synchronized (tail) {
@@ -231,34 +222,36 @@ final class ServeProcess implements AutoCloseable {
         try {
             p = new ProcessBuilder(cmd).directory(cfg.workDir.toFile()).redirectErrorStream(true).start();
         } catch (IOException e) {
-            throw Errors.storage("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
+            throw new RemoteStorageException("rlmm plugin: cannot start " + String.join(" ", cmd) + ": " + e.getMessage(), e);
         }
         process = p;
         if (closing) {
             stopChild();
-            throw Errors.storage("rlmm plugin: closed while starting rlmm serve");
+            throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
         }
         log.info("rlmm plugin: started rlmm serve pid {}: {}", p.pid(), String.join(" ", cmd));
-        hooks.started();
+        listener.started();
         Thread pump = new Thread(() -> pump(p), "rlmm-serve-" + p.pid() + "-output");
         pump.setDaemon(true);
         pump.start();
-        boolean init = leftNanos < cfg.startTimeout().toNanos();
-        long deadline = System.nanoTime() + (init ? leftNanos : cfg.startTimeout().toNanos());
+        boolean init = leftNanos < cfg.ms(PluginConfig.START_TIMEOUT).toNanos();
+        long deadline = System.nanoTime() + (init ? leftNanos : cfg.ms(PluginConfig.START_TIMEOUT).toNanos());
         while (!closing) {
             if (!p.isAlive()) {
                 join(pump);
                 throw new Errors.ExitedEarly("rlmm plugin: rlmm serve exited with code " + p.exitValue() + " before it answered on "
                         + cfg.target() + "; its last output:\n" + tailText(), p.exitValue());
             }
-            Optional<Long> pid = hooks.probe(Duration.ofMillis(500));
-            if (pid.isPresent() && pid.get() == p.pid()) {
-                return p;
+            Wire w = hooks.probe(Duration.ofMillis(500));
+            if (w != null && w.server.getPid() == p.pid()) {
+                return w;
+            } else if (w != null) {
+                w.close(); // another server took the socket: not this child
             }
             if (System.nanoTime() - deadline > 0) {
-                throw Errors.storage("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on " + cfg.target()
+                throw new RemoteStorageException("rlmm plugin: rlmm serve pid " + p.pid() + " did not answer on " + cfg.target()
                         + (init ? " before the init timeout (" + PluginConfig.INIT_TIMEOUT + ")" : " within "
-                        + cfg.startTimeout().toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
+                        + cfg.ms(PluginConfig.START_TIMEOUT).toMillis() + " ms (" + PluginConfig.START_TIMEOUT + ")")
                         + "; its last output:\n" + tailText());
             }
             try {
@@ -268,7 +261,7 @@ final class ServeProcess implements AutoCloseable {
             }
         }
         stopChild();
-        throw Errors.storage("rlmm plugin: closed while starting rlmm serve");
+        throw new RemoteStorageException("rlmm plugin: closed while starting rlmm serve");
     }
 
     /** Logs the child's output, line by line, at the level each line names; keeps the last 20 lines. */
@@ -318,11 +311,11 @@ final class ServeProcess implements AutoCloseable {
         // child's last lines (its final snapshot) would die of SIGPIPE.
         p.toHandle().destroy();
         try {
-            if (!p.waitFor(cfg.stopTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+            if (!p.waitFor(cfg.ms(PluginConfig.STOP_TIMEOUT).toMillis(), TimeUnit.MILLISECONDS)) {
                 log.warn("rlmm plugin: rlmm serve pid {} did not stop within {} ms of SIGTERM ({}); killing it", p.pid(),
-                        cfg.stopTimeout().toMillis(), PluginConfig.STOP_TIMEOUT);
+                        cfg.ms(PluginConfig.STOP_TIMEOUT).toMillis(), PluginConfig.STOP_TIMEOUT);
                 p.toHandle().destroyForcibly();
-                p.waitFor(cfg.stopTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                p.waitFor(cfg.ms(PluginConfig.STOP_TIMEOUT).toMillis(), TimeUnit.MILLISECONDS);
             }
         } catch (InterruptedException e) {
             p.toHandle().destroyForcibly();

@@ -14,17 +14,10 @@ import java.security.NoSuchAlgorithmException;
 import java.util.Set;
 
 /**
- * Chooses the child's Unix socket path. A socket address holds at most 107 bytes of path on
- * Linux (sun_path is 108 bytes with its terminating NUL); a log directory can be deeper than
- * that, so a path that does not fit moves to a per-user runtime directory: {@code $XDG_RUNTIME_DIR}
- * when it is set (systemd's /run/user/UID, private to the user), else
- * {@code <java.io.tmpdir>/rlmm-<user.name>} (or under /tmp), and in it to {@code rlmm-<hash of the
- * wanted path>/serve.sock}: the same broker finds the same socket after a restart, two brokers on
- * one host never share one. Before the child starts, {@link #prepare} creates the directories
- * (mode 0700) or checks the ones there: each must be a real directory (not a link) owned by the
- * user the plugin runs as, with no access for group or others; anything else is refused naming
- * it, since another local user who owned the directory could replace the socket with one of
- * their own.
+ * The child's Unix socket path. A path longer than Linux's 107 bytes moves to a per-user runtime
+ * directory ({@code $XDG_RUNTIME_DIR}, else {@code <java.io.tmpdir>/rlmm-<user>}) under a hash of the
+ * wanted path, so a restarted broker finds its socket and two brokers never share one; {@link
+ * #prepare} refuses a directory through which another local user could replace the socket.
  */
 final class SocketPath {
     /** The longest path a Unix socket address holds on Linux. */
@@ -66,11 +59,8 @@ final class SocketPath {
     }
 
     /**
-     * Creates (mode 0700) or checks the socket's directory and, when the socket moved out of the
-     * work directory, the per-user directory above it: each must be a directory, not a link, owned
-     * by uid (the owner of the work directory the plugin just created), without group or other
-     * permissions. The runtime directory itself ($XDG_RUNTIME_DIR, or the per-user one) is checked
-     * the same way.
+     * Creates (0700) or checks the socket's directory and the one above it, when outside the work
+     * directory: a real directory owned by the work directory's owner, closed to group and others.
      *
      * @throws IOException naming the directory that fails the check
      */

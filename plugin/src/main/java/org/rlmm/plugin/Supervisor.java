@@ -2,7 +2,6 @@ package org.rlmm.plugin;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
@@ -30,14 +29,12 @@ import org.slf4j.Logger;
  *   any        --close-->                            CLOSED
  * </pre>
  *
- * <p>In spawn mode the transitions come from {@link ServeProcess}'s hooks (a child started,
- * answering, died); in connect mode from asking the server at the address who it is every
- * {@link #SERVER_WATCH_INTERVAL} (another pid or start time is a new server). Calls wait for UP
- * ({@link #await}) within their bound. The server owns the broker's assignment, so a new server
- * needs nothing handed over: it is UP as soon as it answers the hello with this plugin's version.
+ * <p>Spawn mode's transitions come from {@link ServeProcess}; connect mode's from the open link's
+ * watch connection (it ends when its server goes) and a hello every {@link #SERVER_WATCH_INTERVAL}
+ * until a server answers. The server owns the assignment, so a new one needs nothing handed over.
  */
-final class Supervisor implements AutoCloseable {
-    /** How often connect mode asks the server who it is, to notice a restarted one. */
+final class Supervisor implements AutoCloseable, ServeProcess.Hooks {
+    /** How often connect mode says the hello while no server answers. */
     static final Duration SERVER_WATCH_INTERVAL = Duration.ofSeconds(1);
 
     /** The states. */
@@ -69,13 +66,9 @@ final class Supervisor implements AutoCloseable {
     private State state = State.STARTING;
     /** Completed with the open link while UP; replaced by an incomplete one otherwise. */
     private volatile CompletableFuture<Link> ready = new CompletableFuture<>();
-    /** The connection whose hello a probe passed, kept to open the next link with. */
-    private Wire probed;
     private volatile String waitReason = "rlmm serve is starting";
     private ServeProcess child;
     private ScheduledExecutorService serverWatch;
-    /** Connect mode: the pid and start time of the server the link is open to. */
-    private volatile String serverIdentity;
     /** Calls that found no open link since the last one opened (logged when the next one opens). */
     private final java.util.concurrent.atomic.AtomicLong held = new java.util.concurrent.atomic.AtomicLong();
 
@@ -87,14 +80,13 @@ final class Supervisor implements AutoCloseable {
     }
 
     /**
-     * Starts: in spawn mode the child (in the background: configure does not wait for it), in
-     * connect mode the watch of the server at the address.
+     * Starts the child (in the background) or, in connect mode, the watch of the server.
      *
      * @throws RemoteStorageException when the child's directory or binary cannot be prepared
      */
     void start() throws RemoteStorageException {
         if (cfg.mode == PluginConfig.Mode.SPAWN) {
-            ServeProcess p = new ServeProcess(cfg, log, new ChildHooks());
+            ServeProcess p = new ServeProcess(cfg, log, this, listener);
             try {
                 p.start();
             } catch (RemoteStorageException e) {
@@ -119,12 +111,10 @@ final class Supervisor implements AutoCloseable {
     }
 
     /**
-     * The one call primitive: waits (within boundMs) for UP, sends req on a connection of purpose p
-     * in this thread and reads the reply; a refusal is mapped once ({@link Errors}), as a read of a
-     * partition with a change waiting in the outbox when changeWaiting says so before the call. A
-     * call whose server died under it runs again on the next one within the same bound, unless it
-     * is a mutation that may have reached the server. more gets a list's replies before the last;
-     * reset runs before each try.
+     * The one call primitive: waits for UP, sends req and reads its reply in this thread, all
+     * within boundMs, and maps a refusal ({@link Errors}). A call whose server died under it runs
+     * again on the next one, unless it is a mutation that may have reached the server. more gets
+     * a list's earlier replies; reset runs before each try.
      */
     BrokerReply call(String rpc, Purpose p, BooleanSupplier changeWaiting, boolean noPartition, Supplier<String> what,
             BrokerRequest.Builder req, long boundMs, Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
@@ -201,7 +191,7 @@ final class Supervisor implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw Errors.interrupted(what.get() + " (waiting for rlmm serve at " + cfg.target() + ")", e);
         } catch (ExecutionException e) {
-            throw Errors.storage(what.get() + " failed: " + e.getCause().getMessage(), e.getCause());
+            throw new RemoteStorageException(what.get() + " failed: " + e.getCause().getMessage(), e.getCause());
         }
     }
 
@@ -222,23 +212,25 @@ final class Supervisor implements AutoCloseable {
                 && !ProcessHandle.of(l.pid()).map(ProcessHandle::isAlive).orElse(false);
     }
 
-    /** Opens a connection and says the hello: the server's pid, or empty when it does not answer. */
-    private Optional<Wire> hello(Duration timeout) throws Errors.Refused {
+    /** Opens a connection and says the hello: null when the server does not answer. */
+    @Override
+    public Wire probe(Duration timeout) throws Errors.Refused {
         try {
-            return Optional.of(Wire.open(ep, Purpose.PURPOSE_READ, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis())));
-        } catch (Wire.Refused e) {
-            throw new Errors.Refused(e.getMessage());
+            return Wire.open(ep, Purpose.PURPOSE_READ, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
         } catch (IOException e) {
             waitReason = "rlmm serve at " + cfg.target() + " does not answer (" + e.getMessage() + ")";
-            return Optional.empty();
+            return null;
         }
     }
 
     /** UP on the server that answered w's hello. */
-    private void up(Wire w, boolean restart) {
-        Link l = new Link(ep, w, log, cfg.callTimeout().toMillis());
+    @Override
+    public void ready(Wire w, boolean restart) {
+        // Spawn mode learns of a gone server from its process; connect mode from the link's watch.
+        Link l = new Link(ep, w, log, cfg.ms(PluginConfig.CALL_TIMEOUT).toMillis(),
+                cfg.mode == PluginConfig.Mode.SPAWN ? null : this::lost);
         synchronized (lock) {
-            if (state == State.CLOSED || state == State.FAILED) {
+            if (state == State.CLOSED || state == State.FAILED || l.closed()) {
                 l.close();
                 return;
             }
@@ -254,7 +246,8 @@ final class Supervisor implements AutoCloseable {
     }
 
     /** UP -> RESTARTING: calls wait for the next server. */
-    private void lost(String why) {
+    @Override
+    public void lost(String why) {
         Link old;
         synchronized (lock) {
             if (state == State.CLOSED || state == State.FAILED) {
@@ -277,7 +270,8 @@ final class Supervisor implements AutoCloseable {
      * fails naming why, and the broker is stopped as Kafka's own manager stops it when it cannot
      * initialize ({@link BrokerExit}).
      */
-    private void fail(String why) {
+    @Override
+    public void failed(String why) {
         Link old;
         boolean wasClosed;
         synchronized (lock) {
@@ -301,88 +295,19 @@ final class Supervisor implements AutoCloseable {
         }
     }
 
-    /** What ServeProcess asks and tells of the child's life. */
-    private final class ChildHooks implements ServeProcess.Hooks {
-        @Override
-        public Optional<Long> probe(Duration timeout) throws RemoteStorageException {
-            Optional<Wire> w = hello(timeout);
-            synchronized (lock) {
-                if (probed != null) {
-                    probed.close();
-                }
-                probed = w.orElse(null);
-            }
-            return w.map(x -> x.server.getPid());
-        }
-
-        @Override
-        public void ready(long pid, boolean restart) throws RemoteStorageException {
-            Wire w;
-            synchronized (lock) {
-                w = probed;
-                probed = null;
-            }
-            if (w == null || w.server.getPid() != pid) {
-                if (w != null) {
-                    w.close();
-                }
-                throw Errors.storage("rlmm plugin: no connection to rlmm serve pid " + pid);
-            }
-            up(w, restart);
-        }
-
-        @Override
-        public void lost(String why) {
-            Supervisor.this.lost(why);
-        }
-
-        @Override
-        public void failed(String why) {
-            fail(why);
-        }
-
-        @Override
-        public void started() {
-            listener.started();
-        }
-
-        @Override
-        public void error() {
-            listener.error();
-        }
-    }
-
-    /** Connect mode: who answers at the address; a new server is a new generation. */
+    /** Connect mode, until a server answers: its Link then watches it ({@link #lost} when it goes). */
     private void watch() {
-        if (state() == State.CLOSED || state() == State.FAILED) {
+        if (state() != State.STARTING && state() != State.RESTARTING) {
             return;
         }
-        Optional<Wire> w;
         try {
-            w = hello(cfg.callTimeout());
-        } catch (Errors.Refused e) {
-            fail(e.getMessage());
-            return;
-        }
-        if (w.isEmpty()) {
-            if (current() != null) {
-                lost("rlmm serve at " + cfg.target() + " does not answer");
-                serverIdentity = null; // whichever server answers next is taken as a new one
+            Wire w = probe(cfg.ms(PluginConfig.CALL_TIMEOUT));
+            if (w != null) {
+                ready(w, state() == State.RESTARTING);
             }
-            return;
+        } catch (Errors.Refused e) {
+            failed(e.getMessage());
         }
-        String id = w.get().server.getPid() + "@" + w.get().server.getStartedUnixMs();
-        String last = serverIdentity;
-        if (id.equals(last) && current() != null) {
-            w.get().close();
-            return;
-        }
-        if (last != null) {
-            log.warn("rlmm plugin: rlmm serve at {} is a new server ({}; was {})", cfg.target(), id, last);
-            lost("rlmm serve at " + cfg.target() + " restarted");
-        }
-        serverIdentity = id;
-        up(w.get(), last != null || state() == State.RESTARTING);
     }
 
     /** CLOSED: stops the watch, the child (SIGTERM, then SIGKILL) and the link; idempotent. */
@@ -395,14 +320,10 @@ final class Supervisor implements AutoCloseable {
             }
             state = State.CLOSED;
             open = current();
-            ready.completeExceptionally(Errors.closed());
+            ready.completeExceptionally(Errors.misuse("this instance is closed"));
             CompletableFuture<Link> done = new CompletableFuture<>();
-            done.completeExceptionally(Errors.closed());
+            done.completeExceptionally(Errors.misuse("this instance is closed"));
             ready = done;
-            if (probed != null) {
-                probed.close();
-                probed = null;
-            }
         }
         if (serverWatch != null) {
             serverWatch.shutdownNow();

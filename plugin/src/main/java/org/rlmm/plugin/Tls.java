@@ -19,6 +19,7 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocketFactory;
 import javax.net.ssl.TrustManagerFactory;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.utils.Utils;
 
 /**
  * The plugin's end of connect mode over TCP: the endpoint a {@link Wire} dials, with a JDK TLS
@@ -30,32 +31,33 @@ final class Tls {
 
     /** The endpoint of cfg for a plugin of the given version. */
     static Wire.Endpoint endpoint(PluginConfig cfg, int version) {
-        byte[] token = null;
-        if (cfg.tokenFile() != null) {
-            try {
-                String t = Files.readString(cfg.tokenFile(), StandardCharsets.UTF_8).trim();
-                if (t.isEmpty()) {
-                    throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile().toString(), "the file is empty");
-                }
-                token = t.getBytes(StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                throw new ConfigException(PluginConfig.TOKEN_FILE, cfg.tokenFile().toString(), "unreadable: " + e.getMessage());
-            }
-        }
         if (cfg.mode != PluginConfig.Mode.TCP) {
-            return new Wire.Endpoint(cfg.socket, null, 0, null, token, cfg.brokerId(), version);
+            return new Wire.Endpoint(cfg.socket, null, 0, null, null, cfg.brokerId(), version);
         }
-        SSLSocketFactory tls = null;
-        if (cfg.tlsCa() != null || cfg.tlsCert() != null) {
+        Path tokenFile = cfg.path(PluginConfig.TOKEN_FILE);
+        byte[] token = null;
+        if (tokenFile != null) {
             try {
-                tls = factory(cfg.tlsCa(), cfg.tlsCert(), cfg.tlsKey());
-            } catch (IOException | GeneralSecurityException | IllegalArgumentException e) {
-                throw new ConfigException(PluginConfig.TLS_CA, String.valueOf(cfg.tlsCa()),
-                        "the TLS files could not be loaded: " + e.getMessage());
+                token = Files.readString(tokenFile, StandardCharsets.UTF_8).trim().getBytes(StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new ConfigException(PluginConfig.TOKEN_FILE, tokenFile.toString(), "unreadable: " + e.getMessage());
+            }
+            if (token.length == 0) {
+                throw new ConfigException(PluginConfig.TOKEN_FILE, tokenFile.toString(), "the file is empty");
             }
         }
-        return new Wire.Endpoint(null, PluginConfig.host(cfg.address()), PluginConfig.port(cfg.address()), tls, token, cfg.brokerId(),
-                version);
+        Path ca = cfg.path(PluginConfig.TLS_CA);
+        Path cert = cfg.path(PluginConfig.TLS_CERT);
+        SSLSocketFactory tls = null;
+        if (ca != null || cert != null) {
+            try {
+                tls = factory(ca, cert, cfg.path(PluginConfig.TLS_KEY));
+            } catch (IOException | GeneralSecurityException | IllegalArgumentException e) {
+                throw new ConfigException(PluginConfig.TLS_CA, String.valueOf(ca), "the TLS files could not be loaded: " + e.getMessage());
+            }
+        }
+        String address = cfg.string(PluginConfig.ADDRESS);
+        return new Wire.Endpoint(null, Utils.getHost(address), Utils.getPort(address), tls, token, cfg.brokerId(), version);
     }
 
     private static SSLSocketFactory factory(Path ca, Path cert, Path key) throws IOException, GeneralSecurityException {

@@ -53,15 +53,6 @@ final class Wire implements AutoCloseable {
         }
     }
 
-    /** The hello was refused, or answered by something that is not rlmm serve of this version: never retried. */
-    static final class Refused extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        Refused(String why) {
-            super(why);
-        }
-    }
-
     /** Closes a connection whose hello is not answered in time; its one thread ends when idle. */
     private static final ScheduledThreadPoolExecutor HELLO_TIMER = new ScheduledThreadPoolExecutor(1, r -> {
         Thread t = new Thread(r, "rlmm-plugin-hello-timer");
@@ -88,7 +79,7 @@ final class Wire implements AutoCloseable {
     /** Set when the watchdog closed this connection for its deadline. */
     volatile boolean expired;
 
-    private Wire(Closeable closer, DataInputStream in, OutputStream out, Purpose purpose, Endpoint ep) throws IOException, Refused {
+    private Wire(Closeable closer, DataInputStream in, OutputStream out, Purpose purpose, Endpoint ep) throws IOException, Errors.Refused {
         this.closer = closer;
         this.in = in;
         this.out = out;
@@ -112,7 +103,7 @@ final class Wire implements AutoCloseable {
      * does not answer, stopped or hung, is closed then): calls on the connection are bounded by
      * the watchdog through {@link #due}.
      */
-    static Wire open(Endpoint ep, Purpose p, int timeoutMs) throws IOException, Refused {
+    static Wire open(Endpoint ep, Purpose p, int timeoutMs) throws IOException, Errors.Refused {
         Closeable c = ep.socket() != null ? SocketChannel.open(StandardProtocolFamily.UNIX)
                 : ep.tls() != null ? ep.tls().createSocket() : new Socket();
         ScheduledFuture<?> timer = HELLO_TIMER.schedule(() -> closeQuietly(c), timeoutMs, TimeUnit.MILLISECONDS);
@@ -132,7 +123,7 @@ final class Wire implements AutoCloseable {
                 throw new IOException("the timer closed it");
             }
             return w;
-        } catch (IOException | Refused | RuntimeException e) {
+        } catch (IOException | Errors.Refused | RuntimeException e) {
             closeQuietly(c);
             if (!timer.cancel(false) && e instanceof IOException) {
                 throw new IOException("rlmm serve at " + ep.describe() + " did not answer the hello within " + timeoutMs + " ms", e);
@@ -141,9 +132,9 @@ final class Wire implements AutoCloseable {
         }
     }
 
-    private static ServerInfoReply answer(byte[] body, Endpoint ep) throws Refused {
+    private static ServerInfoReply answer(byte[] body, Endpoint ep) throws Errors.Refused {
         if (body.length < MAGIC.length + 1 || !Arrays.equals(body, 0, MAGIC.length, MAGIC, 0, MAGIC.length)) {
-            throw new Refused(ep.describe() + " answered the hello with " + body.length
+            throw new Errors.Refused(ep.describe() + " answered the hello with " + body.length
                     + " bytes that are not rlmm serve's broker frames");
         }
         int version = body[MAGIC.length] & 0xff;
@@ -154,13 +145,13 @@ final class Wire implements AutoCloseable {
             a = null;
         }
         if (a != null && !a.getRefused().isEmpty()) {
-            throw new Refused("rlmm serve at " + ep.describe() + " refused the plugin: " + a.getRefused());
+            throw new Errors.Refused("rlmm serve at " + ep.describe() + " refused the plugin: " + a.getRefused());
         }
         if (version != ep.version()) {
-            throw new Refused(Errors.versionMismatch(ep.describe(), version, ep.version()));
+            throw new Errors.Refused(Errors.versionMismatch(ep.describe(), version, ep.version()));
         }
         if (a == null || !a.hasServer()) {
-            throw new Refused(ep.describe() + " answered the hello without saying who it is");
+            throw new Errors.Refused(ep.describe() + " answered the hello without saying who it is");
         }
         return a.getServer();
     }

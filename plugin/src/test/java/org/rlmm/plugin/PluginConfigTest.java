@@ -126,7 +126,7 @@ class PluginConfigTest {
         assertEquals("all", p.kafkaSettings.get("remote.log.metadata.producer.acks"), "rlmm serve decides what it ignores");
         assertEquals("not a number", p.kafkaSettings.get("remote.log.metadata.consume.wait.ms"),
                 "rlmm serve refuses a bad value (exit code 3), the plugin passes it as it is");
-        assertEquals(java.time.Duration.ofMinutes(2).plus(p.callTimeout()), p.mutationTimeout(),
+        assertEquals(java.time.Duration.ofMinutes(2).plus(p.ms(PluginConfig.CALL_TIMEOUT)), p.mutationTimeout(),
                 "the mutation bound falls back to Kafka's default consume wait");
         assertFalse(p.kafkaSettings.containsKey("rlmm.serve.binary"));
         assertFalse(p.kafkaSettings.containsKey("broker.id"));
@@ -178,17 +178,17 @@ class PluginConfigTest {
         Map<String, Object> defaults = new HashMap<>(good());
         defaults.remove(PluginConfig.STOP_TIMEOUT);
         PluginConfig p = PluginConfig.parse(defaults);
-        assertEquals(java.time.Duration.ofMillis(10_000), p.callTimeout());
-        assertEquals(java.time.Duration.ofMillis(60_000), p.startTimeout());
-        assertEquals(java.time.Duration.ofMillis(30_000), p.stopTimeout());
-        assertEquals(java.time.Duration.ofMillis(100), p.restartBackoff());
-        assertEquals(java.time.Duration.ofMillis(10_000), p.restartBackoffMax());
+        assertEquals(java.time.Duration.ofMillis(10_000), p.ms(PluginConfig.CALL_TIMEOUT));
+        assertEquals(java.time.Duration.ofMillis(60_000), p.ms(PluginConfig.START_TIMEOUT));
+        assertEquals(java.time.Duration.ofMillis(30_000), p.ms(PluginConfig.STOP_TIMEOUT));
+        assertEquals(java.time.Duration.ofMillis(100), p.ms(PluginConfig.RESTART_BACKOFF));
+        assertEquals(java.time.Duration.ofMillis(10_000), p.ms(PluginConfig.RESTART_BACKOFF_MAX));
         Map<String, Object> c = new HashMap<>(good());
         c.put(PluginConfig.CALL_TIMEOUT, 2500);
         c.put(PluginConfig.RESTART_BACKOFF, "7");
         p = PluginConfig.parse(c);
-        assertEquals(java.time.Duration.ofMillis(2500), p.callTimeout(), "a number or a string, as ConfigDef takes them");
-        assertEquals(java.time.Duration.ofMillis(7), p.restartBackoff());
+        assertEquals(java.time.Duration.ofMillis(2500), p.ms(PluginConfig.CALL_TIMEOUT), "a number or a string, as ConfigDef takes them");
+        assertEquals(java.time.Duration.ofMillis(7), p.ms(PluginConfig.RESTART_BACKOFF));
     }
 
     @Test

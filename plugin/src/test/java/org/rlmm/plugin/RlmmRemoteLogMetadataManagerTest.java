@@ -381,9 +381,9 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
 
     @Test
     void aServerRestartedByHandGetsTheBrokersPartitionsAgain() throws Exception {
-        // Connect mode: the plugin notices a new server at the address (another pid and start time
-        // in ServerInfo) and hands it the broker's partitions before calls go through, as it does
-        // for a restarted child; no leadership change from the broker is needed.
+        // Connect mode: the link's watch connection ends with its server, the plugin says the hello
+        // to the next one at the address, which knows the broker's partitions from its persisted
+        // hosted set; no leadership change from the broker is needed.
         TopicIdPartition tp = newPartition("held-elsewhere");
         long firstPid;
         try (TestSupport.Server server = TestSupport.Server.start(dir)) {

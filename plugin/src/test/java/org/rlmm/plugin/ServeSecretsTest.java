@@ -13,7 +13,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.types.Password;
 import org.junit.jupiter.api.Test;
@@ -63,15 +62,19 @@ class ServeSecretsTest {
         return c;
     }
 
+    private static ServeProcess child(PluginConfig cfg) {
+        return new ServeProcess(cfg, LoggerFactory.getLogger(ServeSecretsTest.class), neverReady(), new Supervisor.Listener() { });
+    }
+
     private static ServeProcess.Hooks neverReady() {
         return new ServeProcess.Hooks() {
             @Override
-            public Optional<Long> probe(Duration timeout) {
-                return Optional.empty();
+            public Wire probe(Duration timeout) {
+                return null;
             }
 
             @Override
-            public void ready(long pid, boolean restart) {}
+            public void ready(Wire w, boolean restart) {}
 
             @Override
             public void lost(String why) {}
@@ -89,7 +92,7 @@ class ServeSecretsTest {
     @Test
     void secretsGoThroughThePropertiesFileNeverTheCommandLine() throws Exception {
         PluginConfig cfg = PluginConfig.parse(securedConfig());
-        ServeProcess sp = new ServeProcess(cfg, LoggerFactory.getLogger(ServeSecretsTest.class), neverReady());
+        ServeProcess sp = child(cfg);
         Path props = cfg.workDir.resolve("serve.properties");
         long pid;
         try {
@@ -125,7 +128,7 @@ class ServeSecretsTest {
         Path staleTmp = cfg.workDir.resolve("serve.properties.tmp");
         Files.writeString(stale, CLIENT + "ssl.keystore.password=" + SECRETS.get(0) + "\n", StandardCharsets.UTF_8);
         Files.writeString(staleTmp, CLIENT + "ssl.key.password=" + SECRETS.get(1) + "\n", StandardCharsets.UTF_8);
-        ServeProcess sp = new ServeProcess(cfg, LoggerFactory.getLogger(ServeSecretsTest.class), neverReady());
+        ServeProcess sp = child(cfg);
         try {
             sp.start();
             assertFalse(Files.exists(stale), "a crash's properties file survived the next start");
