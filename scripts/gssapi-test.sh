@@ -17,7 +17,7 @@
 #      its /proc/<pid>/cmdline or environment.
 #
 # Everything lives in a temporary directory this script stops and removes. When a part is
-# missing (no root to install the KDC, no java/keytool/openssl) the test is skipped with the
+# missing (no root to install the KDC, no java/keytool) the test is skipped with the
 # reason, except under CI=true, where that is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +33,7 @@ cannot_run() {
 	exit 0
 }
 
-for tool in java keytool openssl python3 mvn; do
+for tool in java keytool python3 mvn; do
 	command -v "$tool" >/dev/null || cannot_run "$tool not found"
 done
 rc=0
@@ -74,28 +74,25 @@ mkdir -m 700 "$stores"
 	umask 077
 	cd "$stores"
 	sec="$RLMM_KAFKA_SECURITY_DIR"
-	openssl rand -hex 12 >store.password
-	openssl rand -hex 12 >key.password
-	openssl rand -hex 12 >trust.password
-	openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=rlmm-client" 2>/dev/null
-	printf 'extendedKeyUsage=clientAuth\n' >client.ext
-	openssl x509 -req -in client.csr -CA "$sec/ca.pem" -CAkey "$sec/ca.key" -CAcreateserial -CAserial client.srl \
-		-out client.pem -days 2 -extfile client.ext 2>/dev/null
-	# keytool reads the key from a PKCS12 bundle; the passwords go through files, never argv.
-	openssl pkcs12 -export -in client.pem -inkey client.key -certfile "$sec/ca.pem" -name client \
-		-out bundle.p12 -passout file:store.password
-	keytool -importkeystore -noprompt -srckeystore bundle.p12 -srcstoretype PKCS12 -srcstorepass:file store.password \
-		-srcalias client -destalias client -destkeystore client.jks -deststoretype JKS \
-		-deststorepass:file store.password -destkeypass:file key.password 2>/dev/null
-	keytool -importkeystore -noprompt -srckeystore bundle.p12 -srcstoretype PKCS12 -srcstorepass:file store.password \
-		-destkeystore client.p12 -deststoretype PKCS12 -deststorepass:file store.password 2>/dev/null
+	# Random passwords; the client's key and certificate are the ones test/kafkatest made with Go's
+	# crypto (client.p12 in the cluster's security directory); keytool, Java's own tool, writes every
+	# store the test reads, so kafkalog is checked against stores as Java writes them. The passwords
+	# go through files, never argv. The Go-made bundle names no alias, so keytool calls its entry 1.
+	for f in store key trust; do
+		od -An -tx1 -N12 /dev/urandom | tr -d ' \n' >"$f.password"
+	done
+	keytool -importkeystore -noprompt -srckeystore "$sec/client.p12" -srcstoretype PKCS12 \
+		-srcstorepass:file "$sec/keystore.password" -srcalias 1 -destalias client -destkeystore client.jks \
+		-deststoretype JKS -deststorepass:file store.password -destkeypass:file key.password 2>/dev/null
+	keytool -importkeystore -noprompt -srckeystore "$sec/client.p12" -srcstoretype PKCS12 \
+		-srcstorepass:file "$sec/keystore.password" -srcalias 1 -destalias client -destkeystore client.p12 \
+		-deststoretype PKCS12 -deststorepass:file store.password 2>/dev/null
 	for type in JKS PKCS12; do
 		ext=jks
 		[[ "$type" == PKCS12 ]] && ext=p12
 		keytool -importcert -noprompt -alias cluster-ca -file "$sec/ca.pem" -keystore "trust.$ext" -storetype "$type" \
 			-storepass:file trust.password >/dev/null 2>&1
 	done
-	rm -f client.csr client.ext client.srl bundle.p12 client.key
 	cp "$RLMM_KRB5_CONF" krb5.conf
 	cp "$dir/kdc/client.keytab" client.keytab
 	echo "$RLMM_KRB5_REALM" >realm
