@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlmm-go/rlmm/rpc/brokerframe/frametest"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
@@ -35,17 +36,12 @@ func serveTCP(t *testing.T, f *fixture, ep Endpoint) string {
 	return l.Addr().String()
 }
 
-// tcpClient is a frameClient of addr: over TLS with tc when it is set,
+// tcpClient is a frame client of addr: over TLS with tc when it is set,
 // with token in its hellos.
-func tcpClient(t *testing.T, addr string, tc *tls.Config, token []byte) *frameClient {
-	return newFrameClient(t, func(ctx context.Context) (net.Conn, error) {
-		if tc != nil {
-			d := tls.Dialer{Config: tc}
-			return d.DialContext(ctx, "tcp", addr)
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}, token)
+func tcpClient(t *testing.T, addr string, tc *tls.Config, token []byte) *frametest.Client {
+	c := frametest.New(t, frametest.Dialer("tcp", addr, tc), token)
+	c.Timeout = testTimeout
+	return c
 }
 
 // TestTCPToken: the connect mode's TCP endpoint takes a connection whose

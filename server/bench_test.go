@@ -139,10 +139,10 @@ func benchAddFinish(b *testing.B, l eventlog.Log, direct bool) {
 				b.Fatal(err)
 			}
 		} else {
-			if err := f.client.AddSegment(ctx, add); err != nil {
+			if _, err := f.client.AddSegment(ctx, add); err != nil {
 				b.Fatal(err)
 			}
-			if err := f.client.UpdateSegment(ctx, fin); err != nil {
+			if _, err := f.client.UpdateSegment(ctx, fin); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -66,7 +66,7 @@ func TestErrorsOverTheSocket(t *testing.T) {
 	f.addAndFinish(t, del)
 	toDeleteStarted := finish(del)
 	toDeleteStarted.Update.State = rlmmpb.SegmentState_DELETE_SEGMENT_STARTED
-	if err := f.client.UpdateSegment(ctx, toDeleteStarted); err != nil {
+	if _, err := f.client.UpdateSegment(ctx, toDeleteStarted); err != nil {
 		t.Fatal(err)
 	}
 
@@ -81,11 +81,11 @@ func TestErrorsOverTheSocket(t *testing.T) {
 		kind rlmmpb.ErrorKind
 	}{
 		{"add not STARTED", func() error {
-			err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&finished)})
+			_, err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&finished)})
 			return err
 		}, rlmmpb.ErrorKind_INVALID_ARGUMENT},
 		{"add without segment", func() error {
-			err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{})
+			_, err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{})
 			return err
 		}, rlmmpb.ErrorKind_INVALID_ARGUMENT},
 		{"read without partition", func() error {
@@ -93,15 +93,15 @@ func TestErrorsOverTheSocket(t *testing.T) {
 			return err
 		}, rlmmpb.ErrorKind_INVALID_ARGUMENT},
 		{"forbidden transition", func() error {
-			err := f.client.UpdateSegment(ctx, backwards)
+			_, err := f.client.UpdateSegment(ctx, backwards)
 			return err
 		}, rlmmpb.ErrorKind_INVALID_TRANSITION},
 		{"unknown segment", func() error {
-			err := f.client.UpdateSegment(ctx, unknown)
+			_, err := f.client.UpdateSegment(ctx, unknown)
 			return err
 		}, rlmmpb.ErrorKind_UNKNOWN_SEGMENT},
 		{"not assigned", func() error {
-			err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&other)})
+			_, err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&other)})
 			return err
 		}, rlmmpb.ErrorKind_NOT_ASSIGNED},
 	}
@@ -119,7 +119,7 @@ func TestErrorsOverTheSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := segment(tp, 900)
-		err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&next)})
+		_, err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&next)})
 		info := errorInfo(t, err)
 		// Refused by the closed manager before publishing: nothing recorded.
 		if info.Kind != rlmmpb.ErrorKind_CLOSED || info.MayBeRecorded {
@@ -141,7 +141,7 @@ func TestMutationTimeoutMayBeRecorded(t *testing.T) {
 	f.assign(t, tp)
 	f.gate.hold()
 	md := segment(tp, 0)
-	err := f.client.AddSegment(testCtx(t), &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)})
+	_, err := f.client.AddSegment(testCtx(t), &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)})
 	f.gate.release()
 	info := errorInfo(t, err)
 	if info.Kind != rlmmpb.ErrorKind_TIMEOUT || !info.MayBeRecorded {
@@ -182,12 +182,12 @@ func TestStarting(t *testing.T) {
 	}
 	// The request's own bound (50 ms) answers: TIMEOUT, nothing published.
 	md := segment(tp, 0)
-	_, err = f.client.call(ctx, rlmmpb.Purpose_PURPOSE_MUTATE, &rlmmpb.BrokerRequest{TimeoutMs: 50,
+	_, err = f.client.Call(ctx, rlmmpb.Purpose_PURPOSE_MUTATE, &rlmmpb.BrokerRequest{TimeoutMs: 50,
 		Call: &rlmmpb.BrokerRequest_AddSegment{AddSegment: &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}}})
 	if info := errorInfo(t, err); info.Kind != rlmmpb.ErrorKind_TIMEOUT || info.MayBeRecorded {
 		t.Fatalf("mutation while starting: %s recorded=%v, want TIMEOUT recorded=false", info.Kind, info.MayBeRecorded)
 	}
-	if err := f.client.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
+	if _, err := f.client.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
 		t.Fatalf("leadership change while starting: %v", err)
 	}
 	f.startManager(t)

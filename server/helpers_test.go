@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,12 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/memlog"
-	"github.com/rlmm-go/rlmm/rpc/brokerframe"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe/frametest"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
@@ -83,7 +80,7 @@ type fixture struct {
 	socket      string
 	snapDir     string
 	consumeWait time.Duration
-	client      *frameClient
+	client      *frametest.Client
 }
 
 // fixtureOpts vary the fixture.
@@ -159,7 +156,7 @@ func (f *fixture) assign(t testing.TB, tps ...rlmm.TopicIDPartition) {
 	for _, tp := range tps {
 		req.Leaders = append(req.Leaders, tpToProto(tp))
 	}
-	if err := f.client.OnPartitionLeadershipChanges(ctx, req); err != nil {
+	if _, err := f.client.OnPartitionLeadershipChanges(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	f.waitReady(t, tps...)
@@ -214,10 +211,10 @@ func finish(md rlmm.SegmentMetadata) *rlmmpb.UpdateSegmentRequest {
 func (f *fixture) addAndFinish(t testing.TB, md rlmm.SegmentMetadata) {
 	t.Helper()
 	ctx := testCtx(t)
-	if err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}); err != nil {
+	if _, err := f.client.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: segmentToProto(&md)}); err != nil {
 		t.Fatalf("AddSegment: %v", err)
 	}
-	if err := f.client.UpdateSegment(ctx, finish(md)); err != nil {
+	if _, err := f.client.UpdateSegment(ctx, finish(md)); err != nil {
 		t.Fatalf("UpdateSegment: %v", err)
 	}
 }
@@ -231,221 +228,27 @@ func (f *fixture) addFinishedRun(t testing.TB, tp rlmm.TopicIDPartition, n int) 
 	}
 }
 
-// callError is a failed call's BrokerError as a Go error.
-type callError struct{ e *rlmmpb.BrokerError }
-
-func (c *callError) Error() string { return fmt.Sprintf("%s: %s", c.e.GetKind(), c.e.GetMessage()) }
-
 // errorInfo returns the BrokerError of a failed call.
 func errorInfo(t testing.TB, err error) *rlmmpb.BrokerError {
 	t.Helper()
 	if err == nil {
 		t.Fatal("the call succeeded; want an error")
 	}
-	var ce *callError
-	if !errors.As(err, &ce) {
+	fe, ok := errors.AsType[*frametest.Error](err)
+	if !ok {
 		t.Fatalf("%v is no BrokerError", err)
 	}
-	if ce.e.GetMessage() == "" {
-		t.Fatalf("a BrokerError without its text: %v", ce.e)
+	if fe.BrokerError.GetMessage() == "" {
+		t.Fatalf("a BrokerError without its text: %v", fe.BrokerError)
 	}
-	return ce.e
+	return fe.BrokerError
 }
 
-// frameClient is a test's client of a framed endpoint, safe for concurrent
-// use: one connection per purpose, opened (with the broker hello and the
-// token) on first use and again after one fails; a call holds its
-// purpose's connection. Errors are returned, never failed on, so a call
-// may run on any goroutine.
-type frameClient struct {
-	dial  func(context.Context) (net.Conn, error)
-	token []byte
-
-	mu    sync.Mutex
-	conns map[rlmmpb.Purpose]*frameConn
-}
-
-type frameConn struct {
-	mu sync.Mutex
-	c  net.Conn // nil until dialled, and after a failure
-	r  *bufio.Reader
-	id uint64
-}
-
-// unixClient is a frameClient of the socket at path, closed at cleanup.
-func unixClient(t testing.TB, path string, token []byte) *frameClient {
-	return newFrameClient(t, func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}, token)
-}
-
-func newFrameClient(t testing.TB, dial func(context.Context) (net.Conn, error), token []byte) *frameClient {
-	fc := &frameClient{dial: dial, token: token, conns: map[rlmmpb.Purpose]*frameConn{}}
-	t.Cleanup(fc.close)
-	return fc
-}
-
-func (fc *frameClient) close() {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	for _, c := range fc.conns {
-		c.mu.Lock()
-		if c.c != nil {
-			c.c.Close()
-		}
-		c.mu.Unlock()
-	}
-}
-
-// hello dials and says the broker hello of purpose p: the server's
-// answer, or why it refused.
-func (fc *frameClient) hello(ctx context.Context, p rlmmpb.Purpose) (net.Conn, *bufio.Reader, error) {
-	c, err := fc.dial(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if d, ok := ctx.Deadline(); ok {
-		c.SetDeadline(d)
-	}
-	body, err := brokerframe.AppendHello(nil, brokerframe.Version, &rlmmpb.BrokerHello{Purpose: p, Token: fc.token})
-	if err == nil {
-		_, err = c.Write(brokerframe.Append(nil, body))
-	}
-	r := bufio.NewReader(c)
-	var answer []byte
-	if err == nil {
-		answer, err = brokerframe.ReadFrame(r, nil, brokerframe.MaxReply)
-	}
-	if err == nil {
-		_, err = brokerframe.ParseAnswer(answer, brokerframe.Version)
-	}
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return c, r, nil
-}
-
-// call sends req on p's connection (with the next id, and unless it has a
-// timeout the time left of ctx, testTimeout without a deadline) and returns its replies: one, or a
-// list's several. A reply's BrokerError is returned as a *callError.
-func (fc *frameClient) call(ctx context.Context, p rlmmpb.Purpose, req *rlmmpb.BrokerRequest) ([]*rlmmpb.BrokerReply, error) {
-	fc.mu.Lock()
-	conn := fc.conns[p]
-	if conn == nil {
-		conn = &frameConn{}
-		fc.conns[p] = conn
-	}
-	fc.mu.Unlock()
-	conn.mu.Lock()
-	defer conn.mu.Unlock()
-	if conn.c == nil {
-		c, r, err := fc.hello(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		conn.c, conn.r = c, r
-	}
-	rs, err := conn.roundTrip(ctx, req)
-	if err != nil {
-		conn.c.Close()
-		conn.c = nil
-		return nil, err
-	}
-	if e := rs[len(rs)-1].GetError(); e != nil {
-		return rs, &callError{e}
-	}
-	return rs, nil
-}
-
-func (conn *frameConn) roundTrip(ctx context.Context, req *rlmmpb.BrokerRequest) ([]*rlmmpb.BrokerReply, error) {
-	conn.id++
-	req.Id = conn.id
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(testTimeout)
-	}
-	if req.TimeoutMs == 0 {
-		req.TimeoutMs = uint64(max(time.Until(deadline).Milliseconds(), 1))
-	}
-	conn.c.SetDeadline(deadline)
-	b, err := proto.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.c.Write(brokerframe.Append(nil, b)); err != nil {
-		return nil, err
-	}
-	var out []*rlmmpb.BrokerReply
-	for {
-		body, err := brokerframe.ReadFrame(conn.r, nil, brokerframe.MaxReply)
-		if err != nil {
-			return nil, err
-		}
-		r := &rlmmpb.BrokerReply{}
-		if err := proto.Unmarshal(body, r); err != nil {
-			return nil, err
-		}
-		if r.GetId() != req.Id {
-			return nil, fmt.Errorf("reply id %d, want %d", r.GetId(), req.Id)
-		}
-		out = append(out, r)
-		if !r.GetMore() {
-			return out, nil
-		}
-	}
-}
-
-func (fc *frameClient) mutate(ctx context.Context, req *rlmmpb.BrokerRequest) error {
-	_, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_MUTATE, req)
-	return err
-}
-
-func (fc *frameClient) AddSegment(ctx context.Context, q *rlmmpb.AddSegmentRequest) error {
-	return fc.mutate(ctx, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_AddSegment{AddSegment: q}})
-}
-
-func (fc *frameClient) UpdateSegment(ctx context.Context, q *rlmmpb.UpdateSegmentRequest) error {
-	return fc.mutate(ctx, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_UpdateSegment{UpdateSegment: q}})
-}
-
-func (fc *frameClient) OnPartitionLeadershipChanges(ctx context.Context, q *rlmmpb.LeadershipChangesRequest) error {
-	_, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_ASSIGN, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_LeadershipChanges{LeadershipChanges: q}})
-	return err
-}
-
-func (fc *frameClient) OnStopPartitions(ctx context.Context, q *rlmmpb.StopPartitionsRequest) error {
-	_, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_ASSIGN, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_StopPartitions{StopPartitions: q}})
-	return err
-}
-
-func (fc *frameClient) SegmentForOffset(ctx context.Context, q *rlmmpb.SegmentForOffsetRequest) (*rlmmpb.SegmentReply, error) {
-	rs, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_LOOKUP, lookupReq(q))
-	if err != nil {
-		return nil, err
-	}
-	return rs[0].GetSegment(), nil
-}
-
-func (fc *frameClient) ListSegments(ctx context.Context, q *rlmmpb.ListSegmentsRequest) ([]*rlmmpb.SegmentMetadata, error) {
-	rs, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_READ, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_ListSegments{ListSegments: q}})
-	if err != nil {
-		return nil, err
-	}
-	var out []*rlmmpb.SegmentMetadata
-	for _, r := range rs {
-		out = append(out, r.GetSegments().GetSegments()...)
-	}
-	return out, nil
-}
-
-func (fc *frameClient) ServerInfo(ctx context.Context) (*rlmmpb.ServerInfoReply, error) {
-	rs, err := fc.call(ctx, rlmmpb.Purpose_PURPOSE_READ, &rlmmpb.BrokerRequest{Call: &rlmmpb.BrokerRequest_ServerInfo{ServerInfo: &rlmmpb.ServerInfoRequest{}}})
-	if err != nil {
-		return nil, err
-	}
-	return rs[0].GetServerInfo(), nil
+// unixClient is a frame client of the socket at path, closed at cleanup.
+func unixClient(t testing.TB, path string, token []byte) *frametest.Client {
+	c := frametest.New(t, frametest.Dialer("unix", path, nil), token)
+	c.Timeout = testTimeout
+	return c
 }
 
 // gatedLog is a log whose subscriptions stop delivering records while the

@@ -101,7 +101,7 @@ func TestRestartedServerKnowsTheHostedSet(t *testing.T) {
 	}
 	f := newFixture(t, fixtureOpts{noManager: true, hosted: h})
 	tp := newTP()
-	if err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
 		Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
 		t.Fatalf("a leadership change before the manager is up: %v", err)
 	}
@@ -141,7 +141,7 @@ func TestUnwritableHostedSetServesButDoesNotAcknowledge(t *testing.T) {
 	f := newFixture(t, fixtureOpts{hosted: h})
 	tp := newTP()
 	change := &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}
-	err = f.client.OnPartitionLeadershipChanges(testCtx(t), change)
+	_, err = f.client.OnPartitionLeadershipChanges(testCtx(t), change)
 	if err == nil {
 		t.Fatal("a change whose hosted set cannot be written was acknowledged")
 	}
@@ -159,7 +159,7 @@ func TestUnwritableHostedSetServesButDoesNotAcknowledge(t *testing.T) {
 	if err := os.Remove(blocked); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.client.OnPartitionLeadershipChanges(testCtx(t), change); err != nil {
+	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), change); err != nil {
 		t.Fatalf("the change sent again once the disk is back: %v", err)
 	}
 	again, err := OpenHosted(path)

@@ -44,7 +44,7 @@ func TestMetrics(t *testing.T) {
 		first.addAndFinish(t, segment(tp, int64(i)*100))
 	}
 	bad := finish(segment(tp, 900)) // unknown: a failed mutation
-	if err := first.client.UpdateSegment(testCtx(t), bad); err == nil {
+	if _, err := first.client.UpdateSegment(testCtx(t), bad); err == nil {
 		t.Fatal("update of an unknown segment succeeded")
 	}
 	if err := first.mgr.ShutdownAndFlush(testCtx(t)); err != nil {
@@ -123,7 +123,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	f.gate.hold()
 	f.startManager(t)
-	if err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+	if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
 		Leaders: []*rlmmpb.TopicIdPartition{tpToProto(tp)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe/frametest"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/test/faultdisk"
 	"github.com/rlmm-go/rlmm/topicbased"
@@ -60,13 +61,13 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 	disk := faultdisk.Mount(t, 1<<20)
 	dir := shortTemp(t)
 	snap := filepath.Join(disk.Dir, "snap")
-	serve := func(name string) (*servingProc, string, func() *frameClient) {
+	serve := func(name string) (*servingProc, string, func() *frametest.Client) {
 		socket, ready := filepath.Join(dir, name+".sock"), filepath.Join(dir, name+".ready")
 		p := startServe(t, "--dir", filepath.Join(dir, "log"), "--snapshot-dir", snap, "--socket", socket,
 			"--ready-file", ready, "--metrics-listen", "127.0.0.1:0", "--snapshot-interval", "20ms",
 			"--kafka-partitions", "4", "--log-format", "json")
 		info := waitFile(t, ready, p.done, &p.stderr)
-		return p, info["metrics"], func() *frameClient { return rpcClient(t, socket) }
+		return p, info["metrics"], func() *frametest.Client { return rpcClient(t, socket) }
 	}
 	segment := func(i int) (rlmm.TopicIDPartition, rlmm.Uuid) {
 		return rlmm.TopicIDPartition{TopicID: rlmm.UuidFromBits(7, 7), Topic: "orders", Partition: int32(i)},
@@ -137,7 +138,7 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 }
 
 // assign sends tp's leadership change and wants it acknowledged.
-func assign(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition) {
+func assign(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -149,12 +150,12 @@ func assign(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition) {
 // assignUnacknowledged sends tp's leadership change while the hosted set
 // cannot be written and wants it refused NOT_READY, which
 // the plugin sends again; the change is served all the same.
-func assignUnacknowledged(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition) {
+func assignUnacknowledged(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
 	_, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}})
-	if errorKind(err) != rlmmpb.ErrorKind_NOT_READY || !strings.Contains(err.Error(), "hosted set") {
+	if frametest.Kind(err) != rlmmpb.ErrorKind_NOT_READY || !strings.Contains(err.Error(), "hosted set") {
 		t.Fatalf("a leadership change while the hosted set cannot be written: %v, want NOT_READY naming the hosted set", err)
 	}
 }

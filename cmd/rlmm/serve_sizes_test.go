@@ -8,13 +8,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe/frametest"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 )
 
 // copySegment has the broker's RLMM publish one segment of size bytes whose
 // largest record timestamp is maxTs: COPY_SEGMENT_STARTED, then
 // COPY_SEGMENT_FINISHED unless finish is false.
-func copySegment(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, start int64, size int32, maxTs int64, finish bool) {
+func copySegment(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, start int64, size int32, maxTs int64, finish bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()

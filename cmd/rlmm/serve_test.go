@@ -23,6 +23,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/rpc/brokerframe"
+	"github.com/rlmm-go/rlmm/rpc/brokerframe/frametest"
 	"github.com/rlmm-go/rlmm/rpc/rlmmpb"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
@@ -128,6 +129,11 @@ func shortTemp(t *testing.T) string {
 	return d
 }
 
+// rpcClient is a frame client of the Unix socket, closed at cleanup.
+func rpcClient(t *testing.T, socket string) *frametest.Client {
+	return frametest.New(t, frametest.Dialer("unix", socket, nil), nil)
+}
+
 func protoTP(tp rlmm.TopicIDPartition) *rlmmpb.TopicIdPartition {
 	return &rlmmpb.TopicIdPartition{
 		TopicId: &rlmmpb.Uuid{MostSignificantBits: uint64(tp.TopicID.MostSignificantBits()), LeastSignificantBits: uint64(tp.TopicID.LeastSignificantBits())},
@@ -137,7 +143,7 @@ func protoTP(tp rlmm.TopicIDPartition) *rlmmpb.TopicIdPartition {
 
 // brokerWork is what a broker does through the plugin: take leadership,
 // wait for readiness, copy a segment (add, finish), look it up.
-func brokerWork(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
+func brokerWork(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -150,7 +156,7 @@ func brokerWork(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, segID rl
 
 // copyAndLookup is brokerWork on a partition the server already hosts: one
 // segment copied (added, finished) and looked up.
-func copyAndLookup(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
+func copyAndLookup(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -172,10 +178,10 @@ func copyAndLookup(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, segID
 	lookup(t, c, tp, start+50, segID)
 }
 
-func waitReady(t *testing.T, ctx context.Context, c *frameClient, ptp *rlmmpb.TopicIdPartition) {
+func waitReady(t *testing.T, ctx context.Context, c *frametest.Client, ptp *rlmmpb.TopicIdPartition) {
 	t.Helper()
 	for {
-		ready, err := c.isReady(ctx, ptp)
+		ready, err := c.Ready(ctx, ptp)
 		if err != nil {
 			t.Fatalf("a lookup: %v", err)
 		}
@@ -191,7 +197,7 @@ func waitReady(t *testing.T, ctx context.Context, c *frameClient, ptp *rlmmpb.To
 }
 
 // lookup checks that offset of tp's epoch 0 is in segment want.
-func lookup(t *testing.T, c *frameClient, tp rlmm.TopicIDPartition, offset int64, want rlmm.Uuid) {
+func lookup(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, offset int64, want rlmm.Uuid) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
@@ -539,10 +545,10 @@ func TestServeTCPWithToken(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	if _, err := newFrameClient(t, "tcp", info["tcp"], nil, nil).ServerInfo(ctx); err == nil || !strings.Contains(err.Error(), "a valid token is required") {
+	if _, err := frametest.New(t, frametest.Dialer("tcp", info["tcp"], nil), nil).ServerInfo(ctx); err == nil || !strings.Contains(err.Error(), "a valid token is required") {
 		t.Fatalf("without the token: %v, want the hello refused", err)
 	}
-	c := newFrameClient(t, "tcp", info["tcp"], nil, []byte("a-long-random-token"))
+	c := frametest.New(t, frametest.Dialer("tcp", info["tcp"], nil), []byte("a-long-random-token"))
 	if _, err := c.ServerInfo(ctx); err != nil {
 		t.Fatalf("with the token: %v", err)
 	}
@@ -564,7 +570,7 @@ func TestServeAnswersWhileTheLogOpens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
 	tp := protoTP(rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t"})
-	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); errorKind(err) != rlmmpb.ErrorKind_NOT_READY {
+	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); frametest.Kind(err) != rlmmpb.ErrorKind_NOT_READY {
 		t.Fatalf("read while the log opens: %v, want NOT_READY", err)
 	}
 	if code := p.stop(t); code != 0 {
