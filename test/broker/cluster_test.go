@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rlmm-go/rlmm"
+	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/wire"
 )
 
@@ -330,7 +331,7 @@ func (c *cluster) waitAllTiered(ctx context.Context, t *testing.T, cl *kgo.Clien
 				waiting = append(waiting, fmt.Sprintf("%s-%d: %s", tp.Topic, tp.Partition, describe(segs)))
 				continue
 			}
-			local, err := listPartitionOffset(ctx, cl, tp.Topic, tp.Partition, tsEarliestLocal)
+			local, err := kafkatest.ListOffset(ctx, cl, tp.Topic, tp.Partition, tsEarliestLocal)
 			if err != nil || local != end+1 {
 				waiting = append(waiting, fmt.Sprintf("%s-%d: finished up to %d, earliest local offset %d (%v)", tp.Topic, tp.Partition, end, local, err))
 			}

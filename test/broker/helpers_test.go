@@ -570,37 +570,9 @@ func (c *cluster) consumePartition(ctx context.Context, t *testing.T, topic stri
 	t.Logf("read offsets %d..%d of %s-%d back, every byte as produced, in %s", from, to-1, topic, partition, time.Since(start).Round(time.Millisecond))
 }
 
-// listOffset returns the offset ListOffsets gives for a special timestamp:
-// -1 latest, -2 earliest (the log start, remote included), -4 earliest local
-// (KIP-405), -5 latest tiered (KIP-1005).
+// listOffset is kafkatest.ListOffset of partition 0 of topic.
 func listOffset(ctx context.Context, cl *kgo.Client, topic string, ts int64) (int64, error) {
-	return listPartitionOffset(ctx, cl, topic, 0, ts)
-}
-
-// listPartitionOffset is listOffset of one partition of the topic.
-func listPartitionOffset(ctx context.Context, cl *kgo.Client, topic string, partition int32, ts int64) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition = partition
-	rp.Timestamp = ts
-	rp.CurrentLeaderEpoch = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return -1, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, fmt.Errorf("ListOffsets(%d) of %s answered %d topics", ts, topic, len(resp.Topics))
-	}
-	p := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return -1, err
-	}
-	return p.Offset, nil
+	return kafkatest.ListOffset(ctx, cl, topic, 0, ts)
 }
 
 const (
@@ -796,7 +768,7 @@ func (c *cluster) waitTiered(ctx context.Context, t *testing.T, cl *kgo.Client, 
 		if err != nil {
 			return false, err.Error() + ": " + describe(all), nil
 		}
-		local, err := listPartitionOffset(ctx, cl, tp.Topic, tp.Partition, tsEarliestLocal)
+		local, err := kafkatest.ListOffset(ctx, cl, tp.Topic, tp.Partition, tsEarliestLocal)
 		if err != nil {
 			return false, "", err
 		}

@@ -71,9 +71,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
@@ -375,27 +373,6 @@ func (p *asyncProducer) flush() error {
 	}
 }
 
-func listOffset(ctx context.Context, cl *kgo.Client, topic string, ts int64) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = ts
-	rp.CurrentLeaderEpoch = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return -1, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, errors.New("ListOffsets: unexpected answer")
-	}
-	p := resp.Topics[0].Partitions[0]
-	return p.Offset, kerr.ErrorForCode(p.ErrorCode)
-}
-
 // poll retries cond every interval until it is true or ctx ends.
 func poll(ctx context.Context, interval time.Duration, what string, cond func() (bool, error)) error {
 	var last error
@@ -475,7 +452,7 @@ func prepareRestart(ctx context.Context, o options, b *broker) (map[string]any, 
 		// the last segment too), then local retention back to the topic's
 		// own, so that the records produced next stay in the local log.
 		if err := poll(wctx, 200*time.Millisecond, "every record in remote storage", func() (bool, error) {
-			off, err := listOffset(wctx, cl, topic, -4)
+			off, err := kafkatest.ListOffset(wctx, cl, topic, 0, -4)
 			return off >= restartRecords, err
 		}); err != nil {
 			return nil, err
