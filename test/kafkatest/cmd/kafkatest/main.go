@@ -37,7 +37,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "kafkatest:", err)
+		fmt.Fprintln(os.Stderr, "kafkatest:", strings.TrimPrefix(err.Error(), "kafkatest: "))
 		os.Exit(1)
 	}
 }
@@ -127,6 +127,10 @@ func startCmd(stdout, stderr io.Writer) *cobra.Command {
 			"Maven into ~/.cache/rlmm (RLMM_CACHE) the first time.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The library's zero means one node; a person who says 0 meant something else.
+			if cfg.Nodes < 1 || cfg.Nodes > 9 {
+				return fmt.Errorf("--nodes must be 1..9, got %d", cfg.Nodes)
+			}
 			cfg.Security = kafkatest.Security(security)
 			cfg.RLMM = kafkatest.RLMM(rlmm)
 			cfg.Detached = true

@@ -17,6 +17,7 @@ func TestCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"too many nodes", []string{"start", dir, "--nodes", "12"}, "nodes must be 1..9, got 12"},
+		{"no nodes", []string{"start", dir, "--nodes", "0"}, "--nodes must be 1..9, got 0"},
 		{"unknown security", []string{"start", dir, "--security", "tls"}, `security must be one of [plaintext ssl sasl_plain sasl_scram gssapi], got "tls"`},
 		{"unknown RLMM", []string{"start", dir, "--tiered", "--rlmm", "zk"}, `the RLMM must be "kafka" or "rlmm", got "zk"`},
 		{"stop of no cluster", []string{"stop", dir}, "holds no cluster"},
