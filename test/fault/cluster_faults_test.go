@@ -45,16 +45,17 @@ var faultKinds = []faultKind{faultSidecarCut, faultPartition, faultSlowLink, fau
 // is held: a broker and a sidecar frozen 30 s (longer than the produce
 // request timeout, ConsumeWait and the broker session timeout, as the
 // issue specifies); a partition longer than the broker session timeout
-// (9 s), so leadership moves; a slow or lossy link and a bad disk long
-// enough for thousands of requests through the link and several snapshot
-// writes (one every 2 s) to fail; a killed broker down past its leaders'
+// (9 s), so leadership moves; a slow or lossy link long enough for
+// thousands of requests through the link, and a bad disk long
+// enough for several snapshot writes (one every 2 s at most, when the state
+// changed) to fail (8 s once saw none); a killed broker down past its leaders'
 // moving (downFor).
 var (
 	aloneKinds = append(slices.Clone(faultKinds), faultBrokerKilled)
 	aloneHold  = map[faultKind]time.Duration{
 		faultSidecarCut: 15 * time.Second, faultPartition: 15 * time.Second,
 		faultSlowLink: 10 * time.Second, faultLossyLink: 10 * time.Second,
-		faultDiskFull: 8 * time.Second, faultDiskReadOnly: 8 * time.Second,
+		faultDiskFull: 15 * time.Second, faultDiskReadOnly: 15 * time.Second,
 		faultBrokerFrozen: 30 * time.Second, faultSidecarFroze: 30 * time.Second,
 		faultBrokerKilled: downFor,
 	}
