@@ -60,7 +60,9 @@
 //     new manager the whole set first. A server restarted after a crash so
 //     hosts the broker's partitions before its first call, and the plugin
 //     keeps no copy of the assignment, only the changes not acknowledged
-//     yet.
+//     yet. The broker's first change since it started (broker_start)
+//     replaces the set: a partition that moved away while the broker was
+//     down is never stopped by the broker, so that change drops it.
 //
 //   - Errors (errors.go): a failed call's BrokerError has the kind of the
 //     rlmm sentinel and rlmm's message:
