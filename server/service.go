@@ -32,9 +32,13 @@ func (v *service) reader() (*topicbased.Manager, error) {
 }
 
 // applyMutation is the path of every mutation: decode the request, wait
-// for the manager within ctx, apply.
-func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, error),
-	apply func(*topicbased.Manager, context.Context, T) error) error {
+// for the manager within ctx, apply. With sync (a request that waited in
+// the socket, see staleAfter) the manager first applies every event its
+// partition's metadata partition holds (Manager.Sync) on tpOf(arg), so the
+// mutation's check meets the log as it is, not a cache behind it by the
+// wait.
+func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, error), tpOf func(T) rlmm.TopicIDPartition,
+	sync bool, apply func(*topicbased.Manager, context.Context, T) error) error {
 	arg, err := decode()
 	if err != nil {
 		return err
@@ -42,6 +46,11 @@ func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, erro
 	m, err := s.waitManager(ctx)
 	if err != nil {
 		return err
+	}
+	if sync {
+		if err := m.Sync(ctx, tpOf(arg)); err != nil {
+			return fmt.Errorf("server: a mutation that waited in the socket could not catch up with the log first; nothing published: %w", err)
+		}
 	}
 	return apply(m, ctx, arg)
 }
