@@ -203,7 +203,7 @@ func TestBrokerStartChangeReplacesTheHostedSet(t *testing.T) {
 			}
 			f := newFixture(t, fixtureOpts{hosted: restored})
 			f.waitReady(t, stays, moved) // the predecessor's set, before any change
-			if err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+			if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
 				Followers: []*rlmmpb.TopicIdPartition{tpToProto(stays)}, BrokerStart: tt.brokerStart}); err != nil {
 				t.Fatalf("leadership change: %v", err)
 			}
