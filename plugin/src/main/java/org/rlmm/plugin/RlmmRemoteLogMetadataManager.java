@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.kafka.common.TopicIdPartition;
@@ -67,6 +68,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private volatile boolean closed;
     private Supervisor supervisor;
     private Outbox outbox;
+    /** Set once the broker's first leadership change since it started is queued (broker_start). */
+    private final AtomicBoolean startChangeQueued = new AtomicBoolean();
     private volatile RlmmMetrics metrics;
     /** Injected by tests before configure: holds assignment changes back (the window they are on their way). */
     private Outbox.Gate gate = Outbox.Gate.OPEN;
@@ -294,7 +297,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         outbox.submit(new Outbox.Change("leadership change of " + leaderPartitions.size() + " leader and "
                 + followerPartitions.size() + " follower partitions", BrokerRequest.newBuilder().setLeadershipChanges(
                 LeadershipChangesRequest.newBuilder().addAllLeaders(Convert.partitions(leaderPartitions))
-                        .addAllFollowers(Convert.partitions(followerPartitions))), all));
+                        .addAllFollowers(Convert.partitions(followerPartitions))
+                        .setBrokerStart(startChangeQueued.compareAndSet(false, true))), all));
     }
 
     /** Like {@link #onPartitionLeadershipChanges}: queued, sent in order. */
