@@ -11,12 +11,14 @@ test:
 lint:
 	bash scripts/test.sh lint
 
-# The fault tests alone: a three-node Kafka cluster whose nodes are killed,
-# paused and restarted, and its SASL_SSL listener (docs/reliability-faults.md).
+# The fault tests alone: each single fault (partitions, a slow or lossy link, a
+# full or read-only snapshot disk, a frozen broker or sidecar, a killed broker) on a
+# 3-broker tiered cluster with rlmm's plugin under load, and its SASL_SSL listener
+# (as root: the snapshot disks are tmpfs mounts).
 fault-test:
 	bash scripts/test.sh faults
 
-# Each single fault once on a 3-broker tiered cluster with rlmm's plugin under load (as root; not yet in make test).
+# Only the single faults of fault-test (TestFaultsAlone), as root.
 cluster-faults:
 	bash scripts/test.sh cluster-faults
 

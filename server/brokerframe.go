@@ -173,18 +173,19 @@ func (bc *brokerConn) answer(raw []byte) bool {
 	}
 	ctx, cancel := context.WithTimeout(bc.fs.ctx, time.Duration(ms)*time.Millisecond)
 	defer cancel()
+	sync := bc.waited(req.GetDeadlineUnixMs(), ms) > staleAfter
 	var err error
 	mutation := true
 	switch call := req.GetCall().(type) {
 	case *rlmmpb.BrokerRequest_AddSegment:
 		err = applyMutation(ctx, bc.fs.s, func() (rlmm.SegmentMetadata, error) { return segmentFromProto(call.AddSegment.GetSegment()) },
-			(*topicbased.Manager).AddSegment)
+			func(md rlmm.SegmentMetadata) rlmm.TopicIDPartition { return md.ID.TopicIDPartition }, sync, (*topicbased.Manager).AddSegment)
 	case *rlmmpb.BrokerRequest_UpdateSegment:
 		err = applyMutation(ctx, bc.fs.s, func() (rlmm.SegmentUpdate, error) { return updateFromProto(call.UpdateSegment.GetUpdate()) },
-			(*topicbased.Manager).UpdateSegment)
+			func(u rlmm.SegmentUpdate) rlmm.TopicIDPartition { return u.ID.TopicIDPartition }, sync, (*topicbased.Manager).UpdateSegment)
 	case *rlmmpb.BrokerRequest_PutPartitionDelete:
 		err = applyMutation(ctx, bc.fs.s, func() (rlmm.PartitionDelete, error) { return deleteFromProto(call.PutPartitionDelete.GetDelete()) },
-			(*topicbased.Manager).PutPartitionDelete)
+			func(d rlmm.PartitionDelete) rlmm.TopicIDPartition { return d.TopicIDPartition }, sync, (*topicbased.Manager).PutPartitionDelete)
 	case *rlmmpb.BrokerRequest_LeadershipChanges:
 		mutation = false
 		err = bc.fs.s.leadershipChanges(ctx, call.LeadershipChanges)
@@ -207,6 +208,28 @@ func (bc *brokerConn) pastDeadline(deadlineUnixMs int64) time.Duration {
 	}
 	if late := time.Now().UnixMilli() - deadlineUnixMs; late > 0 {
 		return time.Duration(late) * time.Millisecond
+	}
+	return 0
+}
+
+// staleAfter is how long a mutation may wait between its caller's send and
+// its read here before the server syncs the manager's cache first: a
+// Unix socket hands a request over in microseconds, so a wait this long
+// means this process did not run (SIGSTOP, a frozen host) while the log
+// went on, and the cache the mutation is checked against missed it (a new
+// leader's deletion of the very segment, say).
+const staleAfter = time.Second
+
+// waited is how long after its caller sent it a request is read: its
+// deadline (deadline_unix_ms) less its timeout_ms, the time left when the
+// plugin sent it, on this host's clock. 0 when unknown (no deadline, or
+// over TCP, whose peer's clock is not this one).
+func (bc *brokerConn) waited(deadlineUnixMs int64, timeoutMs uint64) time.Duration {
+	if deadlineUnixMs <= 0 || bc.c.LocalAddr().Network() != "unix" {
+		return 0
+	}
+	if w := time.Now().UnixMilli() - (deadlineUnixMs - int64(timeoutMs)); w > 0 {
+		return time.Duration(w) * time.Millisecond
 	}
 	return 0
 }

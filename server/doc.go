@@ -25,7 +25,10 @@
 //   - Calls are thin calls of the manager, with the conversions between the
 //     messages and rlmm's types in convert.go. Mutations and assignment
 //     changes run with the request's timeout_ms (and its deadline_unix_ms
-//     on a Unix socket: one read after it is not run), so the caller's
+//     on a Unix socket: one read after it is not run, and one read more
+//     than a second after it was sent first has the manager catch up with
+//     its metadata partition, Manager.Sync, since the process did not run
+//     meanwhile and its cache missed what the log took), so the caller's
 //     bound holds (together with the manager's ConsumeWait), and return
 //     when the manager's mutation returns, with its verdict. A list goes in
 //     replies of at most 1 MiB of segments (brokerframe.ListBatchBytes),
@@ -60,7 +63,9 @@
 //     new manager the whole set first. A server restarted after a crash so
 //     hosts the broker's partitions before its first call, and the plugin
 //     keeps no copy of the assignment, only the changes not acknowledged
-//     yet.
+//     yet. The broker's first change since it started (broker_start)
+//     replaces the set: a partition that moved away while the broker was
+//     down is never stopped by the broker, so that change drops it.
 //
 //   - Errors (errors.go): a failed call's BrokerError has the kind of the
 //     rlmm sentinel and rlmm's message:

@@ -26,6 +26,14 @@ const HostedFileName = "hosted.pb"
 // as it comes up; the plugin keeps no copy to replay, only the changes not
 // acknowledged yet, which it sends again in order.
 //
+// A restored set may name a partition that moved to another broker while
+// this server's broker was down: Kafka's broker, at start, names what it
+// hosts (one leadership change made from its first metadata image) and
+// never stops a partition it no longer has. The plugin marks that change
+// (broker_start), and the server replaces the set with it, stopping the
+// rest in the manager; until it arrives, the restored set serves the
+// broker's reads.
+//
 // When the file cannot be written (a full or read-only disk) the change is
 // served all the same but not acknowledged: the plugin sends it again, each
 // try writes again, and the first write that succeeds acknowledges it. So a
@@ -89,6 +97,23 @@ func (h *Hosted) update(add, remove []rlmm.TopicIDPartition) {
 			h.unsaved = true
 		}
 	}
+}
+
+// notIn returns the partitions of the set that named does not hold.
+func (h *Hosted) notIn(named []rlmm.TopicIDPartition) []rlmm.TopicIDPartition {
+	keep := make(map[rlmm.TopicIDPartition]struct{}, len(named))
+	for _, tp := range named {
+		keep[tp] = struct{}{}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []rlmm.TopicIDPartition
+	for tp := range h.set {
+		if _, ok := keep[tp]; !ok {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 // save writes the set to the file when it differs from it; after a failed

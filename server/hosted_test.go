@@ -170,3 +170,63 @@ func TestUnwritableHostedSetServesButDoesNotAcknowledge(t *testing.T) {
 		t.Fatalf("hosted set on disk %v, want [%v]", got, tp)
 	}
 }
+
+// TestBrokerStartChangeReplacesTheHostedSet: a server restored a set of two
+// partitions from its predecessor's file; one moved away while the broker
+// was down. The broker's first change since it started (broker_start) names
+// the one it still hosts: the other is dropped from the set, its file and
+// the manager. A change without the mark only adds.
+func TestBrokerStartChangeReplacesTheHostedSet(t *testing.T) {
+	tests := []struct {
+		name        string
+		brokerStart bool
+		wantKept    bool // the moved partition is still hosted
+	}{
+		{"the broker's first change since it started", true, false},
+		{"a later change", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(shortDir(t), HostedFileName)
+			before, err := OpenHosted(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stays, moved := newTP(), newTP()
+			before.update([]rlmm.TopicIDPartition{stays, moved}, nil)
+			if err := before.save(); err != nil {
+				t.Fatal(err)
+			}
+			restored, err := OpenHosted(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, fixtureOpts{hosted: restored})
+			f.waitReady(t, stays, moved) // the predecessor's set, before any change
+			if _, err := f.client.OnPartitionLeadershipChanges(testCtx(t), &rlmmpb.LeadershipChangesRequest{
+				Followers: []*rlmmpb.TopicIdPartition{tpToProto(stays)}, BrokerStart: tt.brokerStart}); err != nil {
+				t.Fatalf("leadership change: %v", err)
+			}
+			want := []rlmm.TopicIDPartition{stays}
+			if tt.wantKept {
+				want = append(want, moved)
+			}
+			if got := restored.List(); !sameTPs(got, want) {
+				t.Errorf("hosted set %v, want %v", got, want)
+			}
+			onDisk, err := OpenHosted(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := onDisk.List(); !sameTPs(got, want) {
+				t.Errorf("hosted set on disk %v, want %v", got, want)
+			}
+			if got := f.srv.Manager().IsReady(moved); got != tt.wantKept {
+				t.Errorf("the manager hosts the moved partition: %v, want %v", got, tt.wantKept)
+			}
+			if !f.srv.Manager().IsReady(stays) {
+				t.Error("the partition the change names is no longer hosted")
+			}
+		})
+	}
+}

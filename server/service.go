@@ -32,9 +32,13 @@ func (v *service) reader() (*topicbased.Manager, error) {
 }
 
 // applyMutation is the path of every mutation: decode the request, wait
-// for the manager within ctx, apply.
-func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, error),
-	apply func(*topicbased.Manager, context.Context, T) error) error {
+// for the manager within ctx, apply. With sync (a request that waited in
+// the socket, see staleAfter) the manager first applies every event its
+// partition's metadata partition holds (Manager.Sync) on tpOf(arg), so the
+// mutation's check meets the log as it is, not a cache behind it by the
+// wait.
+func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, error), tpOf func(T) rlmm.TopicIDPartition,
+	sync bool, apply func(*topicbased.Manager, context.Context, T) error) error {
 	arg, err := decode()
 	if err != nil {
 		return err
@@ -42,6 +46,11 @@ func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, erro
 	m, err := s.waitManager(ctx)
 	if err != nil {
 		return err
+	}
+	if sync {
+		if err := m.Sync(ctx, tpOf(arg)); err != nil {
+			return fmt.Errorf("server: a mutation that waited in the socket could not catch up with the log first; nothing published: %w", err)
+		}
 	}
 	return apply(m, ctx, arg)
 }
@@ -58,20 +67,35 @@ func (s *Server) leadershipChanges(ctx context.Context, req *rlmmpb.LeadershipCh
 	if err != nil {
 		return err
 	}
-	return s.assignment(ctx, append(leaders, followers...), nil, func(m *topicbased.Manager) error {
+	// The broker's first change since it started (broker_start) names all it
+	// hosts: what else the set holds, restored from a predecessor's file,
+	// moved away while the broker was down, and no stop will come for it.
+	return s.assignment(ctx, append(leaders, followers...), nil, req.GetBrokerStart(), func(m *topicbased.Manager, dropped []rlmm.TopicIDPartition) error {
+		if len(dropped) > 0 {
+			s.logger.Info("server: the broker's first leadership change since it started drops the hosted partitions it does not name",
+				"partitions", len(dropped))
+			if err := m.OnStopPartitions(ctx, dropped); err != nil {
+				return err
+			}
+		}
 		return m.OnPartitionLeadershipChanges(ctx, leaders, followers)
 	})
 }
 
 // assignment applies a change to the hosted set and to the manager when it
 // is up, in the order changes arrive, and acknowledges it (returns nil) once
-// the set is written (see Hosted).
-func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, apply func(*topicbased.Manager) error) error {
+// the set is written (see Hosted). With replace, remove is every partition
+// of the set that add does not name. apply gets remove.
+func (s *Server) assignment(ctx context.Context, add, remove []rlmm.TopicIDPartition, replace bool,
+	apply func(*topicbased.Manager, []rlmm.TopicIDPartition) error) error {
 	s.assignMu.Lock()
 	defer s.assignMu.Unlock()
+	if replace {
+		remove = s.cfg.Hosted.notIn(add)
+	}
 	s.cfg.Hosted.update(add, remove)
 	if m := s.mgr.Load(); m != nil {
-		if err := apply(m); err != nil {
+		if err := apply(m, remove); err != nil {
 			return err
 		}
 	}
@@ -89,7 +113,7 @@ func (s *Server) stopPartitions(ctx context.Context, req *rlmmpb.StopPartitionsR
 	if err != nil {
 		return err
 	}
-	return s.assignment(ctx, nil, parts, func(m *topicbased.Manager) error {
+	return s.assignment(ctx, nil, parts, false, func(m *topicbased.Manager, _ []rlmm.TopicIDPartition) error {
 		return m.OnStopPartitions(ctx, parts)
 	})
 }

@@ -65,8 +65,10 @@ KIP-1266 key (tombstone_record; other tombstones are counted), record keys
 that do not match their records (record_key_mismatch), torn tails of the
 embedded log (torn_tail), a metadata partition whose first records were
 deleted by retention or DeleteRecords (history_lost: reading starts at its
-log start offset), and updates there of segments added before that start
-(unknown_segment).
+log start offset), updates there of segments added before that start
+(unknown_segment), and a deletion update of a segment whose deletion had
+already finished earlier in the log (redeleted_segment: a late second
+deletion that changes nothing).
 
 Ages are measured against the newest event timestamp in the log by default
 (--stuck-reference log), so verifying a copy of a log gives the same answer

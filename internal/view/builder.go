@@ -35,6 +35,9 @@ type Counts struct {
 	// UnknownSegments counts updates of segments the view does not know in
 	// metadata partitions whose history is partly gone (not rejected).
 	UnknownSegments int64 `json:"unknownSegmentEvents"`
+	// RedeletedSegments counts deletion updates of segments whose deletion
+	// had already finished earlier in the log (not rejected).
+	RedeletedSegments int64 `json:"redeletedSegmentEvents"`
 }
 
 // HistoryStart says where the records still held of one metadata partition
@@ -80,6 +83,10 @@ type Builder struct {
 	history   []HistoryStart
 	// keys follows the records' KIP-1266 keys, by key (keys.go).
 	keys map[string]*keyUse
+	// deleted holds the segments whose DELETE_SEGMENT_FINISHED was applied
+	// (the state machine forgets them), to tell a late second deletion
+	// (Redeleted) from an update of a segment never added.
+	deleted map[rlmm.SegmentID]struct{}
 }
 
 // SetHistory tells the builder where each metadata partition's records
@@ -120,6 +127,7 @@ func NewBuilder(metadataPartitions int32) *Builder {
 		cache:              memory.New(),
 		metadataPartitions: metadataPartitions,
 		partitions:         map[rlmm.TopicIDPartition]*partitionInfo{},
+		deleted:            map[rlmm.SegmentID]struct{}{},
 		newestEventMs:      -1,
 	}
 }
@@ -181,6 +189,9 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 	case wire.KeyUpdate:
 		b.counts.Updates++
 		b.seen(ev.Update.EventTimestampMs)
+		if applyErr == nil && ev.Update.State == rlmm.DeleteSegmentFinished {
+			b.deleted[ev.Update.ID] = struct{}{}
+		}
 	case wire.KeyPartitionDelete:
 		b.counts.PartitionDeletes++
 		d := ev.PartitionDelete
@@ -208,6 +219,14 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 		b.anomalies = append(b.anomalies, a)
 		applyErr = nil
 	}
+	if applyErr != nil && b.redeletes(&ev, applyErr) {
+		b.counts.RedeletedSegments++
+		b.anomalies = append(b.anomalies, Anomaly{Kind: Redeleted, Warning: true, Record: ref, TopicIDPartition: tp.String(),
+			SegmentIDs: []string{ev.Update.ID.ID.String()},
+			Detail: fmt.Sprintf("%v; the segment's deletion had finished earlier in the log: a late second deletion "+
+				"(a broker that held the partition's leadership deleting it again from a cache that lagged the log)", applyErr)})
+		applyErr = nil
+	}
 	if applyErr != nil {
 		b.counts.Rejected++
 		a := Anomaly{Kind: RejectedEvent, Record: ref, TopicIDPartition: tp.String(), Detail: applyErr.Error()}
@@ -217,6 +236,23 @@ func (b *Builder) Apply(rec eventlog.Record) (wire.Event, error) {
 		b.anomalies = append(b.anomalies, a)
 	}
 	return ev, nil
+}
+
+// redeletes reports whether ev, rejected with applyErr, is a deletion
+// update (DELETE_SEGMENT_STARTED or _FINISHED) of a segment whose
+// DELETE_SEGMENT_FINISHED this view applied before: the segment was known,
+// and is gone by the same path, so the event changes nothing. Kafka's own
+// manager publishes such an update unchecked and its consumer logs it at
+// WARN; rlmm's managers check first, against a cache that may lag the log.
+func (b *Builder) redeletes(ev *wire.Event, applyErr error) bool {
+	if ev.Key != wire.KeyUpdate || !errors.Is(applyErr, rlmm.ErrUnknownSegment) {
+		return false
+	}
+	if s := ev.Update.State; s != rlmm.DeleteSegmentStarted && s != rlmm.DeleteSegmentFinished {
+		return false
+	}
+	_, ok := b.deleted[ev.Update.ID]
+	return ok
 }
 
 // misroutedName names the user partition of a misrouted record: decoded

@@ -92,6 +92,14 @@ const (
 	// COPY_SEGMENT_STARTED was most likely among the deleted records, so it
 	// is not reported as a rejected event. Warning.
 	UnknownSegment Kind = "unknown_segment"
+	// Redeleted: an update to DELETE_SEGMENT_STARTED or _FINISHED of a
+	// segment whose deletion had already finished earlier in the log. The
+	// state machine rejects it and nothing changes: the segment is gone, as
+	// the update asked. A broker that held the partition's leadership and
+	// had not yet seen the new leader's deletion sends it (its sidecar frozen
+	// while the leadership moved, say); Kafka's own manager publishes every
+	// update without a check. Warning.
+	Redeleted Kind = "redeleted_segment"
 )
 
 // RecordRef locates a record in the metadata log.

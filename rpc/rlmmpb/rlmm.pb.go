@@ -1474,9 +1474,16 @@ func (x *ReadinessUpdate) GetPartitions() []*PartitionReadiness {
 }
 
 type LeadershipChangesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Leaders       []*TopicIdPartition    `protobuf:"bytes,1,rep,name=leaders,proto3" json:"leaders,omitempty"`
-	Followers     []*TopicIdPartition    `protobuf:"bytes,2,rep,name=followers,proto3" json:"followers,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Leaders   []*TopicIdPartition    `protobuf:"bytes,1,rep,name=leaders,proto3" json:"leaders,omitempty"`
+	Followers []*TopicIdPartition    `protobuf:"bytes,2,rep,name=followers,proto3" json:"followers,omitempty"`
+	// broker_start marks the broker's first leadership change since it started
+	// (the plugin's first since configure). Kafka's broker makes it from its
+	// first metadata image: it names every tiered partition the broker hosts,
+	// and the broker never stops a partition that moved away while it was
+	// down. The server so replaces its hosted set with this change's
+	// partitions, dropping those a set restored from a predecessor named.
+	BrokerStart   bool `protobuf:"varint,3,opt,name=broker_start,json=brokerStart,proto3" json:"broker_start,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1523,6 +1530,13 @@ func (x *LeadershipChangesRequest) GetFollowers() []*TopicIdPartition {
 		return x.Followers
 	}
 	return nil
+}
+
+func (x *LeadershipChangesRequest) GetBrokerStart() bool {
+	if x != nil {
+		return x.BrokerStart
+	}
+	return false
 }
 
 type StopPartitionsRequest struct {
@@ -2423,10 +2437,11 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x0fReadinessUpdate\x12;\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1b.rlmm.v1.PartitionReadinessR\n" +
-	"partitions\"\x88\x01\n" +
+	"partitions\"\xab\x01\n" +
 	"\x18LeadershipChangesRequest\x123\n" +
 	"\aleaders\x18\x01 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\aleaders\x127\n" +
-	"\tfollowers\x18\x02 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\tfollowers\"R\n" +
+	"\tfollowers\x18\x02 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\tfollowers\x12!\n" +
+	"\fbroker_start\x18\x03 \x01(\bR\vbrokerStart\"R\n" +
 	"\x15StopPartitionsRequest\x129\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x19.rlmm.v1.TopicIdPartitionR\n" +

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -52,18 +53,25 @@ type fcluster struct {
 	rlmmBin string         // the rlmm binary, for verify and scrub
 }
 
-// requireClusterFaults skips t, saying why, unless the cluster fault tests
-// are on (fails it when CI=true).
-func requireClusterFaults(t *testing.T) {
+// requireClusterFaults returns the shared fault cluster, or skips t saying
+// why (fails it when CI=true) when the cluster fault tests are off or the
+// cluster could not start for want of root.
+func requireClusterFaults(t *testing.T) *fcluster {
 	t.Helper()
-	if os.Getenv(envClusterFaults) == "1" {
-		return
+	reason := envClusterFaults + " is not 1: these tests start a 3-broker tiered cluster with rlmm's plugin behind fault proxies; `make test` (its faults step) and `make soak` run them"
+	switch {
+	case sharedFC != nil:
+		return sharedFC
+	case errors.Is(clusterErr, faultdisk.ErrNoPrivilege):
+		reason = clusterErr.Error()
+	case clusterErr != nil:
+		t.Fatalf("the fault cluster did not start: %v", clusterErr)
 	}
-	reason := envClusterFaults + " is not 1: these tests start a 3-broker tiered cluster with rlmm's plugin behind fault proxies; `make test` (its cluster-faults step) and `make soak` run them"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(reason + " (CI=true: scripts/test.sh has a step for them)")
 	}
 	t.Skip(reason)
+	return nil
 }
 
 // brokerConfigRe finds a broker JVM's node in its command line.
@@ -115,36 +123,72 @@ func parentPid(pid int) int {
 	return ppid
 }
 
-// freePort returns a free TCP port on 127.0.0.1.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// startFaultCluster starts the cluster in a directory of its own, for every
+// test of the run (TestMain starts it, and stops it with stop): the cluster
+// fault tests and the fault tests of the other files share it. It needs
+// root for the tmpfs disks (faultdisk.ErrNoPrivilege without).
+func startFaultCluster() (fc *fcluster, stop func(), err error) {
+	if reason := kafkatest.CannotRun(); reason != "" {
+		return nil, nil, errors.New(reason)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startFaultCluster starts the cluster for t (stopped when t ends).
-func startFaultCluster(t *testing.T) *fcluster {
-	t.Helper()
-	kafkatest.Require(t)
-	fc := &fcluster{disks: map[int]*faultdisk.Disk{}, metrics: map[int]string{}}
+	dir, err := os.MkdirTemp("", "rlmm-faultcluster-")
+	if err != nil {
+		return nil, nil, err
+	}
+	fc = &fcluster{disks: map[int]*faultdisk.Disk{}, metrics: map[int]string{}}
+	var k *kafkatest.Cluster
+	stop = func() {
+		if k != nil {
+			// Stop continues a node a failed test left paused, so it
+			// can act on SIGTERM.
+			k.Stop()
+			if pids := k.PIDs(); len(pids) > 0 {
+				fmt.Fprintf(os.Stderr, "test/fault: processes %v of the cluster still run\n", pids)
+			}
+		}
+		if fc.net != nil {
+			_ = fc.net.Close()
+		}
+		for _, d := range fc.disks {
+			if err := d.Unmount(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}
+		if os.Getenv(envKeep) == "1" {
+			fmt.Fprintf(os.Stderr, "test/fault: kept %s\n", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	for n := 1; n <= nodes; n++ {
-		fc.disks[n] = faultdisk.Mount(t, snapshotDiskBytes)
-		fc.metrics[n] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		d, err := faultdisk.MountAt(filepath.Join(dir, fmt.Sprintf("snapshots-%d", n)), snapshotDiskBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		fc.disks[n] = d
+		port, err := freePortE()
+		if err != nil {
+			return nil, nil, err
+		}
+		fc.metrics[n] = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	fc.net = faultnet.New(faultnet.Options{NodeOf: nodeOfPid})
-	bin := filepath.Join(t.TempDir(), "rlmm")
+	bin := filepath.Join(dir, "rlmm")
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if err := (&kafkatest.Cache{Log: testLog{t}}).RLMMBinary(ctx, bin); err != nil {
-		t.Fatalf("building rlmm: %v", err)
+	if err := (&kafkatest.Cache{Log: os.Stderr}).RLMMBinary(ctx, bin); err != nil {
+		return nil, nil, fmt.Errorf("building rlmm: %w", err)
 	}
 	fc.rlmmBin = bin
 	cfg := kafkatest.Config{
 		Version: clusterVersion, Nodes: nodes, Tiered: true, RSM: "local", RLMM: kafkatest.RLMMPlugin,
+		// The SASL_SSL listener is TestSecurityEndToEnd's.
+		Security:   kafkatest.SASLSCRAM,
 		RLMMBinary: bin, Proxy: fc.net.Proxy, Heap: "768m",
 		Extra: strings.Join([]string{
 			"offsets.topic.replication.factor=3",
@@ -161,19 +205,24 @@ func startFaultCluster(t *testing.T) *fcluster {
 				"rlmm.config.rlmm.serve.args=--metrics-listen " + fc.metrics[node] + " --snapshot-interval 2s\n"
 		},
 	}
-	t.Cleanup(func() { _ = fc.net.Close() }) // after the cluster's stop (cleanups run last first)
-	fc.k = kafkatest.StartT(t, cfg, startTimeout)
-	return fc
+	began := time.Now()
+	if k, err = kafkatest.Start(ctx, filepath.Join(dir, "kafka"), cfg, os.Stderr); err != nil {
+		return nil, nil, fmt.Errorf("starting the fault cluster: %w", err)
+	}
+	fc.k = k
+	fmt.Fprintf(os.Stderr, "test/fault: %d-broker tiered Kafka %s cluster with rlmm's plugin up in %s at %s (directory %s)\n",
+		nodes, clusterVersion, time.Since(began).Round(time.Millisecond), strings.Join(k.Bootstrap(), ","), dir)
+	return fc, stop, nil
 }
 
-// testLog writes Maven's and go build's output to t's log.
-type testLog struct{ t testing.TB }
-
-func (w testLog) Write(b []byte) (int, error) {
-	if s := strings.TrimRight(string(b), "\n"); s != "" {
-		w.t.Log(s)
+// freePortE returns a free TCP port on 127.0.0.1.
+func freePortE() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
 	}
-	return len(b), nil
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // sidecarPid is node n's `rlmm serve` (0 when none runs).

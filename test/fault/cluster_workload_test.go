@@ -76,6 +76,10 @@ type clusterLoad struct {
 	moving                           atomic.Bool // the leadership mover acts
 	problems                         problemLog
 	managers                         [2]*topicbased.Manager
+	linTopic                         string // the managers' metadata topic
+	// warmup and settle are a phase's load before its first fault and
+	// after its last heal, before the checks.
+	warmup, settle time.Duration
 }
 
 // problemLog keeps the first problems of a phase.
@@ -129,7 +133,8 @@ func startClusterLoad(t *testing.T, fc *fcluster) *clusterLoad {
 		kgo.RequestTimeoutOverhead(5*time.Second))
 	must(t, err)
 	t.Cleanup(cl.Close)
-	w := &clusterLoad{fc: fc, adm: kadm.NewClient(cl), acked: map[tpKey]map[int64]string{}, seen: map[string]bool{}}
+	w := &clusterLoad{fc: fc, adm: kadm.NewClient(cl), acked: map[tpKey]map[int64]string{}, seen: map[string]bool{},
+		warmup: 10 * time.Second, settle: 15 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for _, tp := range wlTopics {
@@ -150,9 +155,10 @@ func startClusterLoad(t *testing.T, fc *fcluster) *clusterLoad {
 	// the proxies like everything else.
 	fake := &cluster{k: fc.k, bootstrap: fc.k.Bootstrap()}
 	topic := uniqueTopic(t)
+	w.linTopic = topic
 	for i := range w.managers {
-		l := openLog(t, fake, topic, metaPartitions, nil)
-		w.managers[i] = startManager(t, topicbased.Config{Log: l, ConsumeWait: faultConsumeWait})
+		l := openLog(t, fake, topic, metaPartitions, testLogger(t))
+		w.managers[i] = startManager(t, topicbased.Config{Log: l, ConsumeWait: faultConsumeWait, Logger: testLogger(t)})
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	w.stop = stop

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/test/faultdisk"
 	"github.com/rlmm-go/rlmm/test/kafkatest"
 	"github.com/rlmm-go/rlmm/topicbased"
 	"github.com/rlmm-go/rlmm/wire"
@@ -49,14 +50,28 @@ const (
 var (
 	// repoRoot is the module root (the tests run in test/fault/).
 	repoRoot, _ = filepath.Abs("../..")
-	// theCluster is the cluster TestMain started (nil when not running).
+	// theCluster is the cluster TestMain started (nil when not running):
+	// the shared fault cluster when the cluster fault tests are on.
 	theCluster *cluster
+	// sharedFC is the fault cluster (nil unless envClusterFaults is 1).
+	sharedFC *fcluster
 	// clusterErr is why the cluster could not be started.
 	clusterErr error
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envFault) == "1" {
+	switch {
+	case os.Getenv(envClusterFaults) == "1":
+		// One cluster for every test: the tiered one of the cluster
+		// fault tests, with the SASL_SSL listener the others need.
+		fc, stop, err := startFaultCluster()
+		if err != nil {
+			clusterErr = err
+			break
+		}
+		sharedFC = fc
+		theCluster = &cluster{k: fc.k, bootstrap: fc.k.Bootstrap(), sasl: fc.k.SecureBootstrap(), security: fc.k.Security().Dir, stopFn: stop}
+	case os.Getenv(envFault) == "1":
 		theCluster, clusterErr = startCluster()
 	}
 	code := m.Run()
@@ -82,10 +97,12 @@ func requireCluster(t *testing.T) *cluster {
 	t.Helper()
 	var reason string
 	switch {
+	case errors.Is(clusterErr, faultdisk.ErrNoPrivilege):
+		reason = clusterErr.Error()
 	case clusterErr != nil:
 		t.Fatalf("the three-node Kafka cluster did not start: %v", clusterErr)
 	case theCluster == nil:
-		reason = envFault + " is not 1: these tests start a three-node Kafka cluster (test/kafkatest) and kill its nodes; `make fault-test` runs them"
+		reason = envFault + " and " + envClusterFaults + " are not 1: these tests start a three-node Kafka cluster (test/kafkatest) and kill its nodes; `make fault-test` runs them"
 	}
 	if reason != "" {
 		if os.Getenv("CI") == "true" {
@@ -105,6 +122,7 @@ type cluster struct {
 	security  string   // directory of the CA, keys and users.properties
 	keep      bool     // keep the directory
 	reuse     bool     // a cluster of RLMM_FAULT_DIR that was running: leave it so
+	stopFn    func()   // the shared fault cluster's stop
 }
 
 // clusterConfig is the cluster the tests need.
@@ -162,6 +180,10 @@ func hasCluster(dir string) bool {
 }
 
 func (c *cluster) stop() {
+	if c.stopFn != nil {
+		c.stopFn()
+		return
+	}
 	if c.reuse {
 		fmt.Fprintf(os.Stderr, "test/fault: left the cluster in %s running (%s)\n", c.k.Dir(), envDir)
 		return
@@ -177,32 +199,6 @@ func (c *cluster) stop() {
 		return
 	}
 	_ = os.RemoveAll(c.k.Dir())
-}
-
-// kill sends node n's broker SIGKILL and waits until it is gone.
-func (c *cluster) kill(t testing.TB, n int32) {
-	t.Helper()
-	must(t, c.k.Node(int(n)).Kill())
-}
-
-// pause sends node n's broker SIGSTOP.
-func (c *cluster) pause(t testing.TB, n int32) {
-	t.Helper()
-	must(t, c.k.Node(int(n)).Pause())
-}
-
-// resume sends node n's broker SIGCONT.
-func (c *cluster) resume(t testing.TB, n int32) {
-	t.Helper()
-	must(t, c.k.Node(int(n)).Resume())
-}
-
-// restart starts node n again on its data, and waits until it answers.
-func (c *cluster) restart(t testing.TB, n int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	must(t, c.k.StartNode(ctx, int(n)))
 }
 
 // admin returns a kadm client over the PLAINTEXT listeners, closed at the
@@ -294,32 +290,6 @@ func waitFullISR(t testing.TB, adm *kadm.Client, topic string) time.Duration {
 		case <-ctx.Done():
 			t.Fatalf("topic %s did not get all %d replicas in sync within %s: %s", topic, nodes, testTimeout, last)
 		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// waitLeadersOff waits until no partition of topic is led by node n (the
-// controller fenced it) and returns how long that took.
-func waitLeadersOff(t testing.TB, adm *kadm.Client, topic string, n int32) time.Duration {
-	t.Helper()
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	for {
-		parts, err := describe(ctx, adm, topic)
-		moved := err == nil
-		for _, pi := range parts {
-			if pi.leader == n || pi.leader < 0 {
-				moved = false
-			}
-		}
-		if moved {
-			return time.Since(start)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("partitions of %s still led by node %d (or leaderless) after %s", topic, n, testTimeout)
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -548,16 +518,9 @@ func (w tWriter) Write(b []byte) (int, error) {
 }
 
 // leakOptions excuse the one franz-go goroutine eventlog/kafkalog excuses
-// (see TestMain), and the stages of toxiproxy's links (test/faultnet, the
-// cluster fault tests' proxies): after faultnet's Close, toxiproxy v2.5.0
-// leaves stages of links whose traffic a fault held (cut, delayed, lost)
-// blocked on a channel send, 103 of them after a 9-minute soak, every one
-// created by ToxicLink.Start and running a toxic's stub or the link's read. They are the test proxy's, not rlmm's; faultnet
-// is to end them.
+// (see TestMain).
 var leakOptions = []goleak.Option{
 	goleak.IgnoreTopFunction("github.com/twmb/franz-go/pkg/kgo.(*fetchManager).manageFetchConcurrency"),
-	goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
-	goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
 }
 
 // checkNoLeak makes the test fail if any goroutine it started is left when
@@ -566,7 +529,19 @@ func checkNoLeak(t *testing.T) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
-		if err := goleak.Find(append(slices.Clip(leakOptions), before)...); err != nil {
+		opts := append(slices.Clip(leakOptions), before)
+		if sharedFC != nil {
+			// The shared cluster's proxies carry its own traffic on
+			// connections made meanwhile (a broker's, a sidecar's): they
+			// are the cluster's, ended by its Net's Close after the run
+			// (TestMain's check has no such excuse).
+			opts = append(opts,
+				goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
+				goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"),
+				goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
+				goleak.IgnoreAnyFunction("github.com/rlmm-go/rlmm/test/faultnet.(*Net).handle"))
+		}
+		if err := goleak.Find(opts...); err != nil {
 			t.Errorf("goroutines left after Close: %v", err)
 		} else {
 			t.Logf("no goroutine left after Close (goleak)")

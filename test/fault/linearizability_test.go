@@ -36,7 +36,6 @@ const (
 	linPartitions = 4 // user partitions
 	linSegments   = 3 // segments per user partition
 	linClients    = 8
-	linKills      = 2
 	linCallWait   = 8 * time.Second
 )
 
@@ -171,123 +170,6 @@ func (r *linRecorder) fail(err error) {
 		r.broken = append(r.broken, err)
 	}
 	r.counts["broken"]++
-}
-
-// TestTwoManagersLinearizableThroughKills runs the clients while two nodes
-// in turn are killed -9 and restarted; at every kill the leadership of every
-// user partition moves to the other manager.
-func TestTwoManagersLinearizableThroughKills(t *testing.T) {
-	c := requireCluster(t)
-	checkNoLeak(t)
-	adm := c.admin(t)
-	topic := uniqueTopic(t)
-	tps := userPartitions(t, metaPartitions, linPartitions)
-	var managers [2]*topicbased.Manager
-	for i := range managers {
-		l := openLog(t, c, topic, metaPartitions, testLogger(t))
-		managers[i] = startManager(t, topicbased.Config{Log: l, ConsumeWait: faultConsumeWait, Logger: testLogger(t)})
-	}
-	// Manager i leads the partitions of parity i and follows the others.
-	var leader [linPartitions]atomic.Int32
-	moveLeadership := func(ctx context.Context) {
-		var led [2][]rlmm.TopicIDPartition
-		for p, tp := range tps {
-			led[leader[p].Load()] = append(led[leader[p].Load()], tp)
-		}
-		for i, m := range managers {
-			must(t, m.OnPartitionLeadershipChanges(ctx, led[i], led[1-i]))
-		}
-	}
-	for p := range tps {
-		leader[p].Store(int32(p % 2))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	moveLeadership(ctx)
-	for _, m := range managers {
-		for _, tp := range tps {
-			must(t, m.WaitReady(ctx, tp))
-		}
-	}
-	segs := make([]rlmm.SegmentMetadata, linPartitions*linSegments)
-	base := uint64(time.Now().UnixNano() % 1e12)
-	for i := range segs {
-		segs[i] = segment(tps[i/linSegments], uuidN(base+uint64(i)), int64(i%linSegments))
-	}
-
-	rec := &linRecorder{base: time.Now(), counts: map[string]int{}}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for client := range linClients {
-		wg.Go(func() { linClient(client, rec, &stop, managers, &leader, segs) })
-	}
-	time.Sleep(3 * time.Second)
-	for k := range linKills {
-		waitFullISR(t, adm, topic)
-		node, led := mostLeader(t, adm, topic)
-		c.kill(t, node)
-		for p := range tps {
-			leader[p].Store(1 - leader[p].Load())
-		}
-		moveLeadership(ctx)
-		moved := waitLeadersOff(t, adm, topic, node)
-		time.Sleep(3 * time.Second)
-		c.restart(t, node)
-		t.Logf("kill %d: node %d (leader of metadata partitions %v) killed -9, leadership of every user partition moved to the other manager; new Kafka leaders after %s; node restarted",
-			k+1, node, led, moved.Round(time.Millisecond))
-	}
-	waitFullISR(t, adm, topic)
-	time.Sleep(2 * time.Second)
-	stop.Store(true)
-	wg.Wait()
-	end := time.Since(rec.base).Nanoseconds() + 1
-	for i := range rec.history {
-		if rec.history[i].Output.(linOutput).verdict == "maybe" {
-			rec.history[i].Return = end // it may take effect until the end
-		}
-	}
-
-	// Both managers converge, and a fresh one replays the same state.
-	views := make([]map[rlmm.TopicIDPartition][]rlmm.SegmentMetadata, 0, 3)
-	for _, m := range managers {
-		views = append(views, syncedView(t, m, tps))
-	}
-	l := openLog(t, c, topic, metaPartitions, nil)
-	fresh := startManager(t, topicbased.Config{Log: l, ConsumeWait: testTimeout})
-	assign(t, fresh, tps...)
-	views = append(views, syncedView(t, fresh, tps))
-	for i, name := range []string{"manager 2", "a fresh manager"} {
-		if err := sameViews(views[i+1], views[0]); err != nil {
-			t.Errorf("%s and manager 1 differ: %v", name, err)
-		}
-	}
-	for _, m := range append(managers[:], fresh) {
-		closeWithin(t, m, 30*time.Second)
-	}
-
-	t.Logf("history: %d operations (%d ok, %d refused by the state machine, %d maybe recorded, %d not recorded and dropped, %d reads of a segment, %d reads failed or not ready and dropped)",
-		len(rec.history), rec.counts["ok"], rec.counts["transition"]+rec.counts["unknown"], rec.counts["maybe"], rec.counts["dropped"], rec.counts["read"], rec.counts["read failed"])
-	for _, err := range rec.broken {
-		t.Errorf("broken promise: %v", err)
-	}
-	if rec.counts["ok"] == 0 {
-		t.Fatal("no mutation succeeded: the history checks nothing")
-	}
-	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(linModel.ToModel(), rec.history, time.Minute)
-	switch res {
-	case porcupine.Ok:
-		t.Logf("porcupine: linearizable (checked in %s); the managers converged, also with a fresh replay", time.Since(start).Round(time.Millisecond))
-	case porcupine.Unknown:
-		t.Fatalf("porcupine could not decide within a minute (%d operations)", len(rec.history))
-	default:
-		t.Errorf("history of %d operations is not linearizable", len(rec.history))
-		for _, part := range info.PartialLinearizations() {
-			if len(part) > 0 {
-				t.Logf("longest linearizable prefix of a failing segment: %d operations", len(part[0]))
-			}
-		}
-	}
 }
 
 // linClient runs random operations until stop and records them.

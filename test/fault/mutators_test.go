@@ -208,36 +208,6 @@ func (w *workload) ackedOn(parts []int32, from, to time.Time) int {
 }
 
 // firstAck returns the time of the first acknowledgement on the given
-// metadata partitions at or after from (false if none).
-func (w *workload) firstAck(parts []int32, from time.Time) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var first time.Time
-	for _, p := range parts {
-		for _, at := range w.ackTimes[p] {
-			if !at.Before(from) && (first.IsZero() || at.Before(first)) {
-				first = at
-			}
-		}
-	}
-	return first, !first.IsZero()
-}
-
-// endAndCheck stops the mutators, closes m within its bound, reports the
-// calls' bounds and fails the test for every acknowledged mutation that a
-// fresh manager's replay of topic does not show.
-func (w *workload) endAndCheck(t *testing.T, c *cluster, m *topicbased.Manager, topic string) {
-	t.Helper()
-	w.halt()
-	closeWithin(t, m, 30*time.Second)
-	w.report(t, boundSlack)
-	lost, checked := w.lost(t, c, topic, metaPartitions)
-	t.Logf("replay by a fresh manager: %d acknowledged segments checked, %d lost", checked, len(lost))
-	for _, s := range lost {
-		t.Errorf("lost: %s", s)
-	}
-}
-
 // lost replays the topic with a fresh manager over a fresh log and returns
 // the acknowledged mutations it does not show, with the number checked. It
 // also logs how many of the calls that may have been recorded were.

@@ -26,28 +26,55 @@ type Disk struct {
 // fails t instead.
 func Mount(t testing.TB, size int64) *Disk {
 	t.Helper()
-	if size <= 0 {
-		t.Fatalf("faultdisk: size %d, want a positive number of bytes", size)
-	}
 	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+strconv.FormatInt(size, 10)); err != nil {
-		why := fmt.Sprintf("faultdisk: mounting a tmpfs needs root (CAP_SYS_ADMIN); running as uid %d: %v", os.Getuid(), err)
+	d, err := MountAt(dir, size)
+	switch {
+	case errors.Is(err, ErrNoPrivilege):
+		why := err.Error()
 		if os.Getenv("CI") == "true" {
 			t.Fatal(why + " (CI=true: the disk fault tests must run)")
 		}
 		t.Skip(why)
+	case err != nil:
+		t.Fatal(err)
 	}
-	d := &Disk{Dir: dir, size: size}
 	t.Cleanup(func() {
-		// A lazy unmount: a file the test left open must not fail it.
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("faultdisk: unmount %s: %v", dir, err)
+		if err := d.Unmount(); err != nil {
+			t.Errorf("%v", err)
 		}
 	})
 	return d
+}
+
+// ErrNoPrivilege is MountAt's error when the process may not mount.
+var ErrNoPrivilege = errors.New("faultdisk: mounting a tmpfs needs root (CAP_SYS_ADMIN)")
+
+// MountAt mounts a tmpfs of size bytes on dir (made if missing), for a
+// caller without a test, such as a TestMain that shares a cluster between
+// tests; Unmount undoes it. Without the privilege to mount it fails with
+// an error wrapping ErrNoPrivilege.
+func MountAt(dir string, size int64) (*Disk, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("faultdisk: size %d, want a positive number of bytes", size)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("faultdisk: %w", err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+strconv.FormatInt(size, 10)); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			return nil, fmt.Errorf("%w; running as uid %d: %w", ErrNoPrivilege, os.Getuid(), err)
+		}
+		return nil, fmt.Errorf("faultdisk: mount a tmpfs on %s: %w", dir, err)
+	}
+	return &Disk{Dir: dir, size: size}, nil
+}
+
+// Unmount unmounts the disk, lazily: a file left open must not fail it.
+func (d *Disk) Unmount() error {
+	if err := syscall.Unmount(d.Dir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("faultdisk: unmount %s: %w", d.Dir, err)
+	}
+	return nil
 }
 
 // Fill writes a filler file until the disk has no space left (ENOSPC).

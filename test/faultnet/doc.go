@@ -14,14 +14,16 @@
 //
 // What each fault is at this level (TCP streams, not packets):
 //
-//   - Cut: the link's bytes are dropped (toxiproxy's timeout toxic with no
-//     timeout) in one direction or both; connections stay open and new ones
-//     are accepted, so a client sees what a partition looks like to it:
-//     requests that never get an answer, until its own timeout. Restore
-//     closes every connection that was open across the cut, because dropping bytes
-//     from the middle of a TCP stream leaves a stream no protocol can
-//     resume; a real partition that outlasts the clients' timeouts ends the
-//     same way, in new connections.
+//   - Cut: the link's bytes are dropped (a toxic of faultnet's that does
+//     what toxiproxy's timeout toxic does with no timeout, without leaving
+//     a chain blocked when it is removed) in one direction or both;
+//     connections stay open and new ones are accepted, so a client sees
+//     what a partition looks like to it: requests that never get an
+//     answer, until its own timeout. Restore closes every connection that
+//     was open across the cut, because dropping bytes from the middle of a
+//     TCP stream leaves a stream no protocol can resume; a real partition
+//     that outlasts the clients' timeouts ends the same way, in new
+//     connections.
 //   - Delay: every chunk of bytes waits latency ± jitter (toxiproxy's
 //     latency toxic), in one direction or both; order and content are kept.
 //   - Loss: TCP has no packet loss above it: a lost segment is sent again,

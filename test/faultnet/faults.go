@@ -48,7 +48,7 @@ func (r rule) apply(p *pair) error {
 			return fmt.Errorf("faultnet: %s: add %s to %s: %w", r.link, r.kind, s, err)
 		}
 	}
-	if r.kind == "timeout" {
+	if r.kind == cutToxicName {
 		p.cut = true
 	}
 	return nil
@@ -81,7 +81,7 @@ func (n *Net) add(l Link, match func(int) bool, d Direction, kind string, attrs 
 // Cut drops the bytes of link l in direction d, for every client (see the
 // package doc): the connections stay open, nothing crosses, until Restore.
 func (n *Net) Cut(l Link, d Direction) error {
-	return n.add(l, anyClient, d, "timeout", map[string]int64{"timeout": 0})
+	return n.add(l, anyClient, d, cutToxicName, struct{}{})
 }
 
 // CutFrom drops the bytes of link l in direction d for the connections of
@@ -89,7 +89,7 @@ func (n *Net) Cut(l Link, d Direction) error {
 // sidecar apart from its broker) only: a partition between that client
 // and the listener, say a sidecar and the metadata topic's leader.
 func (n *Net) CutFrom(l Link, client int, d Direction) error {
-	return n.add(l, func(c int) bool { return c == client }, d, "timeout", map[string]int64{"timeout": 0})
+	return n.add(l, func(c int) bool { return c == client }, d, cutToxicName, struct{}{})
 }
 
 // Delay makes every chunk of link l in direction d wait latency ± jitter
@@ -130,7 +130,7 @@ func (n *Net) Partition(node int) error {
 		if l.Node == node {
 			match = func(client int) bool { return client != node }
 		}
-		if err := n.add(l, match, Both, "timeout", map[string]int64{"timeout": 0}); err != nil {
+		if err := n.add(l, match, Both, cutToxicName, struct{}{}); err != nil {
 			return err
 		}
 	}
@@ -139,7 +139,8 @@ func (n *Net) Partition(node int) error {
 
 // Restore removes every fault of link l. If a cut crossed its connections,
 // they are all closed, so no stream goes on with bytes missing from its
-// middle.
+// middle; what the chains of such a pair hold when the cut leaves them
+// is sent nowhere (see cutToxic).
 func (n *Net) Restore(l Link) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -149,14 +150,18 @@ func (n *Net) Restore(l Link) error {
 	}
 	n.rules = slices.DeleteFunc(n.rules, func(r rule) bool { return r.link == l })
 	for _, p := range k.pairs {
+		if p.cut {
+			for e := range p.ends {
+				e.discard.Store(true)
+			}
+		}
 		p.proxy.Toxics.ResetToxics(context.Background())
-		if !p.cut {
-			continue
+		if p.cut {
+			for e := range p.ends {
+				_ = e.conn.Close()
+			}
+			p.cut = false
 		}
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		p.cut = false
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/stream"
@@ -94,11 +95,12 @@ type link struct {
 }
 
 // pair is the toxiproxy proxy of one client node's connections to a link
-// (its toxic chains; it listens nowhere), the connections through it, and
-// whether a cut crossed them.
+// (its toxic chains; it listens nowhere), the ends of the connections
+// through it (each direction's destination), and whether a cut crossed
+// them.
 type pair struct {
 	proxy *toxiproxy.Proxy
-	conns map[net.Conn]struct{}
+	ends  map[*end]struct{}
 	cut   bool
 }
 
@@ -164,14 +166,14 @@ func (n *Net) handle(k *link, c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	id, ok := n.track(p, c, up)
+	toClient, toServer := n.newEnd(p, c), n.newEnd(p, up)
+	id, ok := n.track(p, toClient, toServer)
 	if !ok {
 		_ = c.Close()
 		_ = up.Close()
 		return
 	}
 	name := fmt.Sprintf("conn%d", id)
-	toClient, toServer := n.newEnd(p, c), n.newEnd(p, up)
 	p.proxy.Toxics.StartLink(n.server, name+"upstream", c, toServer, stream.Upstream)
 	p.proxy.Toxics.StartLink(n.server, name+"downstream", up, toClient, stream.Downstream)
 }
@@ -193,16 +195,16 @@ func (n *Net) clientNode(c net.Conn) int {
 	return n.nodeOf(pid)
 }
 
-// track records a connection and its upstream so Restore and Close can end
-// them, and counts their two directions in wg; false once closed.
-func (n *Net) track(p *pair, c, up net.Conn) (id int, ok bool) {
+// track records the ends of a connection's two directions so Restore and
+// Close can end them, and counts the directions in wg; false once closed.
+func (n *Net) track(p *pair, toClient, toServer *end) (id int, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return 0, false
 	}
-	p.conns[c] = struct{}{}
-	p.conns[up] = struct{}{}
+	p.ends[toClient] = struct{}{}
+	p.ends[toServer] = struct{}{}
 	n.nextConn++
 	n.wg.Add(2)
 	return n.nextConn, true
@@ -215,19 +217,22 @@ func (n *Net) track(p *pair, c, up net.Conn) (id int, ok bool) {
 // every later write without sending it: toxiproxy's link stops reading its
 // chain at its destination's first error, leaving every stage behind it
 // blocked on a channel send for ever; drained, the chain runs to its end
-// once its source is closed.
+// once its source is closed. Once told to discard, it takes every write
+// without sending it too: Restore and Close let go of what a cut holds
+// only to a connection that gets none of it (see cutToxic).
 type end struct {
-	n      *Net
-	p      *pair
-	conn   net.Conn
-	failed bool // only the link's writer uses it
-	once   sync.Once
+	n       *Net
+	p       *pair
+	conn    net.Conn
+	failed  bool // only the link's writer uses it
+	discard atomic.Bool
+	once    sync.Once
 }
 
 func (n *Net) newEnd(p *pair, c net.Conn) *end { return &end{n: n, p: p, conn: c} }
 
 func (e *end) Write(b []byte) (int, error) {
-	if e.failed {
+	if e.failed || e.discard.Load() {
 		return len(b), nil
 	}
 	if _, err := e.conn.Write(b); err != nil {
@@ -242,7 +247,7 @@ func (e *end) Close() error {
 	e.once.Do(func() {
 		_ = e.conn.Close()
 		e.n.mu.Lock()
-		delete(e.p.conns, e.conn)
+		delete(e.p.ends, e)
 		e.n.mu.Unlock()
 		e.n.wg.Done()
 	})
@@ -259,7 +264,7 @@ func (n *Net) pairOf(k *link, client int) (*pair, error) {
 	}
 	p, ok := k.pairs[client]
 	if !ok {
-		p = &pair{proxy: toxiproxy.NewProxy(n.server, fmt.Sprintf("%s from %d", k.Link, client), "", k.upstream), conns: map[net.Conn]struct{}{}}
+		p = &pair{proxy: toxiproxy.NewProxy(n.server, fmt.Sprintf("%s from %d", k.Link, client), "", k.upstream), ends: map[*end]struct{}{}}
 		k.pairs[client] = p
 		for _, r := range n.rules {
 			if r.applies(k.Link, client) {
@@ -312,9 +317,10 @@ func (n *Net) get(l Link) (*link, error) {
 	return k, nil
 }
 
-// Close stops every front, removes every fault (what a delay or a loss
-// holds goes on at once), closes every connection through the proxies, and
-// waits for every goroutine: its own and those of toxiproxy's links.
+// Close stops every front, removes every fault (what a fault holds is let
+// go at once, and sent nowhere), closes every connection through the
+// proxies, and waits for every goroutine: its own and those of
+// toxiproxy's links.
 func (n *Net) Close() error {
 	n.mu.Lock()
 	if n.closed {
@@ -323,22 +329,27 @@ func (n *Net) Close() error {
 	}
 	n.closed = true
 	var pairs []*pair
-	var conns []net.Conn
+	var ends []*end
 	for _, k := range n.links {
 		_ = k.front.Close()
 		for _, p := range k.pairs {
 			pairs = append(pairs, p)
-			for c := range p.conns {
-				conns = append(conns, c)
+			for e := range p.ends {
+				e.discard.Store(true)
+				ends = append(ends, e)
 			}
 		}
 	}
 	n.mu.Unlock()
+	// The faults leave the chains while their connections are open:
+	// toxiproxy takes a stage out of a chain whose source has ended
+	// without updating the chain, and the stages after it then let go of
+	// what they hold only at their own pace (a loss's retransmissions).
 	for _, p := range pairs {
 		p.proxy.Toxics.ResetToxics(context.Background())
 	}
-	for _, c := range conns {
-		_ = c.Close()
+	for _, e := range ends {
+		_ = e.conn.Close()
 	}
 	n.wg.Wait()
 	return nil

@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
@@ -53,10 +54,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private static final Logger LOG = LoggerFactory.getLogger(RlmmRemoteLogMetadataManager.class);
 
     /**
-     * The version of rlmm serve's broker frames (rpc/brokerframe.Version, server.APIVersion in the
-     * Go code) this plugin speaks: a server of another version refuses the plugin's hello, and the
-     * plugin a server's answer, naming both; the broker is stopped as when the child refuses its
-     * settings.
+     * The version of rlmm serve's broker frames this plugin speaks (rpc/brokerframe.Version): a server
+     * of another version and the plugin refuse each other naming both, and the broker is stopped.
      */
     public static final int API_VERSION = 1;
 
@@ -65,6 +64,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private volatile Supervisor supervisor;
     private Outbox outbox;
     private RlmmMetrics metrics;
+    /** Set once the broker's first leadership change since it started is queued (broker_start). */
+    private final AtomicBoolean startChangeQueued = new AtomicBoolean();
     /** Injected by tests before configure: holds assignment changes back (the window they are on their way). */
     private Outbox.Gate gate = Outbox.Gate.OPEN;
 
@@ -285,7 +286,8 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         outbox.submit(new Outbox.Change("leadership change of " + leaderPartitions.size() + " leader and "
                 + followerPartitions.size() + " follower partitions", BrokerRequest.newBuilder().setLeadershipChanges(
                 LeadershipChangesRequest.newBuilder().addAllLeaders(Convert.partitions(leaderPartitions))
-                        .addAllFollowers(Convert.partitions(followerPartitions))), all));
+                        .addAllFollowers(Convert.partitions(followerPartitions))
+                        .setBrokerStart(startChangeQueued.compareAndSet(false, true))), all));
     }
 
     /** Like {@link #onPartitionLeadershipChanges}: queued, sent in order. */
