@@ -346,6 +346,36 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
     }
 
     @Test
+    void aRestartedBrokersFirstChangeReplacesTheHostedSet() throws Exception {
+        // The first instance hosts a and b; the broker restarts hosting b only (a moved away while
+        // it was down). Its new instance's first leadership change names what it hosts now
+        // (broker_start): the server drops a, which its hosted set still named. A later change adds.
+        Map<String, Object> c = embeddedConfig(dir);
+        RlmmRemoteLogMetadataManager first = started(c);
+        TopicIdPartition a = newPartition("moved-away");
+        TopicIdPartition b = newPartition("stays");
+        first.onPartitionLeadershipChanges(Set.of(a, b), Set.of());
+        TestSupport.await("a and b ready", READY, () -> first.isReady(a) && first.isReady(b));
+        first.close();
+
+        RlmmRemoteLogMetadataManager second = started(c);
+        assignAndAwaitReady(second, b, READY);
+        TestSupport.await("a read of a not found once the broker's first change arrived", READY, () -> {
+            try {
+                second.remoteLogSegmentMetadata(a, 0, 0);
+                return false;
+            } catch (RemoteResourceNotFoundException e) {
+                return true;
+            } catch (RemoteStorageException | RuntimeException e) {
+                return false;
+            }
+        });
+        TestSupport.await("isReady(a) false", READY, () -> !second.isReady(a));
+        assignAndAwaitReady(second, a, READY);
+        assertTrue(second.isReady(b), "a later change adds to the hosted set: b stays");
+    }
+
+    @Test
     void aReadOfAPartitionWithAChangeInTheOutboxIsRetriable() throws Exception {
         // The broker assigned tp, and its change waits in the outbox (the gate holds it): the
         // server answers NOT_ASSIGNED, which is retriable for tp and "not found" for a partition
