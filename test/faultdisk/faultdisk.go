@@ -6,18 +6,29 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fillerName is the file Fill grows until the disk is full.
 const fillerName = "faultdisk.filler"
+
+// keepEvery is how often a disk Fill made full takes back the space given
+// back on it.
+const keepEvery = 10 * time.Millisecond
 
 // Disk is a tmpfs mounted for one test.
 type Disk struct {
 	// Dir is the mount point: the disk's root directory.
 	Dir  string
 	size int64
+
+	mu       sync.Mutex
+	stopKeep chan struct{} // non-nil while Fill keeps the disk full
+	kept     chan struct{} // closed when the keeper has ended
+	keepErr  error         // the keeper's first error, returned by Free
 }
 
 // Mount mounts a tmpfs of size bytes (rounded up to pages by the kernel)
@@ -71,14 +82,76 @@ func MountAt(dir string, size int64) (*Disk, error) {
 
 // Unmount unmounts the disk, lazily: a file left open must not fail it.
 func (d *Disk) Unmount() error {
+	_ = d.stopKeeping()
 	if err := syscall.Unmount(d.Dir, syscall.MNT_DETACH); err != nil {
 		return fmt.Errorf("faultdisk: unmount %s: %w", d.Dir, err)
 	}
 	return nil
 }
 
-// Fill writes a filler file until the disk has no space left (ENOSPC).
-func (d *Disk) Fill() error { return d.FillLeaving(0) }
+// Fill writes a filler file until the disk has no space left (ENOSPC),
+// and keeps the disk full until Free: space given back on it is taken
+// again within keepEvery, as a disk filled by another process that goes
+// on writing is. Filled only once, a disk under a writer that replaces a
+// file by renaming a new one over it has room again as soon as a rename
+// lands after the fill (the new file's space was taken before the fill
+// ended, the replaced file's is given back after): the writer's next
+// file, of about the same size, fits, and so does every one after it.
+func (d *Disk) Fill() error {
+	if err := d.FillLeaving(0); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopKeep == nil {
+		d.stopKeep, d.kept = make(chan struct{}), make(chan struct{})
+		go d.keepFull(d.stopKeep, d.kept)
+	}
+	return nil
+}
+
+// keepFull fills the disk again whenever it has room, until stop.
+func (d *Disk) keepFull(stop <-chan struct{}, kept chan<- struct{}) {
+	defer close(kept)
+	t := time.NewTicker(keepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if free, err := d.Available(); err == nil && free == 0 {
+			continue
+		}
+		if err := d.FillLeaving(0); err != nil {
+			d.mu.Lock()
+			if d.keepErr == nil {
+				d.keepErr = err
+			}
+			d.mu.Unlock()
+		}
+	}
+}
+
+// stopKeeping ends Fill's keeping the disk full, if it does, and returns
+// the first error it met.
+func (d *Disk) stopKeeping() error {
+	d.mu.Lock()
+	stop, kept := d.stopKeep, d.kept
+	d.stopKeep, d.kept = nil, nil
+	d.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	close(stop)
+	<-kept
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := d.keepErr
+	d.keepErr = nil
+	return err
+}
 
 // FillLeaving fills the disk and then gives back room bytes (rounded up
 // to whole pages, tmpfs's unit), so that a write of more than that runs out
@@ -116,12 +189,14 @@ func (d *Disk) FillLeaving(room int64) error {
 	return nil
 }
 
-// Free removes the filler file, giving back what Fill took.
+// Free stops keeping the disk full and removes the filler file, giving
+// back what Fill took.
 func (d *Disk) Free() error {
+	kept := d.stopKeeping()
 	if err := os.Remove(filepath.Join(d.Dir, fillerName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("faultdisk: free %s: %w", d.Dir, err)
+		return errors.Join(kept, fmt.Errorf("faultdisk: free %s: %w", d.Dir, err))
 	}
-	return nil
+	return kept
 }
 
 // Available returns the bytes still free on the disk.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -50,6 +51,51 @@ func TestFaultsRefuseWritesUntilUndone(t *testing.T) {
 		})
 	}
 }
+
+// TestFillKeepsTheDiskFull gives space back on a disk Fill made full, as
+// a writer whose rename of a new file over an older one lands just after
+// the fill does, and checks that the space is taken again: the writer's
+// next file must not fit. Until Free.
+func TestFillKeepsTheDiskFull(t *testing.T) {
+	d := Mount(t, 256<<10)
+	older := filepath.Join(d.Dir, "older")
+	if err := os.WriteFile(older, make([]byte, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(older); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		free, err := d.Available()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if free == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes free %s after a file on the full disk was removed; want it full again", free, patience)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	next := filepath.Join(d.Dir, "next")
+	if err := os.WriteFile(next, make([]byte, 4<<10), 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a write on the disk kept full: %v, want %v", err, syscall.ENOSPC)
+	}
+	if err := d.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(next, make([]byte, 64<<10), 0o600); err != nil {
+		t.Errorf("a write after Free: %v", err)
+	}
+}
+
+// patience bounds what must happen; a loaded machine may be slow.
+const patience = 5 * time.Second
 
 func TestFillLeavesWhatItIsAskedAndFreeGivesItBack(t *testing.T) {
 	d := Mount(t, 128<<10)
