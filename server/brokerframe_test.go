@@ -159,7 +159,7 @@ func TestBrokerHello(t *testing.T) {
 // refuses this client's hello naming both versions.
 func TestBrokerHelloOfAnotherVersion(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	f.srv.cfg.APIVersion = 9
+	f.srv.cfg.testAPIVersion = 9
 	_, err := dialBroker(t, f.serveFramed(t, nil), brokerframe.Version, &rlmmpb.BrokerHello{Purpose: rlmmpb.Purpose_PURPOSE_READ})
 	if err == nil || !strings.Contains(err.Error(), "client speaks version 1 of the broker frames; this server speaks version 9") {
 		t.Fatalf("hello error %v, want a refusal naming versions 1 and 9", err)

@@ -29,10 +29,10 @@ type Config struct {
 	// Sizes bounds the remote size gauges OpsHandler serves; the zero value
 	// turns their per-topic and per-partition series off.
 	Sizes SizeMetrics
-	// APIVersion is the api_version ServerInfo states; 0 means APIVersion.
-	// Only tests set it (rlmm serve's hidden --test-api-version), to play a
-	// server of another version.
-	APIVersion int32
+	// testAPIVersion is the api_version ServerInfo states; 0 means
+	// APIVersion. Only this package's tests set it, to play a server of
+	// another version.
+	testAPIVersion int32
 	// Hosted is the broker's assignment, recorded and persisted by the
 	// server (OpenHosted); nil keeps it in memory only.
 	Hosted *Hosted

@@ -120,8 +120,8 @@ func (s *Server) stopPartitions(ctx context.Context, req *rlmmpb.StopPartitionsR
 
 // apiVersion is the api_version ServerInfo states.
 func (c *Config) apiVersion() int32 {
-	if c.APIVersion != 0 {
-		return c.APIVersion
+	if c.testAPIVersion != 0 {
+		return c.testAPIVersion
 	}
 	return APIVersion
 }

@@ -55,7 +55,6 @@ type serveOptions struct {
 	readyFile       string
 	shutdownTimeout time.Duration
 	exitWithStdin   bool
-	testAPIVersion  int32
 	servingProcs    int
 }
 
@@ -139,10 +138,6 @@ held by another server, naming its pid, a final snapshot that failed).`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound of the stop of the endpoints, and of the final snapshot, at SIGTERM")
 	f.IntVar(&o.servingProcs, "serving-procs", 1, "Go processors (GOMAXPROCS) once the snapshot's state is built: restoring uses every core, serving calls runs cheaper on one; 0 leaves GOMAXPROCS as it is, and so does GOMAXPROCS set in the environment")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "also stop as on SIGTERM when standard input reaches its end (a parent that holds the pipe and dies, even by kill -9, stops the server)")
-	// For the broker plugin's tests only: the api_version ServerInfo states
-	// (server.APIVersion unless set), to play a server of another version.
-	f.Int32Var(&o.testAPIVersion, "test-api-version", 0, "tests only: the api_version ServerInfo states (default server.APIVersion)")
-	_ = f.MarkHidden("test-api-version")
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("snapshot-dir")
 	_ = cmd.MarkFlagDirname("log-dir")
@@ -471,7 +466,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	srv := server.New(server.Config{
 		Logger: logger, Version: version(), BrokerID: o.brokerID,
-		MetadataPartitions: sl.partitions, LogDescription: sl.describe, APIVersion: o.testAPIVersion, Sizes: o.sizes,
+		MetadataPartitions: sl.partitions, LogDescription: sl.describe, Sizes: o.sizes,
 		Hosted: hosted,
 	})
 	r := &serveRun{o: o, logger: logger, srv: srv, socket: socket}

@@ -3,9 +3,8 @@ package org.rlmm.plugin;
 import java.time.Duration;
 
 /**
- * The doubling pause of every retry loop (restarting the child, re-sending an assignment change,
- * re-opening the readiness watch), so that the two backoff settings mean one thing. Not
- * thread-safe: each loop owns its own.
+ * The doubling pause of every retry loop (finding the server again, re-sending an assignment
+ * change), so that the two backoff settings mean one thing. Not thread-safe: each loop owns its own.
  */
 final class Backoff {
     private final Duration initial;

@@ -1,7 +1,6 @@
 package org.rlmm.plugin;
 
 import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import org.apache.kafka.common.KafkaException;
 import org.slf4j.Logger;
 
@@ -35,20 +34,14 @@ final class BrokerExit {
     private static void invoke(Logger log, String why) {
         ClassLoader kafka = KafkaException.class.getClassLoader();
         for (String name : EXIT_CLASSES) {
-            Method m;
             try {
-                m = Class.forName(name, true, kafka).getMethod("exit", int.class, String.class);
-            } catch (ClassNotFoundException | NoSuchMethodException | LinkageError e) {
-                continue;
-            }
-            try {
-                m.invoke(null, STATUS, why);
+                Class.forName(name, true, kafka).getMethod("exit", int.class, String.class).invoke(null, STATUS, why);
                 return;
             } catch (InvocationTargetException e) {
                 log.error("rlmm plugin: Kafka's {}.exit failed", name, e.getCause());
                 return;
-            } catch (IllegalAccessException e) {
-                continue;
+            } catch (ReflectiveOperationException | LinkageError e) {
+                // not this broker's Exit: the other one
             }
         }
         log.error("rlmm plugin: no Kafka Exit class found; exiting the JVM with status {}", STATUS);

@@ -30,9 +30,7 @@ final class Convert {
     private Convert() {}
 
     static Uuid uuid(org.apache.kafka.common.Uuid u) {
-        return Uuid.newBuilder()
-                .setMostSignificantBits(u.getMostSignificantBits())
-                .setLeastSignificantBits(u.getLeastSignificantBits())
+        return Uuid.newBuilder().setMostSignificantBits(u.getMostSignificantBits()).setLeastSignificantBits(u.getLeastSignificantBits())
                 .build();
     }
 
@@ -41,11 +39,8 @@ final class Convert {
     }
 
     static org.rlmm.plugin.proto.TopicIdPartition partition(TopicIdPartition tp) {
-        return org.rlmm.plugin.proto.TopicIdPartition.newBuilder()
-                .setTopicId(uuid(tp.topicId()))
-                .setTopic(tp.topic())
-                .setPartition(tp.partition())
-                .build();
+        return org.rlmm.plugin.proto.TopicIdPartition.newBuilder().setTopicId(uuid(tp.topicId())).setTopic(tp.topic())
+                .setPartition(tp.partition()).build();
     }
 
     static TopicIdPartition partition(org.rlmm.plugin.proto.TopicIdPartition tp) {

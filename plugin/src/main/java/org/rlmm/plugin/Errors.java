@@ -98,11 +98,6 @@ final class Errors {
         return new IllegalStateException("rlmm plugin: " + what);
     }
 
-    /** configure could not prepare the child (its directory, its binary): the broker's start fails. */
-    static org.apache.kafka.common.KafkaException configureFailed(Exception cause) {
-        return new org.apache.kafka.common.KafkaException(cause.getMessage(), cause);
-    }
-
     /** Why a server of another version than the plugin's is refused, naming both. */
     static String versionMismatch(String target, int serverVersion, int pluginVersion) {
         return "rlmm serve at " + target + " speaks version " + serverVersion + " of the broker frames, but this plugin speaks"
@@ -116,17 +111,6 @@ final class Errors {
 
         Refused(String message) {
             super(message);
-        }
-    }
-
-    /** A child that exited before it answered, with its exit code. */
-    static final class ExitedEarly extends RemoteStorageException {
-        private static final long serialVersionUID = 1L;
-        final int code;
-
-        ExitedEarly(String message, int code) {
-            super(message);
-            this.code = code;
         }
     }
 }

@@ -1,32 +1,31 @@
 package org.rlmm.plugin;
 
 import java.io.IOException;
-import java.nio.channels.ClosedByInterruptException;
 import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
-import java.util.function.Consumer;
 import org.apache.kafka.common.TopicIdPartition;
 import org.rlmm.plugin.proto.BrokerReply;
 import org.rlmm.plugin.proto.BrokerRequest;
 import org.rlmm.plugin.proto.PartitionReadiness;
 import org.rlmm.plugin.proto.Purpose;
 import org.rlmm.plugin.proto.ReadinessUpdate;
-import org.rlmm.plugin.proto.ServerInfoReply;
 import org.slf4j.Logger;
 
 /**
- * The plugin's connections to one server process (one generation): a small pool of {@link Wire}s
- * per purpose, each call writing and reading its frame in the caller's thread, and one watch
- * connection whose pushes keep every hosted partition's readiness in memory, so {@code isReady}
- * never waits. A connection answered by another pid is refused (the socket was taken over). A
- * watchdog thread closes a connection whose call passed its deadline, so a hung (SIGSTOP) server
- * fails a call in time.
+ * The plugin's connections to one server process: a small pool of {@link Wire}s per purpose, each
+ * call writing and reading its frame in the caller's thread, and one watch connection whose pushes
+ * keep every hosted partition's readiness in memory, so {@code isReady} never waits. The watch
+ * connection ends with its server: the link is then over ({@link #ended}), and the
+ * {@link Supervisor} finds the next server. A connection answered by another pid is refused (the
+ * socket was taken over).
  */
 final class Link implements AutoCloseable {
     /** Idle connections kept per purpose; more are closed when handed back. */
@@ -35,7 +34,7 @@ final class Link implements AutoCloseable {
     /** A call that did not get its answer: the transport's failure, not the server's. */
     static final class Broken extends Exception {
         private static final long serialVersionUID = 1L;
-        /** Whether the request may have reached the server (written before the connection broke). */
+        /** Whether the request was written (it may have reached the server). */
         final boolean sent;
         /** Whether the call's deadline closed it. */
         final boolean deadline;
@@ -48,67 +47,36 @@ final class Link implements AutoCloseable {
     }
 
     private final Wire.Endpoint ep;
-    private final long pid;
-    final ServerInfoReply server;
+    private final Wire.Watchdog dog;
+    /** The server's process. */
+    final long pid;
     private final Logger log;
-    /** Told (connect mode) when the watch connection ends: its server is gone or another took its place. */
-    private final Consumer<String> gone;
     private final int connectTimeoutMs;
     private final Map<Purpose, ConcurrentLinkedDeque<Wire>> idle = new EnumMap<>(Purpose.class);
     private final Set<Wire> live = ConcurrentHashMap.newKeySet();
     private final AtomicLong ids = new AtomicLong();
-    private final Thread watchdog;
     private final Thread watcher;
-    private final long tick;
+    /** Completed, with why, when the link is over: its watch connection ended, or it was closed. */
+    final CompletableFuture<String> ended = new CompletableFuture<>();
     private volatile boolean closed;
     /** The readiness the server last pushed: replaced whole by each push; empty while there is none. */
-    private volatile Map<Key, Boolean> ready = Map.of();
+    private volatile Map<TopicIdPartition, Boolean> ready = Map.of();
 
-    /** A partition as the server keys it: topic id and partition. */
-    record Key(long most, long least, int partition) {
-        static Key of(TopicIdPartition tp) {
-            return new Key(tp.topicId().getMostSignificantBits(), tp.topicId().getLeastSignificantBits(), tp.partition());
-        }
-
-        static Key of(org.rlmm.plugin.proto.TopicIdPartition tp) {
-            return new Key(tp.getTopicId().getMostSignificantBits(), tp.getTopicId().getLeastSignificantBits(), tp.getPartition());
-        }
-    }
-
-    /**
-     * Opens the generation on the server that answered first's hello (first is kept as its first
-     * read connection) and starts the watch.
-     */
-    Link(Wire.Endpoint ep, Wire first, Logger log, long callTimeoutMs, Consumer<String> gone) {
+    /** Opens the link on the server that answered first's hello (kept as a read connection) and starts its watch. */
+    Link(Wire.Endpoint ep, Wire.Watchdog dog, Wire first, Logger log, int connectTimeoutMs) {
         this.ep = ep;
-        this.server = first.server;
+        this.dog = dog;
         this.pid = first.server.getPid();
         this.log = log;
-        this.gone = gone;
-        this.connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, callTimeoutMs);
+        this.connectTimeoutMs = connectTimeoutMs;
         for (Purpose p : Purpose.values()) {
             idle.put(p, new ConcurrentLinkedDeque<>());
         }
         live.add(first);
         idle.get(first.purpose).add(first);
-        this.tick = TimeUnit.MILLISECONDS.toNanos(Math.max(1, Math.min(50, callTimeoutMs / 20)));
-        this.watchdog = daemon(this::watchdog, "rlmm-plugin-deadline");
-        this.watcher = daemon(this::watch, "rlmm-plugin-readiness");
-    }
-
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        t.start();
-        return t;
-    }
-
-    long pid() {
-        return pid;
-    }
-
-    boolean closed() {
-        return closed;
+        watcher = new Thread(this::watch, "rlmm-plugin-readiness");
+        watcher.setDaemon(true);
+        watcher.start();
     }
 
     /**
@@ -117,76 +85,53 @@ final class Link implements AutoCloseable {
      *
      * @throws Broken when no answer came: the connection broke, or the deadline closed it
      */
-    BrokerReply call(Purpose p, BrokerRequest.Builder req, long dueNanos, Consumer<BrokerReply> more)
-            throws Broken, InterruptedException {
-        boolean retried = false;
-        while (true) {
-            if (closed) {
-                throw new Broken("the plugin's connection to rlmm serve pid " + pid + " ended", null, false, false);
+    BrokerReply call(Purpose p, BrokerRequest.Builder req, long dueNanos, List<BrokerReply> more) throws Broken {
+        Wire w = idle.get(p).pollFirst();
+        if (w == null) {
+            w = dial(p, dueNanos);
+        }
+        if (p == Purpose.PURPOSE_MUTATE || p == Purpose.PURPOSE_ASSIGN) {
+            // The server bounds these (never a read) by the time left and, on this host's Unix
+            // socket, does not run one it reads past its deadline (one that waited in the socket
+            // while the server was stopped).
+            long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime()));
+            req.setTimeoutMs(left);
+            if (ep.socket() != null) {
+                req.setDeadlineUnixMs(System.currentTimeMillis() + left);
             }
-            Wire w = idle.get(p).pollFirst();
-            boolean reused = w != null;
-            if (w == null) {
-                w = dial(p, dueNanos);
-            }
-            w.due = dueNanos;
-            boolean sent = false;
-            try {
-                if (p == Purpose.PURPOSE_MUTATE || p == Purpose.PURPOSE_ASSIGN) {
-                    // The server bounds these (never a read) by the time left and, on this host's
-                    // Unix socket, does not run one it reads past its deadline (one that waited in
-                    // the socket while the server was stopped).
-                    long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime()));
-                    req.setTimeoutMs(left);
-                    if (ep.socket() != null) {
-                        req.setDeadlineUnixMs(System.currentTimeMillis() + left);
-                    }
-                }
-                BrokerRequest r = req.setId(ids.incrementAndGet()).build();
-                sent = true;
-                BrokerReply reply = w.call(r, more);
-                w.due = 0;
-                release(w);
-                return reply;
-            } catch (IOException e) {
-                drop(w);
-                if (w.expired) {
-                    throw new Broken("no answer within the call's bound", e, true, true);
-                }
-                if (e instanceof ClosedByInterruptException || Thread.currentThread().isInterrupted()) {
-                    throw new InterruptedException("interrupted in a call to rlmm serve pid " + pid);
-                }
-                // An idle connection the server may have closed since: once more on a new one,
-                // for a call that may be repeated (not a mutation: its event may be recorded).
-                if (reused && !retried && p != Purpose.PURPOSE_MUTATE) {
-                    retried = true;
-                    continue;
-                }
-                throw new Broken("the connection to rlmm serve pid " + pid + " at " + ep.describe() + " broke: " + e, e, sent,
-                        false);
-            }
+        }
+        BrokerRequest r = req.setId(ids.incrementAndGet()).build();
+        w.due = dueNanos;
+        boolean sent = false;
+        try {
+            w.write(r);
+            sent = true;
+            BrokerReply reply = w.read(r.getId(), more);
+            w.due = 0;
+            release(w);
+            return reply;
+        } catch (IOException e) {
+            drop(w);
+            throw new Broken(w.expired ? "no answer within the call's bound" : "the connection to rlmm serve pid " + pid + " at "
+                    + ep.describe() + " broke: " + e, e, sent, w.expired);
         }
     }
 
-    /** A new connection of purpose p to this generation's server. */
+    /** A new connection of purpose p to this link's server. */
     private Wire dial(Purpose p, long dueNanos) throws Broken {
         Wire w;
         try {
             long left = TimeUnit.NANOSECONDS.toMillis(dueNanos - System.nanoTime());
-            w = Wire.open(ep, p, (int) Math.max(1, Math.min(connectTimeoutMs, left)));
+            w = Wire.open(ep, dog, p, (int) Math.max(1, Math.min(connectTimeoutMs, left)));
         } catch (IOException | Errors.Refused e) {
             throw new Broken("cannot connect to rlmm serve at " + ep.describe() + ": " + e.getMessage(), e, false,
                     System.nanoTime() - dueNanos > 0);
         }
-        if (w.server.getPid() != pid) {
-            w.close();
-            throw new Broken("rlmm serve at " + ep.describe() + " is now pid " + w.server.getPid() + ", not pid " + pid, null,
-                    false, false);
-        }
         live.add(w);
-        if (closed) {
+        if (closed || w.server.getPid() != pid) {
             drop(w);
-            throw new Broken("the plugin's connection to rlmm serve pid " + pid + " ended", null, false, false);
+            throw new Broken(closed ? "the plugin's connection to rlmm serve pid " + pid + " ended"
+                    : "rlmm serve at " + ep.describe() + " is now pid " + w.server.getPid() + ", not pid " + pid, null, false, false);
         }
         return w;
     }
@@ -209,94 +154,45 @@ final class Link implements AutoCloseable {
         w.close();
     }
 
-    /** Closes every connection whose call passed its deadline. */
-    private void watchdog() {
-        while (!closed) {
-            long now = System.nanoTime();
-            for (Wire w : live) {
-                long due = w.due;
-                if (due != 0 && now - due > 0) {
-                    w.expired = true;
-                    w.close();
-                }
-            }
-            LockSupport.parkNanos(this, tick);
-        }
-    }
-
-    /** Keeps the readiness the server pushes, until the link closes; reconnects after a pause. */
+    /** Keeps the readiness the server pushes until the watch connection ends, which ends the link. */
     private void watch() {
-        Backoff backoff = new Backoff(java.time.Duration.ofMillis(50), java.time.Duration.ofSeconds(2));
-        while (!closed) {
-            Wire w = null;
-            try {
-                w = Wire.open(ep, Purpose.PURPOSE_WATCH, connectTimeoutMs);
-                if (w.server.getPid() != pid) {
-                    ended("rlmm serve at " + ep.describe() + " is now pid " + w.server.getPid());
-                    return; // another server: this generation is over
-                }
-                live.add(w);
-                if (closed) {
-                    return;
-                }
-                while (!closed) {
-                    ReadinessUpdate u = ReadinessUpdate.parseFrom(w.readFrame());
-                    Map<Key, Boolean> m = new java.util.HashMap<>(u.getPartitionsCount() * 2);
-                    for (PartitionReadiness r : u.getPartitionsList()) {
-                        m.put(Key.of(r.getTopicIdPartition()), r.getReady());
-                    }
-                    ready = m;
-                    backoff.reset();
-                }
-            } catch (IOException | Errors.Refused e) {
-                ready = Map.of();
-                if (!closed) {
-                    log.debug("rlmm plugin: the readiness watch of rlmm serve pid {} ended: {}", pid, e.toString());
-                }
-                if (gone != null) {
-                    ended("rlmm serve pid " + pid + " at " + ep.describe() + " is gone (" + e.getMessage() + ")");
-                    return;
-                }
-            } finally {
-                if (w != null) {
-                    live.remove(w);
-                    w.close();
-                }
+        String why;
+        try {
+            Wire w = Wire.open(ep, dog, Purpose.PURPOSE_WATCH, connectTimeoutMs);
+            live.add(w);
+            if (w.server.getPid() != pid) {
+                throw new IOException("rlmm serve at " + ep.describe() + " is now pid " + w.server.getPid());
             }
-            if (!closed && !backoff.sleep()) {
-                return;
+            while (!closed) {
+                ReadinessUpdate u = ReadinessUpdate.parseFrom(w.readFrame());
+                Map<TopicIdPartition, Boolean> m = new HashMap<>(u.getPartitionsCount() * 2);
+                for (PartitionReadiness r : u.getPartitionsList()) {
+                    m.put(Convert.partition(r.getTopicIdPartition()), r.getReady());
+                }
+                ready = m;
             }
+            why = "closed";
+        } catch (IOException | Errors.Refused e) {
+            why = "the readiness watch of rlmm serve pid " + pid + " at " + ep.describe() + " ended (" + e.getMessage() + ")";
         }
-    }
-
-    private void ended(String why) {
-        if (gone != null && !closed) {
-            log.warn("rlmm plugin: {}; waiting for the next server", why);
-            close(); // first: a link that ends before it is used must not go UP
-            gone.accept(why);
+        if (!closed) {
+            log.warn("rlmm plugin: {}", why);
         }
+        close();
+        ended.complete(why);
     }
 
     /** Whether the server last said tp is ready (false while no push came). */
     boolean ready(TopicIdPartition tp) {
-        return Boolean.TRUE.equals(ready.get(Key.of(tp)));
+        return Boolean.TRUE.equals(ready.get(tp));
     }
 
-    /** How many hosted partitions are ready ([0]) and not ([1]). */
-    long[] counts() {
-        long yes = 0;
-        long no = 0;
-        for (boolean r : ready.values()) {
-            if (r) {
-                yes++;
-            } else {
-                no++;
-            }
-        }
-        return new long[] {yes, no};
+    /** How many hosted partitions the server last said are ready (or not). */
+    long count(boolean isReady) {
+        return ready.values().stream().filter(r -> r == isReady).count();
     }
 
-    /** Ends the generation: every connection closed (calls in flight fail), the threads stopped. */
+    /** Ends the link: every connection closed (calls in flight fail), the watch stopped. */
     @Override
     public void close() {
         closed = true;
@@ -304,15 +200,13 @@ final class Link implements AutoCloseable {
         for (Wire w : live) {
             drop(w);
         }
-        LockSupport.unpark(watchdog);
-        watcher.interrupt();
-        try {
-            watchdog.join(1000);
-            if (Thread.currentThread() != watcher) {
-                watcher.join(1000); // not when the watch itself reported its server gone
+        if (Thread.currentThread() != watcher) {
+            watcher.interrupt();
+            try {
+                watcher.join(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
     }
 }

@@ -7,7 +7,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.TopicIdPartition;
 import org.rlmm.plugin.proto.BrokerRequest;
@@ -46,9 +45,7 @@ final class Outbox implements AutoCloseable {
         return t;
     });
     /** How many unacknowledged changes name each partition. */
-    private final Map<Link.Key, Integer> waiting = new ConcurrentHashMap<>();
-    /** Changes not acknowledged: a read looks into {@link #waiting} only when there are some. */
-    private final AtomicInteger size = new AtomicInteger();
+    private final Map<TopicIdPartition, Integer> waiting = new ConcurrentHashMap<>();
     /** Reads of a partition with a change waiting, since the last acknowledgement (logged with it). */
     private final AtomicLong readsWaiting = new AtomicLong();
 
@@ -61,9 +58,8 @@ final class Outbox implements AutoCloseable {
 
     /** Queues a change; never waits. */
     void submit(Change c) {
-        size.incrementAndGet();
         for (TopicIdPartition tp : c.partitions()) {
-            waiting.merge(Link.Key.of(tp), 1, Integer::sum);
+            waiting.merge(tp, 1, Integer::sum);
         }
         try {
             drainer.execute(() -> send(c));
@@ -74,16 +70,11 @@ final class Outbox implements AutoCloseable {
 
     /** Whether a change naming tp waits to be acknowledged (counted: a read asks). */
     boolean waiting(TopicIdPartition tp) {
-        boolean w = size.get() > 0 && waiting.containsKey(Link.Key.of(tp));
+        boolean w = waiting.containsKey(tp);
         if (w) {
             readsWaiting.incrementAndGet();
         }
         return w;
-    }
-
-    /** Whether every change so far was acknowledged. */
-    boolean idle() {
-        return size.get() == 0;
     }
 
     private void send(Change c) {
@@ -111,9 +102,8 @@ final class Outbox implements AutoCloseable {
             return; // closed
         }
         for (TopicIdPartition tp : c.partitions()) {
-            waiting.computeIfPresent(Link.Key.of(tp), (k, n) -> n == 1 ? null : n - 1);
+            waiting.computeIfPresent(tp, (k, n) -> n == 1 ? null : n - 1);
         }
-        size.decrementAndGet();
         // test/broker/window_test.go reads this line.
         log.info("rlmm plugin: the {} reached rlmm serve ({} reads of its partitions came while it was on its way)",
                 c.what(), readsWaiting.getAndSet(0));

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import java.util.function.Predicate;
 import org.apache.kafka.common.config.AbstractConfig;
@@ -19,7 +20,7 @@ import org.apache.kafka.common.utils.Utils;
 
 /**
  * The plugin's settings, on Kafka's {@link AbstractConfig}: {@link #DEF} declares each (the table of
- * plugin/README.md is {@link #markdownTable}). Kafka's {@code remote.log.metadata.*} settings are
+ * plugin/README.md is made of it). Kafka's {@code remote.log.metadata.*} settings are
  * judged by {@code rlmm serve} alone: forwarded as they are through the child's 0600 properties
  * file, never its command line (passwords are among them).
  */
@@ -28,8 +29,6 @@ final class PluginConfig extends AbstractConfig {
     static final String SOCKET = "rlmm.serve.socket";
     static final String ADDRESS = "rlmm.serve.address";
     static final String TLS_CA = "rlmm.serve.tls.ca";
-    static final String TLS_CERT = "rlmm.serve.tls.cert";
-    static final String TLS_KEY = "rlmm.serve.tls.key";
     static final String TOKEN_FILE = "rlmm.serve.token.file";
     static final String WORK_DIR = "rlmm.serve.work.dir";
     static final String SNAPSHOT_DIR = "rlmm.serve.snapshot.dir";
@@ -37,7 +36,6 @@ final class PluginConfig extends AbstractConfig {
     static final String EXTRA_ARGS = "rlmm.serve.args";
     static final String CALL_TIMEOUT = "rlmm.serve.call.timeout.ms";
     static final String MUTATION_TIMEOUT = "rlmm.serve.mutation.timeout.ms";
-    static final String START_TIMEOUT = "rlmm.serve.start.timeout.ms";
     static final String INIT_TIMEOUT = "rlmm.serve.init.timeout.ms";
     static final String STOP_TIMEOUT = "rlmm.serve.stop.timeout.ms";
     static final String RESTART_BACKOFF = "rlmm.serve.restart.backoff.ms";
@@ -56,7 +54,7 @@ final class PluginConfig extends AbstractConfig {
     /** Flags of rlmm serve that carry a secret: refused in {@link #EXTRA_ARGS}. */
     private static final String SECRET_FLAG = "--sasl-password";
     private static final List<String> SPAWN_ONLY = List.of(BINARY, WORK_DIR, SNAPSHOT_DIR, EMBEDDED_DIR, EXTRA_ARGS);
-    private static final List<String> TCP_ONLY = List.of(TLS_CA, TLS_CERT, TOKEN_FILE);
+    private static final List<String> TCP_ONLY = List.of(TLS_CA, TOKEN_FILE);
 
     /** Every setting the plugin reads, with its type, default, check and documentation. */
     static final ConfigDef DEF = new ConfigDef()
@@ -71,10 +69,6 @@ final class PluginConfig extends AbstractConfig {
                     "Connect to an already running rlmm serve --listen-tcp at host:port; no child.")
             .define(TLS_CA, Type.STRING, null, file(Files::isReadable, "readable"), Importance.LOW,
                     "With " + ADDRESS + ": PEM CA file that verifies the server's certificate (turns TLS on).")
-            .define(TLS_CERT, Type.STRING, null, file(Files::isReadable, "readable"), Importance.LOW,
-                    "With " + ADDRESS + ": PEM client certificate, for a server that asks for one (with " + TLS_KEY + ").")
-            .define(TLS_KEY, Type.STRING, null, file(Files::isReadable, "readable"), Importance.LOW,
-                    "With " + ADDRESS + ": PEM (PKCS#8) key of " + TLS_CERT + ".")
             .define(TOKEN_FILE, Type.STRING, null, file(Files::isReadable, "readable"), Importance.LOW,
                     "With " + ADDRESS + ": file whose content is the bearer token the server asks for.")
             .define(WORK_DIR, Type.STRING, null, Importance.MEDIUM,
@@ -94,18 +88,15 @@ final class PluginConfig extends AbstractConfig {
             .define(MUTATION_TIMEOUT, Type.LONG, null, atLeast(1), Importance.MEDIUM,
                     "Bound of a mutation (add, update, partition delete). Default: " + CONSUME_WAIT
                             + " (2 minutes unless set) plus the call timeout.")
-            .define(START_TIMEOUT, Type.LONG, 60_000L, atLeast(1), Importance.LOW,
-                    "How long a (re)started child may take to answer before it is stopped and started again (in the"
-                            + " background: configure does not wait for it).")
             .define(INIT_TIMEOUT, Type.LONG, null, atLeast(1), Importance.MEDIUM,
                     "How long the first server may take to answer (and pass the version check) before the plugin"
-                            + " stops the broker, as Kafka's own manager does. Default: " + KAFKA_INIT_TIMEOUT
-                            + " when set, else 120000.")
+                            + " stops the broker, as Kafka's own manager does; a restarted child not answering within it is"
+                            + " stopped and started again. Default: " + KAFKA_INIT_TIMEOUT + " when set, else 120000.")
             .define(STOP_TIMEOUT, Type.LONG, 30_000L, atLeast(1), Importance.LOW,
                     "close(): SIGTERM, then SIGKILL after this.")
             .define(RESTART_BACKOFF, Type.LONG, 100L, atLeast(1), Importance.LOW,
-                    "First pause of every retry (restarting the child, re-sending an assignment change,"
-                            + " re-opening the readiness watch); doubles after each failure.")
+                    "First pause of every retry (finding the server again, restarting the child, re-sending an"
+                            + " assignment change); doubles after each failure.")
             .define(RESTART_BACKOFF_MAX, Type.LONG, 10_000L, atLeast(1), Importance.LOW,
                     "Longest pause of a retry (not below " + RESTART_BACKOFF + ").");
 
@@ -139,9 +130,6 @@ final class PluginConfig extends AbstractConfig {
         mode = string(ADDRESS) != null ? Mode.TCP : string(SOCKET) != null ? Mode.SOCKET : Mode.SPAWN;
         if (mode == Mode.TCP && string(SOCKET) != null) {
             throw new ConfigException(SOCKET, string(SOCKET), "give " + SOCKET + " or " + ADDRESS + ", not both");
-        }
-        if ((string(TLS_CERT) == null) != (string(TLS_KEY) == null)) {
-            throw new ConfigException(string(TLS_CERT) == null ? TLS_CERT : TLS_KEY, null, TLS_CERT + " and " + TLS_KEY + " go together");
         }
         refuseOutside(mode != Mode.TCP, TCP_ONLY, "only used with " + ADDRESS + " (a TCP server)");
         refuseOutside(mode != Mode.SPAWN, SPAWN_ONLY, "only used when the plugin starts its own server (without "
@@ -178,10 +166,7 @@ final class PluginConfig extends AbstractConfig {
 
     /** Parses the map a broker passes to configure. */
     static PluginConfig parse(Map<String, ?> configs) {
-        if (configs == null) {
-            throw new ConfigException("configs can not be null");
-        }
-        return new PluginConfig(configs);
+        return new PluginConfig(Objects.requireNonNull(configs, "configs can not be null")); // as Kafka's manager checks it
     }
 
     int brokerId() {
@@ -203,38 +188,33 @@ final class PluginConfig extends AbstractConfig {
 
     /** {@link #MUTATION_TIMEOUT}, else the server's wait for its own event (consume.wait.ms) plus a call timeout. */
     Duration mutationTimeout() {
-        if (getLong(MUTATION_TIMEOUT) != null) {
-            return ms(MUTATION_TIMEOUT);
-        }
         // The server judges consume.wait.ms: one it refuses stops the broker before any mutation.
-        Duration wait = Duration.ofMinutes(2);
-        try {
-            long n = Long.parseLong(kafkaSettings.getOrDefault(CONSUME_WAIT, "").trim());
-            wait = n >= 1 ? Duration.ofMillis(n) : wait;
-        } catch (NumberFormatException e) {
-            // not a number: the default, as the server will refuse it
-        }
-        return wait.plus(ms(CALL_TIMEOUT));
+        Long wait = kafkaMs(kafkaSettings.get(CONSUME_WAIT));
+        return getLong(MUTATION_TIMEOUT) != null ? ms(MUTATION_TIMEOUT)
+                : Duration.ofMillis(wait != null ? wait : 120_000).plus(ms(CALL_TIMEOUT));
     }
 
     /** {@link #INIT_TIMEOUT}, else Kafka's {@link #KAFKA_INIT_TIMEOUT}, else its default 120000. */
     Duration initTimeout() {
-        if (getLong(INIT_TIMEOUT) != null) {
-            return ms(INIT_TIMEOUT);
-        }
         Object kafka = originals().get(KAFKA_INIT_TIMEOUT);
-        if (kafka == null) {
-            return Duration.ofMillis(120_000);
+        if (getLong(INIT_TIMEOUT) != null || kafka == null) {
+            return getLong(INIT_TIMEOUT) != null ? ms(INIT_TIMEOUT) : Duration.ofMillis(120_000);
         }
+        Long n = kafkaMs(kafka);
+        if (n == null) {
+            throw new ConfigException(KAFKA_INIT_TIMEOUT, kafka, "not a number of milliseconds (at least 1)");
+        }
+        return Duration.ofMillis(n);
+    }
+
+    /** A Kafka setting's value in milliseconds; null when absent or not a number of at least 1. */
+    private static Long kafkaMs(Object v) {
         try {
-            long n = Long.parseLong(String.valueOf(kafka).trim());
-            if (n >= 1) {
-                return Duration.ofMillis(n);
-            }
+            long n = Long.parseLong(String.valueOf(v).trim());
+            return n >= 1 ? n : null;
         } catch (NumberFormatException e) {
-            // refused below
+            return null;
         }
-        throw new ConfigException(KAFKA_INIT_TIMEOUT, kafka, "not a number of milliseconds (at least 1)");
     }
 
     /** Where the server is, for messages: the socket path or host:port. */
@@ -251,24 +231,6 @@ final class PluginConfig extends AbstractConfig {
         Path parent = logDir.getParent();
         String dir = (name == null ? "kafka" : name.toString()) + ".rlmm";
         return parent == null ? Paths.get("/" + dir) : parent.resolve(dir);
-    }
-
-    /**
-     * The settings table of plugin/README.md: every {@code rlmm.serve.*} setting of {@link #DEF}, in
-     * the order declared.
-     */
-    static String markdownTable() {
-        StringBuilder b = new StringBuilder("| setting | default | meaning |\n|---|---|---|\n");
-        for (ConfigDef.ConfigKey k : DEF.configKeys().values()) {
-            if (!k.name.startsWith("rlmm.serve.")) {
-                continue;
-            }
-            String dflt = k.defaultValue != null && !"".equals(k.defaultValue)
-                    ? "`" + k.defaultValue + "`" : k.documentation.contains("Default:") ? "(see meaning)" : "(none)";
-            b.append("| `").append(k.name).append("` | ").append(dflt).append(" | ")
-                    .append(k.documentation.replace("<", "&lt;").replace(">", "&gt;")).append(" |\n");
-        }
-        return b.toString();
     }
 
     /** The setting key as a trimmed string; null when unset or blank. */

@@ -11,8 +11,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.server.log.remote.storage.RemoteLogMetadataManager;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
@@ -46,31 +46,26 @@ import org.slf4j.LoggerFactory;
  * socket (rpc/brokerframe), written and read by the broker's calling thread, whose verdict comes
  * back as Kafka's own exceptions ({@link Errors}).
  *
- * <p>The parts: {@link PluginConfig} (the settings), {@link Supervisor} (the child, or a running
- * server, as a small state machine), {@link Link} and {@link Wire} (the connections to one server,
- * one purpose each, and its pushed readiness), {@link Outbox} (the broker's assignment changes the
- * server has not acknowledged yet) and {@link RlmmMetrics}. configure returns without waiting for
- * the server; calls wait for it within their bounds; a setting the child refuses stops the broker as
- * Kafka's own manager does when it cannot initialize. The settings are in plugin/README.md.
+ * <p>The parts (plugin/README.md): {@link PluginConfig}, {@link Supervisor} (the server's life as a
+ * small state machine, and the one call primitive), {@link Link} and {@link Wire} (the connections),
+ * {@link Outbox} (the assignment changes not acknowledged yet) and {@link RlmmMetrics}.
  */
 public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     private static final Logger LOG = LoggerFactory.getLogger(RlmmRemoteLogMetadataManager.class);
 
     /**
-     * The version of rlmm serve's broker frames (rpc/brokerframe.Version, server.APIVersion in the
-     * Go code) this plugin speaks: a server of another version refuses the plugin's hello, and the
-     * plugin a server's answer, naming both; the broker is stopped as when the child refuses its
-     * settings.
+     * The version of rlmm serve's broker frames this plugin speaks (rpc/brokerframe.Version): a server
+     * of another version and the plugin refuse each other naming both, and the broker is stopped.
      */
     public static final int API_VERSION = 1;
 
-    private volatile PluginConfig cfg;
     private volatile boolean closed;
-    private Supervisor supervisor;
+    /** Set once configured, after the outbox and the metrics it was made with. */
+    private volatile Supervisor supervisor;
     private Outbox outbox;
+    private RlmmMetrics metrics;
     /** Set once the broker's first leadership change since it started is queued (broker_start). */
     private final AtomicBoolean startChangeQueued = new AtomicBoolean();
-    private volatile RlmmMetrics metrics;
     /** Injected by tests before configure: holds assignment changes back (the window they are on their way). */
     private Outbox.Gate gate = Outbox.Gate.OPEN;
 
@@ -88,24 +83,26 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
         if (closed) {
             throw Errors.misuse("configure after close");
         }
-        if (cfg != null) {
-            LOG.info("rlmm plugin: already configured (server {}); ignoring this call", cfg.target());
+        if (supervisor != null) {
+            LOG.info("rlmm plugin: already configured; ignoring this call");
             return;
         }
         PluginConfig c = PluginConfig.parse(configs);
         RlmmMetrics m = RlmmMetrics.register(c.brokerId(), LOG, this::upGauge, () -> readyCount(true), () -> readyCount(false));
-        metrics = m;
-        supervisor = new Supervisor(c, LOG, Tls.endpoint(c, API_VERSION), m != null ? m : new Supervisor.Listener() { });
-        outbox = new Outbox(this::send, gate, LOG, new Backoff(c.ms(PluginConfig.RESTART_BACKOFF), c.ms(PluginConfig.RESTART_BACKOFF_MAX)));
-        cfg = c;
+        Backoff resend = new Backoff(c.ms(PluginConfig.RESTART_BACKOFF), c.ms(PluginConfig.RESTART_BACKOFF_MAX));
+        Outbox o = new Outbox(this::send, gate, LOG, resend);
+        Supervisor s = new Supervisor(c, LOG, Wire.Endpoint.of(c), m, o::waiting);
         try {
-            supervisor.start();
+            s.start();
         } catch (RemoteStorageException | RuntimeException e) {
-            close(); // what configure started so far; the instance may be configured again
-            closed = false;
-            cfg = null;
-            throw e instanceof RuntimeException r ? r : Errors.configureFailed(e);
+            s.close(); // what configure started so far; the instance may be configured again
+            o.close();
+            m.close();
+            throw e instanceof RuntimeException r ? r : new KafkaException(e.getMessage(), e);
         }
+        metrics = m;
+        outbox = o;
+        supervisor = s;
         LOG.info("rlmm plugin: configured in {} ms; rlmm serve at {} {} (calls wait up to {} ms for it)",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began), c.target(),
                 c.mode == PluginConfig.Mode.SPAWN ? "starts in the background" : "is used as it runs",
@@ -115,38 +112,32 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     /** The child-up gauge: 1 while calls go to a server that answered the hello, else 0. */
     private long upGauge() {
         Supervisor s = supervisor;
-        return s != null && !closed && s.up() ? 1 : 0;
+        return s != null && !closed && s.state == Supervisor.State.UP ? 1 : 0;
     }
 
     /** Hosted partitions the server last said are ready (or not). */
     private long readyCount(boolean ready) {
         Supervisor s = supervisor;
         Link l = s == null ? null : s.current();
-        return l == null ? 0 : l.counts()[ready ? 0 : 1];
+        return l == null ? 0 : l.count(ready);
     }
 
-    private PluginConfig cfg() {
+    /** The configured instance's supervisor. */
+    private Supervisor supervisor() {
         if (closed) {
             throw Errors.misuse("this instance is closed");
         }
-        PluginConfig c = cfg;
-        if (c == null) {
+        Supervisor s = supervisor;
+        if (s == null) {
             throw Errors.misuse("not configured");
         }
-        return c;
+        return s;
     }
 
-    /** One call through the supervisor, with the partition's outbox state for the error mapping. */
-    private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req,
-            Consumer<BrokerReply> more, Runnable reset) throws RemoteStorageException {
-        PluginConfig c = cfg();
-        long bound = (p == Purpose.PURPOSE_MUTATE ? c.mutationTimeout() : c.ms(PluginConfig.CALL_TIMEOUT)).toMillis();
-        return supervisor.call(rpc, p, () -> tp != null && outbox.waiting(tp), tp == null, what, req, bound, more, reset);
-    }
-
+    /** One call through the supervisor; tp is the partition a read names (null: none). */
     private BrokerReply call(String rpc, Purpose p, TopicIdPartition tp, Supplier<String> what, BrokerRequest.Builder req)
             throws RemoteStorageException {
-        return call(rpc, p, tp, what, req, r -> { }, () -> { });
+        return supervisor().call(rpc, p, tp, what, req, null);
     }
 
     // ---- reads -----------------------------------------------------------------------------
@@ -192,13 +183,14 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     /** Reads the whole list before returning: a failure is thrown from this call as Kafka's exception. */
     private Iterator<RemoteLogSegmentMetadata> list(TopicIdPartition tp, Supplier<String> what, ListSegmentsRequest.Builder q)
             throws RemoteStorageException {
+        List<BrokerReply> replies = new ArrayList<>();
+        replies.add(supervisor().call("list", Purpose.PURPOSE_READ, tp, what, BrokerRequest.newBuilder().setListSegments(q), replies));
         List<RemoteLogSegmentMetadata> out = new ArrayList<>();
-        Consumer<BrokerReply> add = r -> {
+        for (BrokerReply r : replies) {
             for (SegmentMetadata m : r.getSegments().getSegmentsList()) {
                 out.add(Convert.segment(m));
             }
-        };
-        add.accept(call("list", Purpose.PURPOSE_READ, tp, what, BrokerRequest.newBuilder().setListSegments(q), add, out::clear));
+        }
         return Collections.unmodifiableList(out).iterator();
     }
 
@@ -226,8 +218,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     @Override
     public boolean isReady(TopicIdPartition tp) {
         Objects.requireNonNull(tp, "topicIdPartition can not be null");
-        cfg();
-        Link l = supervisor.current();
+        Link l = supervisor().current();
         return l != null && l.ready(tp);
     }
 
@@ -238,13 +229,11 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
      * waits for every add and finish at once (RemoteLogManager calls get() on the future).
      */
     private CompletableFuture<Void> mutate(String rpc, String what, BrokerRequest.Builder req) {
+        Supervisor s = supervisor(); // closed, not configured: thrown, as Kafka's manager does
         try {
-            call(rpc, Purpose.PURPOSE_MUTATE, null, () -> what, req);
+            s.call(rpc, Purpose.PURPOSE_MUTATE, null, () -> what, req, null);
             return CompletableFuture.completedFuture(null);
         } catch (RemoteStorageException | RuntimeException e) {
-            if (e instanceof IllegalStateException) {
-                throw (IllegalStateException) e; // closed, not configured: thrown, as Kafka's manager does
-            }
             return CompletableFuture.failedFuture(e);
         }
     }
@@ -291,7 +280,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     public void onPartitionLeadershipChanges(Set<TopicIdPartition> leaderPartitions, Set<TopicIdPartition> followerPartitions) {
         Objects.requireNonNull(leaderPartitions, "leaderPartitions can not be null");
         Objects.requireNonNull(followerPartitions, "followerPartitions can not be null");
-        cfg();
+        supervisor();
         List<TopicIdPartition> all = new ArrayList<>(leaderPartitions);
         all.addAll(followerPartitions);
         outbox.submit(new Outbox.Change("leadership change of " + leaderPartitions.size() + " leader and "
@@ -305,7 +294,7 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
     @Override
     public void onStopPartitions(Set<TopicIdPartition> partitions) {
         Objects.requireNonNull(partitions, "partitions can not be null");
-        cfg();
+        supervisor();
         outbox.submit(new Outbox.Change("stop of " + partitions.size() + " partitions", BrokerRequest.newBuilder()
                 .setStopPartitions(StopPartitionsRequest.newBuilder().addAllPartitions(Convert.partitions(partitions))), partitions));
     }
@@ -324,15 +313,10 @@ public class RlmmRemoteLogMetadataManager implements RemoteLogMetadataManager {
             return;
         }
         closed = true;
-        if (outbox != null) {
+        if (supervisor != null) { // configured: the three parts were made together
             outbox.close();
-        }
-        if (supervisor != null) {
             supervisor.close();
-        }
-        RlmmMetrics m = metrics;
-        if (m != null) {
-            m.close();
+            metrics.close();
         }
         LOG.info("rlmm plugin: closed");
     }

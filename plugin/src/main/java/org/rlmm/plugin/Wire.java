@@ -8,6 +8,7 @@ import java.io.Closeable;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -17,13 +18,23 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
 import java.util.Arrays;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.concurrent.locks.LockSupport;
+import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocketFactory;
+import javax.net.ssl.TrustManagerFactory;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.utils.Utils;
 import org.rlmm.plugin.proto.BrokerAnswer;
 import org.rlmm.plugin.proto.BrokerHello;
 import org.rlmm.plugin.proto.BrokerReply;
@@ -36,54 +47,163 @@ import org.rlmm.plugin.proto.ServerInfoReply;
  * package rpc/brokerframe documents the format): a 4-byte big-endian length, then a protobuf body,
  * either way; the hello first, answered by who the server is or why it refuses. The calling thread
  * writes its request and reads the reply itself: no I/O thread, no hand-over. Used by one caller
- * at a time ({@link Link} pools them); {@link #close} from another thread (the deadline watchdog,
- * the hello's timer) ends a blocked read with an IOException. The same streams over a Unix socket
- * and over TCP (TLS or not).
+ * at a time ({@link Link} pools them). The {@link Watchdog} closes one whose hello or call passed
+ * its deadline ({@link #due}), which ends a blocked read with an IOException. The same streams over
+ * a Unix socket and over TCP (TLS or not).
  */
 final class Wire implements AutoCloseable {
     /** rpc/brokerframe.Magic: opens every hello and answer, the same in every version. */
     static final byte[] MAGIC = "RLMMBROKER".getBytes(StandardCharsets.US_ASCII);
+    /** The version of the frames the hello states: {@link RlmmRemoteLogMetadataManager#API_VERSION}. */
+    private static final int VERSION = RlmmRemoteLogMetadataManager.API_VERSION;
     /** rpc/brokerframe.MaxReply. */
     static final int MAX_REPLY = 64 << 20;
 
-    /** Where the server is and what a hello carries: one per plugin. */
-    record Endpoint(Path socket, String host, int port, SSLSocketFactory tls, byte[] token, int brokerId, int version) {
+    /**
+     * Where the server is and what a hello carries: one per plugin. Over TCP, a JDK TLS socket
+     * factory verifies rlmm serve by the CA of a PEM file, and a bearer token authenticates the plugin.
+     */
+    record Endpoint(Path socket, String host, int port, SSLSocketFactory tls, byte[] token, int brokerId) {
+        /** The endpoint of cfg. */
+        static Endpoint of(PluginConfig cfg) {
+            if (cfg.mode != PluginConfig.Mode.TCP) {
+                return new Endpoint(cfg.socket, null, 0, null, null, cfg.brokerId());
+            }
+            Path tokenFile = cfg.path(PluginConfig.TOKEN_FILE);
+            byte[] token = null;
+            if (tokenFile != null) {
+                try {
+                    token = Files.readString(tokenFile, StandardCharsets.UTF_8).trim().getBytes(StandardCharsets.UTF_8);
+                } catch (IOException e) {
+                    throw new ConfigException(PluginConfig.TOKEN_FILE, tokenFile.toString(), "unreadable: " + e.getMessage());
+                }
+                if (token.length == 0) {
+                    throw new ConfigException(PluginConfig.TOKEN_FILE, tokenFile.toString(), "the file is empty");
+                }
+            }
+            Path ca = cfg.path(PluginConfig.TLS_CA);
+            SSLSocketFactory tls = null;
+            if (ca != null) {
+                try (InputStream in = Files.newInputStream(ca)) {
+                    KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+                    trust.load(null, null);
+                    int i = 0;
+                    for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+                        trust.setCertificateEntry("ca" + i++, c);
+                    }
+                    TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+                    tmf.init(trust);
+                    SSLContext ctx = SSLContext.getInstance("TLS");
+                    ctx.init(null, tmf.getTrustManagers(), null);
+                    tls = ctx.getSocketFactory();
+                } catch (IOException | GeneralSecurityException e) {
+                    throw new ConfigException(PluginConfig.TLS_CA, ca.toString(), "the CA file could not be loaded: " + e.getMessage());
+                }
+            }
+            String address = cfg.string(PluginConfig.ADDRESS);
+            return new Endpoint(null, Utils.getHost(address), Utils.getPort(address), tls, token, cfg.brokerId());
+        }
+
         String describe() {
             return socket != null ? socket.toString() : host + ":" + port;
         }
     }
 
-    /** Closes a connection whose hello is not answered in time; its one thread ends when idle. */
-    private static final ScheduledThreadPoolExecutor HELLO_TIMER = new ScheduledThreadPoolExecutor(1, r -> {
-        Thread t = new Thread(r, "rlmm-plugin-hello-timer");
-        t.setDaemon(true);
-        return t;
-    });
+    /**
+     * The one thread that bounds every hello and call: it closes each connection whose deadline
+     * passed, so a server that hangs (SIGSTOP) or accepts without answering fails its caller in time.
+     */
+    static final class Watchdog implements AutoCloseable {
+        private final Set<Wire> live = ConcurrentHashMap.newKeySet();
+        private final long tickNanos;
+        private final Thread thread = new Thread(this::run, "rlmm-plugin-deadline");
+        private volatile boolean closed;
 
-    static {
-        HELLO_TIMER.setKeepAliveTime(1, TimeUnit.SECONDS);
-        HELLO_TIMER.allowCoreThreadTimeOut(true);
-        HELLO_TIMER.setRemoveOnCancelPolicy(true);
+        /** Checks the deadlines every tickNanos. */
+        Watchdog(long tickNanos) {
+            this.tickNanos = tickNanos;
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        private void run() {
+            while (!closed) {
+                long now = System.nanoTime();
+                for (Wire w : live) {
+                    long due = w.due;
+                    if (due != 0 && now - due > 0) {
+                        w.expired = true;
+                        w.close();
+                    }
+                }
+                LockSupport.parkNanos(this, tickNanos);
+            }
+        }
+
+        /** Stops the thread: it ends at once. */
+        @Override
+        public void close() {
+            closed = true;
+            LockSupport.unpark(thread);
+        }
     }
 
+    private final Endpoint ep;
+    private final Watchdog dog;
     private final Closeable closer;
-    private final DataInputStream in;
-    private final OutputStream out;
+    private DataInputStream in;
+    private OutputStream out;
     /** The request frame being written: reused, grown when too small. */
     private byte[] frame = new byte[1024];
     /** Who the server is, from its answer to the hello. */
-    final ServerInfoReply server;
+    ServerInfoReply server;
     final Purpose purpose;
-    /** System.nanoTime() by which the call in flight must be answered; 0 when idle (the watchdog reads it). */
+    /** System.nanoTime() by which the hello or call in flight must be answered; 0 when idle. */
     volatile long due;
     /** Set when the watchdog closed this connection for its deadline. */
     volatile boolean expired;
 
-    private Wire(Closeable closer, DataInputStream in, OutputStream out, Purpose purpose, Endpoint ep) throws IOException, Errors.Refused {
-        this.closer = closer;
-        this.in = in;
-        this.out = out;
+    private Wire(Endpoint ep, Watchdog dog, Purpose purpose, int timeoutMs) throws IOException {
+        this.ep = ep;
+        this.dog = dog;
         this.purpose = purpose;
+        this.closer = ep.socket() != null ? SocketChannel.open(StandardProtocolFamily.UNIX)
+                : ep.tls() != null ? ep.tls().createSocket() : new Socket();
+        due = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        dog.live.add(this);
+    }
+
+    /**
+     * Connects to ep and says the hello of purpose p, within timeoutMs (a server that accepts but
+     * does not answer, stopped or hung, is closed then by the watchdog, as calls are).
+     */
+    static Wire open(Endpoint ep, Watchdog dog, Purpose p, int timeoutMs) throws IOException, Errors.Refused {
+        Wire w = new Wire(ep, dog, p, timeoutMs);
+        try {
+            if (w.closer instanceof SocketChannel ch) {
+                ch.connect(UnixDomainSocketAddress.of(ep.socket()));
+                w.in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(ch), 8192));
+                w.out = Channels.newOutputStream(ch);
+            } else {
+                Socket s = (Socket) w.closer;
+                s.setTcpNoDelay(true);
+                s.connect(new InetSocketAddress(ep.host(), ep.port()), timeoutMs);
+                w.in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 8192));
+                w.out = s.getOutputStream();
+            }
+            w.hello();
+            w.due = 0;
+            return w;
+        } catch (IOException | Errors.Refused | RuntimeException e) {
+            w.close();
+            if (w.expired && e instanceof IOException) {
+                throw new IOException("rlmm serve at " + ep.describe() + " did not answer the hello within " + timeoutMs + " ms", e);
+            }
+            throw e;
+        }
+    }
+
+    private void hello() throws IOException, Errors.Refused {
         BrokerHello.Builder h = BrokerHello.newBuilder().setPurpose(purpose).setBrokerId(ep.brokerId())
                 .setClientPid(ProcessHandle.current().pid());
         if (ep.token() != null) {
@@ -92,47 +212,10 @@ final class Wire implements AutoCloseable {
         byte[] hello = h.build().toByteArray();
         writeFrame(MAGIC.length + 1 + hello.length, o -> {
             o.writeRawBytes(MAGIC);
-            o.writeRawByte((byte) ep.version());
+            o.writeRawByte((byte) VERSION);
             o.writeRawBytes(hello);
         });
-        this.server = answer(readFrame(), ep);
-    }
-
-    /**
-     * Connects to ep and says the hello of purpose p, within timeoutMs (a server that accepts but
-     * does not answer, stopped or hung, is closed then): calls on the connection are bounded by
-     * the watchdog through {@link #due}.
-     */
-    static Wire open(Endpoint ep, Purpose p, int timeoutMs) throws IOException, Errors.Refused {
-        Closeable c = ep.socket() != null ? SocketChannel.open(StandardProtocolFamily.UNIX)
-                : ep.tls() != null ? ep.tls().createSocket() : new Socket();
-        ScheduledFuture<?> timer = HELLO_TIMER.schedule(() -> closeQuietly(c), timeoutMs, TimeUnit.MILLISECONDS);
-        try {
-            Wire w;
-            if (c instanceof SocketChannel ch) {
-                ch.connect(UnixDomainSocketAddress.of(ep.socket()));
-                w = new Wire(ch, new DataInputStream(new BufferedInputStream(Channels.newInputStream(ch), 8192)),
-                        Channels.newOutputStream(ch), p, ep);
-            } else {
-                Socket s = (Socket) c;
-                s.setTcpNoDelay(true);
-                s.connect(new InetSocketAddress(ep.host(), ep.port()), timeoutMs);
-                w = new Wire(s, new DataInputStream(new BufferedInputStream(s.getInputStream(), 8192)), s.getOutputStream(), p, ep);
-            }
-            if (!timer.cancel(false)) {
-                throw new IOException("the timer closed it");
-            }
-            return w;
-        } catch (IOException | Errors.Refused | RuntimeException e) {
-            closeQuietly(c);
-            if (!timer.cancel(false) && e instanceof IOException) {
-                throw new IOException("rlmm serve at " + ep.describe() + " did not answer the hello within " + timeoutMs + " ms", e);
-            }
-            throw e;
-        }
-    }
-
-    private static ServerInfoReply answer(byte[] body, Endpoint ep) throws Errors.Refused {
+        byte[] body = readFrame();
         if (body.length < MAGIC.length + 1 || !Arrays.equals(body, 0, MAGIC.length, MAGIC, 0, MAGIC.length)) {
             throw new Errors.Refused(ep.describe() + " answered the hello with " + body.length
                     + " bytes that are not rlmm serve's broker frames");
@@ -147,27 +230,34 @@ final class Wire implements AutoCloseable {
         if (a != null && !a.getRefused().isEmpty()) {
             throw new Errors.Refused("rlmm serve at " + ep.describe() + " refused the plugin: " + a.getRefused());
         }
-        if (version != ep.version()) {
-            throw new Errors.Refused(Errors.versionMismatch(ep.describe(), version, ep.version()));
+        if (version != VERSION) {
+            throw new Errors.Refused(Errors.versionMismatch(ep.describe(), version, VERSION));
         }
         if (a == null || !a.hasServer()) {
             throw new Errors.Refused(ep.describe() + " answered the hello without saying who it is");
         }
-        return a.getServer();
+        server = a.getServer();
     }
 
-    /** Sends req and returns its reply; a list's replies are handed to more until the last. */
-    BrokerReply call(BrokerRequest req, Consumer<BrokerReply> more) throws IOException {
+    /** Sends req as one frame. */
+    void write(BrokerRequest req) throws IOException {
         writeFrame(req.getSerializedSize(), req::writeTo);
+    }
+
+    /** Reads the reply to request id; a list's replies before the last go to more. */
+    BrokerReply read(long id, List<BrokerReply> more) throws IOException {
         while (true) {
             BrokerReply r = BrokerReply.parseFrom(readFrame());
-            if (r.getId() != req.getId()) {
-                throw new IOException("rlmm serve answered id " + r.getId() + " to request " + req.getId());
+            if (r.getId() != id) {
+                throw new IOException("rlmm serve answered id " + r.getId() + " to request " + id);
             }
             if (!r.getMore()) {
                 return r;
             }
-            more.accept(r);
+            if (more == null) {
+                throw new IOException("rlmm serve answered request " + id + " with more than one reply");
+            }
+            more.add(r);
         }
     }
 
@@ -204,16 +294,13 @@ final class Wire implements AutoCloseable {
         return body;
     }
 
-    private static void closeQuietly(Closeable c) {
+    @Override
+    public void close() {
+        dog.live.remove(this);
         try {
-            c.close();
+            closer.close();
         } catch (IOException ignored) {
             // closing: nothing more to do with it
         }
-    }
-
-    @Override
-    public void close() {
-        closeQuietly(closer);
     }
 }

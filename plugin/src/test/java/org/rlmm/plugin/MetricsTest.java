@@ -94,10 +94,11 @@ class MetricsTest extends ManagerFixture {
     @Test
     void aRefusedChildShowsAsFailedAndDown() throws Exception {
         var c = TestSupport.embeddedConfig(dir);
-        c.put("rlmm.serve.args", "--test-api-version 99");
+        c.put("rlmm.serve.binary", OtherVersionServer.script(dir).toString());
         try (TestSupport.ExitRecorder exit = new TestSupport.ExitRecorder()) {
             started(c);
-            exit.await("the refused server", READY);
+            String why = exit.await("the refused server", READY);
+            assertTrue(why.contains("speaks version " + OtherVersionServer.VERSION), why);
             ObjectName p = plugin(TestSupport.BROKER_ID);
             assertEquals(1, read(p, "failed"));
             assertEquals(0, read(p, "child-up"));

@@ -33,7 +33,7 @@ class PluginConfigTest {
                 Arguments.of("broker.id not a number", "broker.id", "seven", "broker.id"),
                 Arguments.of("call timeout not a number", "rlmm.serve.call.timeout.ms", "soon", "rlmm.serve.call.timeout.ms"),
                 Arguments.of("call timeout zero", "rlmm.serve.call.timeout.ms", "0", "rlmm.serve.call.timeout.ms"),
-                Arguments.of("start timeout negative", "rlmm.serve.start.timeout.ms", "-5", "rlmm.serve.start.timeout.ms"),
+                Arguments.of("init timeout negative", "rlmm.serve.init.timeout.ms", "-5", "rlmm.serve.init.timeout.ms"),
                 Arguments.of("binary missing", "rlmm.serve.binary", "/nonexistent/rlmm", "rlmm.serve.binary"),
                 Arguments.of("backoff max below backoff", "rlmm.serve.restart.backoff.max.ms", "10", "rlmm.serve.restart.backoff.max.ms"),
                 Arguments.of("socket and address", "rlmm.serve.address", "127.0.0.1:7000", "rlmm.serve.socket"),
@@ -160,9 +160,9 @@ class PluginConfigTest {
     void everySettingIsDeclaredOnKafkasConfigDefWithItsDocumentation() {
         java.util.Set<String> declared = PluginConfig.DEF.names();
         for (String key : new String[] {PluginConfig.BINARY, PluginConfig.SOCKET, PluginConfig.ADDRESS, PluginConfig.TLS_CA,
-                PluginConfig.TLS_CERT, PluginConfig.TLS_KEY, PluginConfig.TOKEN_FILE, PluginConfig.WORK_DIR,
+                PluginConfig.TOKEN_FILE, PluginConfig.WORK_DIR,
                 PluginConfig.SNAPSHOT_DIR, PluginConfig.EMBEDDED_DIR, PluginConfig.EXTRA_ARGS, PluginConfig.CALL_TIMEOUT,
-                PluginConfig.MUTATION_TIMEOUT, PluginConfig.START_TIMEOUT, PluginConfig.INIT_TIMEOUT, PluginConfig.STOP_TIMEOUT,
+                PluginConfig.MUTATION_TIMEOUT, PluginConfig.INIT_TIMEOUT, PluginConfig.STOP_TIMEOUT,
                 PluginConfig.RESTART_BACKOFF, PluginConfig.RESTART_BACKOFF_MAX}) {
             assertTrue(declared.contains(key), key + " is declared");
             String doc = PluginConfig.DEF.configKeys().get(key).documentation;
@@ -179,7 +179,6 @@ class PluginConfigTest {
         defaults.remove(PluginConfig.STOP_TIMEOUT);
         PluginConfig p = PluginConfig.parse(defaults);
         assertEquals(java.time.Duration.ofMillis(10_000), p.ms(PluginConfig.CALL_TIMEOUT));
-        assertEquals(java.time.Duration.ofMillis(60_000), p.ms(PluginConfig.START_TIMEOUT));
         assertEquals(java.time.Duration.ofMillis(30_000), p.ms(PluginConfig.STOP_TIMEOUT));
         assertEquals(java.time.Duration.ofMillis(100), p.ms(PluginConfig.RESTART_BACKOFF));
         assertEquals(java.time.Duration.ofMillis(10_000), p.ms(PluginConfig.RESTART_BACKOFF_MAX));
@@ -195,7 +194,25 @@ class PluginConfigTest {
     void theReadmeTableIsConfigDefs() throws Exception {
         Path readme = Path.of(System.getProperty("user.dir"), "README.md");
         String text = java.nio.file.Files.readString(readme, StandardCharsets.UTF_8);
-        String table = PluginConfig.markdownTable();
-        assertTrue(text.contains(table), "plugin/README.md holds PluginConfig.markdownTable() as it is; it is now:\n" + table);
+        String table = markdownTable();
+        assertTrue(text.contains(table), "plugin/README.md holds markdownTable() as it is; it is now:\n" + table);
+    }
+
+    /**
+     * The settings table of plugin/README.md: every {@code rlmm.serve.*} setting of PluginConfig.DEF, in
+     * the order declared.
+     */
+    static String markdownTable() {
+        StringBuilder b = new StringBuilder("| setting | default | meaning |\n|---|---|---|\n");
+        for (org.apache.kafka.common.config.ConfigDef.ConfigKey k : PluginConfig.DEF.configKeys().values()) {
+            if (!k.name.startsWith("rlmm.serve.")) {
+                continue;
+            }
+            String dflt = k.defaultValue != null && !"".equals(k.defaultValue)
+                    ? "`" + k.defaultValue + "`" : k.documentation.contains("Default:") ? "(see meaning)" : "(none)";
+            b.append("| `").append(k.name).append("` | ").append(dflt).append(" | ")
+                    .append(k.documentation.replace("<", "&lt;").replace(">", "&gt;")).append(" |\n");
+        }
+        return b.toString();
     }
 }

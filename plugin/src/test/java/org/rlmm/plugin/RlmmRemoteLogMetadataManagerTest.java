@@ -346,6 +346,36 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
     }
 
     @Test
+    void aRestartedBrokersFirstChangeReplacesTheHostedSet() throws Exception {
+        // The first instance hosts a and b; the broker restarts hosting b only (a moved away while
+        // it was down). Its new instance's first leadership change names what it hosts now
+        // (broker_start): the server drops a, which its hosted set still named. A later change adds.
+        Map<String, Object> c = embeddedConfig(dir);
+        RlmmRemoteLogMetadataManager first = started(c);
+        TopicIdPartition a = newPartition("moved-away");
+        TopicIdPartition b = newPartition("stays");
+        first.onPartitionLeadershipChanges(Set.of(a, b), Set.of());
+        TestSupport.await("a and b ready", READY, () -> first.isReady(a) && first.isReady(b));
+        first.close();
+
+        RlmmRemoteLogMetadataManager second = started(c);
+        assignAndAwaitReady(second, b, READY);
+        TestSupport.await("a read of a not found once the broker's first change arrived", READY, () -> {
+            try {
+                second.remoteLogSegmentMetadata(a, 0, 0);
+                return false;
+            } catch (RemoteResourceNotFoundException e) {
+                return true;
+            } catch (RemoteStorageException | RuntimeException e) {
+                return false;
+            }
+        });
+        TestSupport.await("isReady(a) false", READY, () -> !second.isReady(a));
+        assignAndAwaitReady(second, a, READY);
+        assertTrue(second.isReady(b), "a later change adds to the hosted set: b stays");
+    }
+
+    @Test
     void aReadOfAPartitionWithAChangeInTheOutboxIsRetriable() throws Exception {
         // The broker assigned tp, and its change waits in the outbox (the gate holds it): the
         // server answers NOT_ASSIGNED, which is retriable for tp and "not found" for a partition
@@ -496,14 +526,11 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
 
     @Test
     void connectModeOverTcpWithTlsAndAToken() throws Exception {
-        // A self-signed certificate for 127.0.0.1, made by openssl (PKCS#8 key), trusted as the CA.
+        // A self-signed certificate for 127.0.0.1, trusted as the CA: made by the JDK's keytool,
+        // written as PEM (the key as PKCS#8) by the JDK's classes.
         Path cert = dir.resolve("cert.pem");
         Path key = dir.resolve("key.pem");
-        Process gen = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                "-nodes", "-keyout", key.toString(), "-out", cert.toString(), "-days", "1", "-subj", "/CN=127.0.0.1",
-                "-addext", "subjectAltName=IP:127.0.0.1").redirectErrorStream(true).start();
-        String genOut = new String(gen.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertEquals(0, gen.waitFor(), "openssl: " + genOut);
+        selfSigned(cert, key);
         Path token = dir.resolve("token");
         java.nio.file.Files.writeString(token, "s3cret-token-over-tls\n");
         try (TestSupport.Server server = TestSupport.Server.start(dir, "--listen-tcp", "127.0.0.1:0",
@@ -517,6 +544,27 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
             assertEquals(List.of(a), toList(m.listRemoteLogSegments(tp)));
             assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 5), "a copy not finished is not read");
         }
+    }
+
+    /** A self-signed EC certificate for 127.0.0.1 (PEM) and its key (PKCS#8 PEM), with keytool and no openssl. */
+    private void selfSigned(Path cert, Path key) throws Exception {
+        Path store = dir.resolve("self-signed.p12");
+        char[] pass = "changeit".toCharArray();
+        Process gen = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(), "-genkeypair",
+                "-alias", "rlmm", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=127.0.0.1", "-ext", "san=ip:127.0.0.1",
+                "-validity", "1", "-storetype", "PKCS12", "-keystore", store.toString(), "-storepass", new String(pass))
+                .redirectErrorStream(true).start();
+        String out = new String(gen.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(0, gen.waitFor(), "keytool: " + out);
+        java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+        try (java.io.InputStream in = java.nio.file.Files.newInputStream(store)) {
+            ks.load(in, pass);
+        }
+        java.util.Base64.Encoder b64 = java.util.Base64.getMimeEncoder(64, new byte[] {'\n'});
+        java.nio.file.Files.writeString(cert, "-----BEGIN CERTIFICATE-----\n" + b64.encodeToString(ks.getCertificate("rlmm").getEncoded())
+                + "\n-----END CERTIFICATE-----\n");
+        java.nio.file.Files.writeString(key, "-----BEGIN PRIVATE KEY-----\n" + b64.encodeToString(ks.getKey("rlmm", pass).getEncoded())
+                + "\n-----END PRIVATE KEY-----\n");
     }
 
     @Test

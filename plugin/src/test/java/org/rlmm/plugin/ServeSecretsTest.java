@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.types.Password;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
@@ -62,26 +63,20 @@ class ServeSecretsTest {
         return c;
     }
 
-    private static ServeProcess child(PluginConfig cfg) {
-        return new ServeProcess(cfg, LoggerFactory.getLogger(ServeSecretsTest.class), neverReady(), new Supervisor.Listener() { });
+    /** The metrics of the supervisor under test, unregistered after each test. */
+    private RlmmMetrics metrics;
+
+    @AfterEach
+    void unregister() {
+        if (metrics != null) {
+            metrics.close();
+        }
     }
 
-    private static ServeProcess.Hooks neverReady() {
-        return new ServeProcess.Hooks() {
-            @Override
-            public Wire probe(Duration timeout) {
-                return null;
-            }
-
-            @Override
-            public void ready(Wire w, boolean restart) {}
-
-            @Override
-            public void lost(String why) {}
-
-            @Override
-            public void failed(String why) {}
-        };
+    /** The plugin's supervisor of cfg's child, which never answers here (the stand-in opens no socket). */
+    private Supervisor child(PluginConfig cfg) {
+        metrics = RlmmMetrics.register(cfg.brokerId(), LoggerFactory.getLogger(ServeSecretsTest.class), () -> 0, () -> 0, () -> 0);
+        return new Supervisor(cfg, LoggerFactory.getLogger(ServeSecretsTest.class), Wire.Endpoint.of(cfg), metrics, tp -> false);
     }
 
     private static String procFile(long pid, String name) throws IOException {
@@ -92,7 +87,7 @@ class ServeSecretsTest {
     @Test
     void secretsGoThroughThePropertiesFileNeverTheCommandLine() throws Exception {
         PluginConfig cfg = PluginConfig.parse(securedConfig());
-        ServeProcess sp = child(cfg);
+        Supervisor sp = child(cfg);
         Path props = cfg.workDir.resolve("serve.properties");
         long pid;
         try {
@@ -128,7 +123,7 @@ class ServeSecretsTest {
         Path staleTmp = cfg.workDir.resolve("serve.properties.tmp");
         Files.writeString(stale, CLIENT + "ssl.keystore.password=" + SECRETS.get(0) + "\n", StandardCharsets.UTF_8);
         Files.writeString(staleTmp, CLIENT + "ssl.key.password=" + SECRETS.get(1) + "\n", StandardCharsets.UTF_8);
-        ServeProcess sp = child(cfg);
+        Supervisor sp = child(cfg);
         try {
             sp.start();
             assertFalse(Files.exists(stale), "a crash's properties file survived the next start");

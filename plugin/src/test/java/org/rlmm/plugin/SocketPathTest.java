@@ -12,7 +12,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A socket path too long for Linux moves to a per-user runtime directory whose owner and mode are checked. */
+/** A socket path too long for Linux moves to a per-user directory whose owner and mode are checked. */
 class SocketPathTest {
     @TempDir
     Path dir;
@@ -22,38 +22,35 @@ class SocketPathTest {
     }
 
     @Test
-    void aLongPathGoesToTheUsersRuntimeDirectory() {
+    void aLongPathGoesToTheUsersDirectoryUnderTheTempDirectory() {
         Path wanted = deep();
-        Path xdg = SocketPath.choose(wanted, "/run/user/1000", "/tmp", "kafka");
-        assertTrue(xdg.startsWith("/run/user/1000") && xdg.getParent().getFileName().toString().startsWith("rlmm-"), xdg.toString());
-        Path tmp = SocketPath.choose(wanted, null, "/tmp", "kafka");
-        assertEquals(Path.of("/tmp/rlmm-kafka"), tmp.getParent().getParent(), tmp.toString());
-        assertEquals(tmp, SocketPath.choose(wanted, null, "/tmp", "kafka"), "the same broker finds the same socket");
-        assertTrue(SocketPath.fits(tmp) && SocketPath.fits(xdg));
+        Path tmp = SocketPath.choose(wanted, "/var/tmp", "kafka");
+        assertEquals(Path.of("/var/tmp/rlmm-kafka"), tmp.getParent(), tmp.toString());
+        assertEquals(tmp, SocketPath.choose(wanted, "/var/tmp", "kafka"), "the same broker finds the same socket");
+        assertTrue(SocketPath.fits(tmp));
+        Path far = SocketPath.choose(wanted, "/" + "t".repeat(100), "kafka");
+        assertEquals(Path.of("/tmp/rlmm-kafka"), far.getParent(), "a temporary directory too long itself: /tmp");
         Path shortOne = dir.resolve("serve.sock");
-        assertEquals(shortOne, SocketPath.choose(shortOne, "/run/user/1000", "/tmp", "kafka"), "a path that fits stays");
+        assertEquals(shortOne, SocketPath.choose(shortOne, "/var/tmp", "kafka"), "a path that fits stays");
     }
 
     @Test
-    void prepareMakesPrivateDirectoriesAndRefusesOpenOnes() throws IOException {
+    void prepareMakesAPrivateDirectoryAndRefusesAnOpenOne() throws IOException {
         Path work = Files.createDirectory(dir.resolve("work"));
-        Path runtime = dir.resolve("rlmm-kafka");
-        Path socketDir = runtime.resolve("rlmm-0123456789abcdef");
+        Path socketDir = dir.resolve("rlmm-kafka");
         SocketPath.prepare(socketDir, work);
-        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(runtime)));
         assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socketDir)));
-        SocketPath.prepare(socketDir, work); // again: the same directories pass
+        SocketPath.prepare(socketDir, work); // again: the same directory passes
 
-        Files.setPosixFilePermissions(runtime, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Files.setPosixFilePermissions(socketDir, PosixFilePermissions.fromString("rwxrwxrwx"));
         IOException open = assertThrows(IOException.class, () -> SocketPath.prepare(socketDir, work));
-        assertTrue(open.getMessage().contains(runtime.toString()) && open.getMessage().contains("rwxrwxrwx"), open.getMessage());
-        Files.setPosixFilePermissions(runtime, PosixFilePermissions.fromString("rwx------"));
+        assertTrue(open.getMessage().contains(socketDir.toString()) && open.getMessage().contains("rwxrwxrwx"), open.getMessage());
 
         Path elsewhere = Files.createDirectory(dir.resolve("elsewhere"), PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwx------")));
         Path link = dir.resolve("rlmm-linked");
         Files.createSymbolicLink(link, elsewhere);
-        IOException linked = assertThrows(IOException.class, () -> SocketPath.prepare(link.resolve("rlmm-x"), work));
+        IOException linked = assertThrows(IOException.class, () -> SocketPath.prepare(link, work));
         assertTrue(linked.getMessage().contains(link.toString()) && linked.getMessage().contains("link"), linked.getMessage());
     }
 
@@ -66,12 +63,11 @@ class SocketPathTest {
         try {
             Files.setAttribute(runtime, "unix:uid", other, LinkOption.NOFOLLOW_LINKS);
         } catch (IOException e) {
-            // Not root: another user's directory cannot be made here; the check still runs on a
-            // directory root owns, if /tmp has one (it does not need to).
+            // Not root: another user's directory cannot be made here.
             System.out.println("SKIP part: cannot chown " + runtime + " to uid " + other + " (" + e + "): not root");
             org.junit.jupiter.api.Assumptions.abort("cannot chown without root");
         }
-        IOException e = assertThrows(IOException.class, () -> SocketPath.prepare(runtime.resolve("rlmm-x"), work));
+        IOException e = assertThrows(IOException.class, () -> SocketPath.prepare(runtime, work));
         assertTrue(e.getMessage().contains("owned by uid " + other), e.getMessage());
     }
 }
