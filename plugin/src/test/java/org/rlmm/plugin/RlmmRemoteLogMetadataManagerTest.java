@@ -277,12 +277,6 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
                 + " acknowledged, " + failed + " failed)");
     }
 
-    /** Sends a signal to a process (SIGSTOP, SIGCONT) with kill(1). */
-    private static void signal(String sig, long pid) throws Exception {
-        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-        assertTrue(k.waitFor(10, TimeUnit.SECONDS) && k.exitValue() == 0, "kill -" + sig + " " + pid);
-    }
-
     @Test
     void isReadyReadsWhatTheServerPushedWithoutACall() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
@@ -291,12 +285,12 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         assignAndAwaitReady(m, tp, READY);
         long pid = TestSupport.childPid();
         // A stopped child answers nothing: a call would wait out its deadline and answer false.
-        signal("STOP", pid);
+        TestSupport.signal(pid, "STOP");
         try {
             assertTrue(m.isReady(tp), "isReady of a ready partition while the child is stopped");
             assertFalse(m.isReady(other), "isReady of a partition the server never listed");
         } finally {
-            signal("CONT", pid);
+            TestSupport.signal(pid, "CONT");
         }
 
         // The stream follows the hosted set: a stopped partition turns false, assigned again true.
