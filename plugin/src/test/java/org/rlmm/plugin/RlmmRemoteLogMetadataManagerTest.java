@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 import static org.rlmm.plugin.TestSupport.assignAndAwaitReady;
 import static org.rlmm.plugin.TestSupport.embeddedConfig;
 import static org.rlmm.plugin.TestSupport.newPartition;
@@ -376,6 +377,11 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         // with no change waiting. The change then reaches the server and tp becomes ready.
         java.util.concurrent.CountDownLatch open = new java.util.concurrent.CountDownLatch(1);
         RlmmRemoteLogMetadataManager m = startedAndUp(embeddedConfig(dir), change -> open.await());
+        // The hello is answered while the server still opens its log and loads its snapshot; until
+        // then every read is NOT_READY (retriable), whatever its partition. What follows needs the
+        // server past its start: a partition never assigned is then not found.
+        TestSupport.await("a read of a partition never assigned not found (the server past its start)", READY,
+                () -> notFound(m, newPartition("never")));
         TopicIdPartition tp = newPartition("outbox");
         m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
         assertThrows(ReplicaNotAvailableException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 5));
@@ -383,6 +389,20 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         open.countDown();
         TestSupport.await("tp ready once the change went", READY, () -> m.isReady(tp));
         assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 5));
+    }
+
+    /** Whether a lookup in tp is refused as not found; false for a retriable failure. */
+    private static boolean notFound(RlmmRemoteLogMetadataManager m, TopicIdPartition tp) {
+        try {
+            m.remoteLogSegmentMetadata(tp, 0, 5);
+            return fail("a lookup in " + tp + ", never assigned, answered");
+        } catch (RemoteResourceNotFoundException e) {
+            return true;
+        } catch (ReplicaNotAvailableException e) {
+            return false;
+        } catch (RemoteStorageException e) {
+            return fail("a lookup in " + tp + " failed otherwise: " + e);
+        }
     }
 
     /** One lookup of offset 5: true for want, false for a retriable failure; an empty answer fails the test. */
