@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 import static org.rlmm.plugin.TestSupport.assignAndAwaitReady;
 import static org.rlmm.plugin.TestSupport.embeddedConfig;
 import static org.rlmm.plugin.TestSupport.newPartition;
@@ -277,12 +278,6 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
                 + " acknowledged, " + failed + " failed)");
     }
 
-    /** Sends a signal to a process (SIGSTOP, SIGCONT) with kill(1). */
-    private static void signal(String sig, long pid) throws Exception {
-        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-        assertTrue(k.waitFor(10, TimeUnit.SECONDS) && k.exitValue() == 0, "kill -" + sig + " " + pid);
-    }
-
     @Test
     void isReadyReadsWhatTheServerPushedWithoutACall() throws Exception {
         RlmmRemoteLogMetadataManager m = started(embeddedConfig(dir));
@@ -291,12 +286,12 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         assignAndAwaitReady(m, tp, READY);
         long pid = TestSupport.childPid();
         // A stopped child answers nothing: a call would wait out its deadline and answer false.
-        signal("STOP", pid);
+        TestSupport.signal(pid, "STOP");
         try {
             assertTrue(m.isReady(tp), "isReady of a ready partition while the child is stopped");
             assertFalse(m.isReady(other), "isReady of a partition the server never listed");
         } finally {
-            signal("CONT", pid);
+            TestSupport.signal(pid, "CONT");
         }
 
         // The stream follows the hosted set: a stopped partition turns false, assigned again true.
@@ -382,6 +377,11 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         // with no change waiting. The change then reaches the server and tp becomes ready.
         java.util.concurrent.CountDownLatch open = new java.util.concurrent.CountDownLatch(1);
         RlmmRemoteLogMetadataManager m = startedAndUp(embeddedConfig(dir), change -> open.await());
+        // The hello is answered while the server still opens its log and loads its snapshot; until
+        // then every read is NOT_READY (retriable), whatever its partition. What follows needs the
+        // server past its start: a partition never assigned is then not found.
+        TestSupport.await("a read of a partition never assigned not found (the server past its start)", READY,
+                () -> notFound(m, newPartition("never")));
         TopicIdPartition tp = newPartition("outbox");
         m.onPartitionLeadershipChanges(Set.of(tp), Set.of());
         assertThrows(ReplicaNotAvailableException.class, () -> m.remoteLogSegmentMetadata(tp, 0, 5));
@@ -389,6 +389,20 @@ class RlmmRemoteLogMetadataManagerTest extends ManagerFixture {
         open.countDown();
         TestSupport.await("tp ready once the change went", READY, () -> m.isReady(tp));
         assertEquals(Optional.empty(), m.remoteLogSegmentMetadata(tp, 0, 5));
+    }
+
+    /** Whether a lookup in tp is refused as not found; false for a retriable failure. */
+    private static boolean notFound(RlmmRemoteLogMetadataManager m, TopicIdPartition tp) {
+        try {
+            m.remoteLogSegmentMetadata(tp, 0, 5);
+            return fail("a lookup in " + tp + ", never assigned, answered");
+        } catch (RemoteResourceNotFoundException e) {
+            return true;
+        } catch (ReplicaNotAvailableException e) {
+            return false;
+        } catch (RemoteStorageException e) {
+            return fail("a lookup in " + tp + " failed otherwise: " + e);
+        }
     }
 
     /** One lookup of offset 5: true for want, false for a retriable failure; an empty answer fails the test. */

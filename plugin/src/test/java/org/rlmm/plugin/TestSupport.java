@@ -158,10 +158,38 @@ final class TestSupport {
         await("isReady(" + tp + ")", timeout, () -> m.isReady(tp));
     }
 
-    /** Sends sig (STOP, CONT) to pid. */
+    /**
+     * Sends sig (STOP, CONT) to pid; after STOP, waits until every thread of pid is stopped. kill(2)
+     * returns once SIGSTOP is queued: the stop of a multi-threaded process (rlmm serve) begins when
+     * one of its threads is next scheduled to take the signal, and on a loaded machine its other
+     * threads answer calls meanwhile.
+     */
     static void signal(long pid, String sig) throws Exception {
         Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
         assertTrue(p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0, "kill -" + sig + " " + pid);
+        if (sig.equals("STOP")) {
+            await("every thread of pid " + pid + " stopped (/proc/" + pid + "/task/*/stat)", Duration.ofSeconds(10),
+                    () -> allThreadsStopped(pid));
+        }
+    }
+
+    /** Whether no thread of pid can run: each is stopped (T), or gone (Z, X, or its stat already removed). */
+    private static boolean allThreadsStopped(long pid) {
+        try (java.util.stream.Stream<Path> tasks = Files.list(Paths.get("/proc", Long.toString(pid), "task"))) {
+            return tasks.allMatch(t -> {
+                String stat;
+                try {
+                    stat = Files.readString(t.resolve("stat"));
+                } catch (IOException e) {
+                    return true; // the thread exited
+                }
+                // "tid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'.
+                char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                return state == 'T' || state == 't' || state == 'Z' || state == 'X';
+            });
+        } catch (IOException e) {
+            return true; // the process exited: nothing of it runs
+        }
     }
 
     /** The pid of the plugin's live child (a child of this JVM run with --exit-with-stdin), or -1. */
