@@ -325,7 +325,7 @@ func fetchedFrom(cl *kgo.Client, k tpKey) string {
 // retention passing the reader (o below the log start offset now) or a
 // wrong answer, and returns the log start offset it read (o when none).
 // from says where the failed fetch went (fetchedFrom); a wrong answer's
-// report names it and the leader epoch the log start offset was read at.
+// report names it and the leader epoch of the log start offset.
 func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64, from string) int64 {
 	for range 5 {
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -343,7 +343,7 @@ func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64, from strin
 			return so.Offset
 		}
 		w.oorWrong.Add(1)
-		w.problems.add("%s: OffsetOutOfRange at offset %d, inside the log [%d, %d) (%s; log start read at leader epoch %d)", k, o, so.Offset, eo.Offset, from, so.LeaderEpoch)
+		w.problems.add("%s: OffsetOutOfRange at offset %d, inside the log [%d, %d) (%s; the log start offset is in leader epoch %d)", k, o, so.Offset, eo.Offset, from, so.LeaderEpoch)
 		return o
 	}
 	w.oorWrong.Add(1)
