@@ -87,7 +87,7 @@ func (w *clusterLoad) lostIn(ctx context.Context, k tpKey) (lost []string, check
 			if oor {
 				// Retention may have passed the reader (judged by the
 				// reader's rule): go on from the new log start offset.
-				if s := w.judgeOOR(ctx, k, next); s > next {
+				if s := w.judgeOOR(ctx, k, next, fetchedFrom(cl, k)); s > next {
 					next, floor = s, s
 				}
 				break

@@ -292,7 +292,7 @@ func (w *clusterLoad) readRound(ctx context.Context, k tpKey) {
 				continue
 			}
 			if errors.Is(fe.Err, kerr.OffsetOutOfRange) {
-				w.judgeOOR(ctx, k, next)
+				w.judgeOOR(ctx, k, next, fetchedFrom(cl, k))
 				return
 			}
 		}
@@ -310,10 +310,23 @@ func (w *clusterLoad) readRound(ctx context.Context, k tpKey) {
 	}
 }
 
+// fetchedFrom names the broker cl fetched k from and the leader epoch it
+// fetched at, as cl's metadata has them, for the report of an
+// OffsetOutOfRange (a partitioned broker may still call itself the leader).
+func fetchedFrom(cl *kgo.Client, k tpKey) string {
+	leader, epoch, err := cl.PartitionLeader(k.topic, k.partition)
+	if err != nil {
+		return fmt.Sprintf("fetched from an unknown leader (%v)", err)
+	}
+	return fmt.Sprintf("fetched from node %d at leader epoch %d", leader, epoch)
+}
+
 // judgeOOR decides whether an OffsetOutOfRange at offset o of k was
 // retention passing the reader (o below the log start offset now) or a
 // wrong answer, and returns the log start offset it read (o when none).
-func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64) int64 {
+// from says where the failed fetch went (fetchedFrom); a wrong answer's
+// report names it and the leader epoch of the log start offset.
+func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64, from string) int64 {
 	for range 5 {
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		starts, err := w.adm.ListStartOffsets(lctx, k.topic)
@@ -330,7 +343,7 @@ func (w *clusterLoad) judgeOOR(ctx context.Context, k tpKey, o int64) int64 {
 			return so.Offset
 		}
 		w.oorWrong.Add(1)
-		w.problems.add("%s: OffsetOutOfRange at offset %d, inside the log [%d, %d)", k, o, so.Offset, eo.Offset)
+		w.problems.add("%s: OffsetOutOfRange at offset %d, inside the log [%d, %d) (%s; the log start offset is in leader epoch %d)", k, o, so.Offset, eo.Offset, from, so.LeaderEpoch)
 		return o
 	}
 	w.oorWrong.Add(1)

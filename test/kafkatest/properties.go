@@ -206,9 +206,13 @@ func tieredProps(in propsInput) []prop {
 }
 
 // log4jProperties is a node's log4j2 configuration: WARN and up, INFO of
-// the server's start and stop, of rlmm's plugin and of Kafka's
-// AppInfoParser (its "Kafka version: V" lines name the jars a broker runs;
-// the class moved to an internals package in 4.4), into broker.log.
+// the server's start and stop, of rlmm's plugin, of Kafka's AppInfoParser
+// (its "Kafka version: V" lines name the jars a broker runs; the class
+// moved to an internals package in 4.4), and of what a broker decides
+// about a partition's leadership, log start offset and remote segments
+// (kafka.cluster.Partition, UnifiedLog, the RemoteLogManager's tasks: a
+// few lines a segment, the history a wrong answer of a fault test is
+// traced back through), into broker.log.
 func log4jProperties(nodeDir string) string {
 	return `appender.file.type=File
 appender.file.name=F
@@ -228,6 +232,12 @@ logger.appinfo.name=org.apache.kafka.common.utils.AppInfoParser
 logger.appinfo.level=INFO
 logger.appinfointernals.name=org.apache.kafka.common.utils.internals.AppInfoParser
 logger.appinfointernals.level=INFO
+logger.partition.name=kafka.cluster.Partition
+logger.partition.level=INFO
+logger.unifiedlog.name=org.apache.kafka.storage.internals.log.UnifiedLog
+logger.unifiedlog.level=INFO
+logger.remotestorage.name=org.apache.kafka.server.log.remote.storage
+logger.remotestorage.level=INFO
 `
 }
 
