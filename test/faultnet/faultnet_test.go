@@ -524,6 +524,14 @@ func TestCloseEndsHeldTraffic(t *testing.T) {
 	defer held.Close()
 	_, _ = held.Write(make([]byte, 1<<20))
 	time.Sleep(200 * time.Millisecond)
+	closeLeavingNothing(t, n, ln, &served, before)
+}
+
+// closeLeavingNothing closes n, failing if that takes over a minute, then
+// ln, waits for the test's servers and fails on any goroutine started
+// since before that is still running.
+func closeLeavingNothing(t *testing.T, n *Net, ln net.Listener, served *sync.WaitGroup, before goleak.Option) {
+	t.Helper()
 	closed := make(chan error, 1)
 	go func() { closed <- n.Close() }()
 	select {

@@ -67,21 +67,7 @@ func TestRestoreOfACutEndsEveryGoroutine(t *testing.T) {
 			t.Fatalf("round %d: Restore did not close the connection across the cut", i)
 		}
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- n.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Close did not return within a minute")
-	}
-	_ = ln.Close()
-	served.Wait()
-	if err := goleak.Find(before); err != nil {
-		t.Fatalf("goroutines left after %d restores of a cut and Close: %v", rounds, err)
-	}
+	closeLeavingNothing(t, n, ln, &served, before)
 }
 
 // chatter writes to c and reads from it, both without pause, until either
