@@ -475,23 +475,10 @@ func TestFaultsTellTheClientNodesApart(t *testing.T) {
 // ever without faultnet draining it).
 func TestCloseEndsHeldTraffic(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var served sync.WaitGroup
-	served.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			served.Go(func() {
-				// Much more than the chain holds, then hang up.
-				_, _ = c.Write(make([]byte, 4<<20))
-				_ = c.Close()
-			})
-		}
+	ln, served := serveEach(t, func(c net.Conn) {
+		// Much more than the chain holds, then hang up.
+		_, _ = c.Write(make([]byte, 4<<20))
+		_ = c.Close()
 	})
 	n := New(Options{})
 	addr, err := n.Proxy(1, "PLAINTEXT", ln.Addr().String())
@@ -524,7 +511,28 @@ func TestCloseEndsHeldTraffic(t *testing.T) {
 	defer held.Close()
 	_, _ = held.Write(make([]byte, 1<<20))
 	time.Sleep(200 * time.Millisecond)
-	closeLeavingNothing(t, n, ln, &served, before)
+	closeLeavingNothing(t, n, ln, served, before)
+}
+
+// serveEach listens on 127.0.0.1 and runs handle for each connection it
+// accepts, until the listener is closed; the group ends with the handlers.
+func serveEach(t *testing.T, handle func(net.Conn)) (net.Listener, *sync.WaitGroup) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := new(sync.WaitGroup)
+	served.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			served.Go(func() { handle(c) })
+		}
+	})
+	return ln, served
 }
 
 // closeLeavingNothing closes n, failing if that takes over a minute, then

@@ -19,20 +19,7 @@ import (
 // and so the connection's source read with it.
 func TestRestoreOfACutEndsEveryGoroutine(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var served sync.WaitGroup
-	served.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			served.Go(func() { chatter(c) })
-		}
-	})
+	ln, served := serveEach(t, chatter)
 	n := New(Options{})
 	l := Link{Node: 1, Listener: "PLAINTEXT"}
 	addr, err := n.Proxy(l.Node, l.Listener, ln.Addr().String())
@@ -67,7 +54,7 @@ func TestRestoreOfACutEndsEveryGoroutine(t *testing.T) {
 			t.Fatalf("round %d: Restore did not close the connection across the cut", i)
 		}
 	}
-	closeLeavingNothing(t, n, ln, &served, before)
+	closeLeavingNothing(t, n, ln, served, before)
 }
 
 // chatter writes to c and reads from it, both without pause, until either
