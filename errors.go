@@ -27,6 +27,12 @@ var (
 	// RemoteResourceNotFoundException), and a mutation publishes nothing,
 	// since it could not be read back.
 	ErrNotAssigned = errors.New("metadata partition not assigned")
+	// ErrNotLeader: the cluster's metadata names another broker as the
+	// user partition's leader, so this broker's segment mutation (a copy's
+	// or a deletion's start) is refused and publishes nothing. A deposed
+	// leader that has not learnt it yet gets it; retriable: Kafka's task
+	// runs again and then finds it no longer leads.
+	ErrNotLeader = errors.New("not the partition's leader")
 	// ErrClosed: the manager or log was closed.
 	ErrClosed = errors.New("closed")
 	// ErrCorrupt: bytes read from disk or the network could not be decoded.

@@ -179,13 +179,15 @@ func (bc *brokerConn) answer(raw []byte) bool {
 	switch call := req.GetCall().(type) {
 	case *rlmmpb.BrokerRequest_AddSegment:
 		err = applyMutation(ctx, bc.fs.s, func() (rlmm.SegmentMetadata, error) { return segmentFromProto(call.AddSegment.GetSegment()) },
-			func(md rlmm.SegmentMetadata) rlmm.TopicIDPartition { return md.ID.TopicIDPartition }, sync, (*topicbased.Manager).AddSegment)
+			func(md rlmm.SegmentMetadata) rlmm.TopicIDPartition { return md.ID.TopicIDPartition }, sync,
+			func(rlmm.SegmentMetadata) bool { return true }, (*topicbased.Manager).AddSegment)
 	case *rlmmpb.BrokerRequest_UpdateSegment:
 		err = applyMutation(ctx, bc.fs.s, func() (rlmm.SegmentUpdate, error) { return updateFromProto(call.UpdateSegment.GetUpdate()) },
-			func(u rlmm.SegmentUpdate) rlmm.TopicIDPartition { return u.ID.TopicIDPartition }, sync, (*topicbased.Manager).UpdateSegment)
+			func(u rlmm.SegmentUpdate) rlmm.TopicIDPartition { return u.ID.TopicIDPartition }, sync,
+			func(u rlmm.SegmentUpdate) bool { return u.State == rlmm.DeleteSegmentStarted }, (*topicbased.Manager).UpdateSegment)
 	case *rlmmpb.BrokerRequest_PutPartitionDelete:
 		err = applyMutation(ctx, bc.fs.s, func() (rlmm.PartitionDelete, error) { return deleteFromProto(call.PutPartitionDelete.GetDelete()) },
-			func(d rlmm.PartitionDelete) rlmm.TopicIDPartition { return d.TopicIDPartition }, sync, (*topicbased.Manager).PutPartitionDelete)
+			func(d rlmm.PartitionDelete) rlmm.TopicIDPartition { return d.TopicIDPartition }, sync, nil, (*topicbased.Manager).PutPartitionDelete)
 	case *rlmmpb.BrokerRequest_LeadershipChanges:
 		mutation = false
 		err = bc.fs.s.leadershipChanges(ctx, call.LeadershipChanges)

@@ -62,7 +62,10 @@ type Server struct {
 	logger *slog.Logger
 	svc    *service
 
-	mgr    atomic.Pointer[topicbased.Manager]
+	mgr atomic.Pointer[topicbased.Manager]
+	// fence, when set (SetLeaderFence), is asked before a broker's copy or
+	// deletion start is published.
+	fence  atomic.Pointer[LeaderFence]
 	up     chan struct{} // closed by SetManager
 	upOnce sync.Once
 	// assignMu orders the assignment changes and SetManager's hand-over of
@@ -77,6 +80,31 @@ type Server struct {
 	errs     chan error // Serve errors of the endpoints, buffered
 
 	stats *prometheus.Registry // statsCollector, served by OpsHandler
+}
+
+// LeaderFence returns nil if this broker may publish a segment mutation
+// for the user partition, or an error wrapping rlmm.ErrNotLeader when the
+// cluster names another leader (package fence).
+type LeaderFence func(context.Context, rlmm.TopicIDPartition) error
+
+// SetLeaderFence makes the server ask fence before it publishes a
+// broker's COPY_SEGMENT_STARTED (an add) or DELETE_SEGMENT_STARTED; a
+// refusal publishes nothing and answers NOT_READY (retriable). Set it
+// before SetManager; nil (the default) checks nothing.
+func (s *Server) SetLeaderFence(fence LeaderFence) {
+	if fence == nil {
+		s.fence.Store(nil)
+		return
+	}
+	s.fence.Store(&fence)
+}
+
+// checkLeader asks the fence, if any, about a mutation of tp.
+func (s *Server) checkLeader(ctx context.Context, tp rlmm.TopicIDPartition) error {
+	if f := s.fence.Load(); f != nil {
+		return (*f)(ctx, tp)
+	}
+	return nil
 }
 
 // New returns a server with no manager and no endpoint yet.

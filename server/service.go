@@ -36,9 +36,10 @@ func (v *service) reader() (*topicbased.Manager, error) {
 // the socket, see staleAfter) the manager first applies every event its
 // partition's metadata partition holds (Manager.Sync) on tpOf(arg), so the
 // mutation's check meets the log as it is, not a cache behind it by the
-// wait.
+// wait. When fenced(arg) says so (a copy's or a deletion's start), the
+// server's LeaderFence is asked first, and a refusal publishes nothing.
 func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, error), tpOf func(T) rlmm.TopicIDPartition,
-	sync bool, apply func(*topicbased.Manager, context.Context, T) error) error {
+	sync bool, fenced func(T) bool, apply func(*topicbased.Manager, context.Context, T) error) error {
 	arg, err := decode()
 	if err != nil {
 		return err
@@ -46,6 +47,11 @@ func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, erro
 	m, err := s.waitManager(ctx)
 	if err != nil {
 		return err
+	}
+	if fenced != nil && fenced(arg) {
+		if err := s.checkLeader(ctx, tpOf(arg)); err != nil {
+			return notPublished{err}
+		}
 	}
 	if sync {
 		if err := m.Sync(ctx, tpOf(arg)); err != nil {

@@ -19,11 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rlmm-go/rlmm"
 	"github.com/rlmm-go/rlmm/eventlog"
 	"github.com/rlmm-go/rlmm/eventlog/filelog"
 	"github.com/rlmm-go/rlmm/eventlog/kafkalog"
+	"github.com/rlmm-go/rlmm/fence"
 	"github.com/rlmm-go/rlmm/server"
 	"github.com/rlmm-go/rlmm/topicbased"
 )
@@ -491,6 +493,15 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return couldNotRun(err)
 	}
 	defer log.Close()
+	// A deposed leader's broker still runs its RemoteLogManager: the
+	// fence refuses its copies' and deletions' starts for partitions the
+	// cluster says another broker leads. No Kafka or no --broker-id, no fence.
+	if kl, ok := log.(interface{ Client() *kgo.Client }); ok {
+		if f := fence.New(fence.Config{Client: kl.Client(), BrokerID: o.brokerID, Logger: logger}); f != nil {
+			srv.SetLeaderFence(f.Check)
+			logger.Info("serve: segment mutations are fenced by the cluster's partition leaders", "broker_id", o.brokerID)
+		}
+	}
 	mgr, err := topicbased.Start(ctx, topicbased.Config{
 		Log: log, SnapshotDir: snapshotDir, SnapshotInterval: o.snapshotInterval,
 		ConsumeWait: sl.consumeWait, Logger: logger, Metrics: server.NewMetrics(reg),

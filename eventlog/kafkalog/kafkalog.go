@@ -333,6 +333,11 @@ func (l *Log) Topic() string { return l.cfg.Topic }
 // ConsumeWait returns remote.log.metadata.consume.wait.ms, for the manager.
 func (l *Log) ConsumeWait() time.Duration { return l.cfg.ConsumeWait }
 
+// Client is the log's producer client, for the cluster's metadata (the
+// leader fence asks it who leads a user partition); the log owns it, so
+// it is closed with the log.
+func (l *Log) Client() *kgo.Client { return l.producer }
+
 func (l *Log) isClosed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,0 +1,197 @@
+package fence
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+// Config is a fence's settings.
+type Config struct {
+	// Client reaches the Kafka cluster whose metadata names the leaders
+	// (the metadata log's client).
+	Client *kgo.Client
+	// BrokerID is this server's broker; negative builds no fence (New
+	// returns nil).
+	BrokerID int32
+	// TTL is how long one topic's answers are reused; 0 means 1 s.
+	TTL time.Duration
+	// Timeout bounds one round of Metadata requests; 0 means 2 s.
+	Timeout time.Duration
+	// Logger receives a warning when the metadata cannot be had; nil
+	// discards it.
+	Logger *slog.Logger
+}
+
+// Fence checks a user partition's leader against the cluster's metadata
+// before a segment mutation is published. Safe for concurrent use.
+type Fence struct {
+	cfg Config
+	now func() time.Time // tests move the clock
+
+	mu     sync.Mutex
+	topics map[string]*topicAnswers
+}
+
+// topicAnswers are one round's answers for a topic: done is closed when
+// they are in (a concurrent Check waits for the round under way).
+type topicAnswers struct {
+	done    chan struct{}
+	at      time.Time
+	answers map[int32][]Answer // by partition
+	err     error
+}
+
+// New returns a fence, or nil when cfg has no client or no broker id (a
+// nil *Fence's Check publishes everything).
+func New(cfg Config) *Fence {
+	if cfg.Client == nil || cfg.BrokerID < 0 {
+		return nil
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Fence{cfg: cfg, now: time.Now, topics: map[string]*topicAnswers{}}
+}
+
+// Check returns nil if this broker may publish a segment mutation for tp,
+// or an error wrapping rlmm.ErrNotLeader (Decide). Metadata that cannot
+// be had publishes (see the package doc).
+func (f *Fence) Check(ctx context.Context, tp rlmm.TopicIDPartition) error {
+	if f == nil {
+		return nil
+	}
+	ta, err := f.answersFor(ctx, tp.Topic)
+	if err != nil {
+		return err // the caller's context ended
+	}
+	if ta.err != nil {
+		f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; publishing unfenced",
+			"partition", tp.String(), "error", ta.err)
+		return nil
+	}
+	return Decide(tp, f.cfg.BrokerID, ta.answers[tp.Partition])
+}
+
+// answersFor returns topic's answers, fetched at most once per TTL.
+func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, error) {
+	f.mu.Lock()
+	ta := f.topics[topic]
+	if ta != nil {
+		select {
+		case <-ta.done:
+			if f.now().Sub(ta.at) >= f.cfg.TTL {
+				ta = nil
+			}
+		default: // a round is under way: wait for it
+		}
+	}
+	mine := ta == nil
+	if mine {
+		ta = &topicAnswers{done: make(chan struct{})}
+		f.topics[topic] = ta
+	}
+	f.mu.Unlock()
+	if mine {
+		ta.answers, ta.err = f.ask(ctx, topic)
+		ta.at = f.now()
+		close(ta.done)
+	}
+	select {
+	case <-ta.done:
+		return ta, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ask sends a Metadata request for topic to one broker the client picks,
+// then to every broker that answer lists, and gathers the partitions'
+// leaders. It fails only when no broker answered for the topic. The
+// goroutines it starts all send their reply before it returns.
+func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	// One request per send: the client sets the version on it.
+	newReq := func() *kmsg.MetadataRequest {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+
+	type reply struct {
+		from int32
+		resp kmsg.Response
+		err  error
+	}
+	// The brokers are learnt from a first answer (any broker's); each is
+	// then asked, since a partitioned broker answers from its own stale
+	// view and only the newest epoch among them all is the cluster's.
+	first, err := f.cfg.Client.Request(ctx, newReq())
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	if m, ok := first.(*kmsg.MetadataResponse); ok {
+		for _, b := range m.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+	}
+	replies := make(chan reply, len(ids)+1)
+	replies <- reply{from: -1, resp: first}
+	for _, id := range ids {
+		go func() {
+			resp, err := f.cfg.Client.Broker(int(id)).Request(ctx, newReq())
+			replies <- reply{from: id, resp: resp, err: err}
+		}()
+	}
+	got := map[int32][]Answer{}
+	var lastErr error
+	answered := false
+	for range len(ids) + 1 {
+		r := <-replies
+		if r.err != nil {
+			lastErr = r.err
+			continue
+		}
+		resp, ok := r.resp.(*kmsg.MetadataResponse)
+		if !ok {
+			continue
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || *t.Topic != topic {
+				continue
+			}
+			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+				lastErr = err
+				continue
+			}
+			answered = true
+			for _, p := range t.Partitions {
+				got[p.Partition] = append(got[p.Partition], Answer{From: r.from, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch})
+			}
+		}
+	}
+	if !answered {
+		if lastErr == nil {
+			lastErr = kerr.UnknownTopicOrPartition
+		}
+		return nil, lastErr
+	}
+	return got, nil
+}

@@ -1,0 +1,146 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rlmm-go/rlmm"
+)
+
+const topic = "orders"
+
+// fakeCluster is a 3-broker kfake cluster holding topic (2 partitions)
+// and a client of it, both closed at cleanup.
+func fakeCluster(t *testing.T) (*kfake.Cluster, *kgo.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, topic))
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return c, cl
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestCheckAgainstKfake: the fence of the partition's leader admits its
+// mutation, another broker's is refused naming both; after the cluster
+// moves the leadership (and the cached answer expires) the two swap.
+func TestCheckAgainstKfake(t *testing.T) {
+	c, cl := fakeCluster(t)
+	ctx := testCtx(t)
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 1}
+	leader := c.LeaderFor(topic, 1)
+	other := (leader + 1) % 3
+	if leader < 0 || leader > 2 {
+		t.Fatalf("kfake's leader of %s-1 is %d, want one of nodes 0..2", topic, leader)
+	}
+	now := time.Unix(1000, 0)
+	fences := map[int32]*Fence{}
+	for _, id := range []int32{leader, other} {
+		f := New(Config{Client: cl, BrokerID: id, TTL: time.Second})
+		f.now = func() time.Time { return now }
+		fences[id] = f
+	}
+	if err := fences[leader].Check(ctx, tp); err != nil {
+		t.Fatalf("the leader %d's mutation refused: %v", leader, err)
+	}
+	if err := fences[other].Check(ctx, tp); !errors.Is(err, rlmm.ErrNotLeader) {
+		t.Fatalf("broker %d's mutation (the leader is %d): %v, want ErrNotLeader", other, leader, err)
+	}
+
+	if err := c.MoveTopicPartition(topic, 1, other); err != nil {
+		t.Fatal(err)
+	}
+	// Within the TTL the cached answer stands.
+	if err := fences[leader].Check(ctx, tp); err != nil {
+		t.Fatalf("within the TTL the cached answer changed: %v", err)
+	}
+	now = now.Add(time.Second)
+	if err := fences[leader].Check(ctx, tp); !errors.Is(err, rlmm.ErrNotLeader) {
+		t.Fatalf("the deposed leader %d's mutation after the move: %v, want ErrNotLeader", leader, err)
+	}
+	if err := fences[other].Check(ctx, tp); err != nil {
+		t.Fatalf("the new leader %d's mutation refused: %v", other, err)
+	}
+}
+
+// TestBurstCostsOneRound: concurrent checks of one topic within the TTL
+// share one round of Metadata requests (one to learn the brokers, one per
+// broker).
+func TestBurstCostsOneRound(t *testing.T) {
+	c, cl := fakeCluster(t)
+	ctx := testCtx(t)
+	// Connect the client first, so its own metadata refreshes are done.
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int32
+	c.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if m, ok := req.(*kmsg.MetadataRequest); ok && len(m.Topics) == 1 && m.Topics[0].Topic != nil && *m.Topics[0].Topic == topic {
+			requests.Add(1)
+		}
+		return nil, nil, false
+	})
+	f := New(Config{Client: cl, BrokerID: c.LeaderFor(topic, 0)})
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() { errs <- f.Check(ctx, tp) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("the leader's check: %v", err)
+		}
+	}
+	if got := requests.Load(); got != 4 {
+		t.Errorf("20 concurrent checks sent %d Metadata requests for %s, want 4 (one round: 1 + 3 brokers)", got, topic)
+	}
+}
+
+// TestUnknownTopicPublishes: a topic the cluster does not know leaves the
+// fence open (the package doc's choice when metadata cannot be had).
+func TestUnknownTopicPublishes(t *testing.T) {
+	_, cl := fakeCluster(t)
+	f := New(Config{Client: cl, BrokerID: 0, Timeout: 3 * time.Second})
+	if err := f.Check(testCtx(t), rlmm.TopicIDPartition{TopicID: rlmm.Uuid{9}, Topic: "absent", Partition: 0}); err != nil {
+		t.Fatalf("a topic the cluster does not know: %v, want nil (published unfenced)", err)
+	}
+}
+
+// TestNoFence: no broker id or no client builds no fence, and a nil
+// fence admits everything.
+func TestNoFence(t *testing.T) {
+	_, cl := fakeCluster(t)
+	if f := New(Config{Client: cl, BrokerID: -1}); f != nil {
+		t.Errorf("New without a broker id = %v, want nil", f)
+	}
+	if f := New(Config{BrokerID: 1}); f != nil {
+		t.Errorf("New without a client = %v, want nil", f)
+	}
+	var f *Fence
+	if err := f.Check(testCtx(t), rlmm.TopicIDPartition{Topic: topic}); err != nil {
+		t.Errorf("a nil fence's Check = %v, want nil", err)
+	}
+}
