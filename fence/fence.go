@@ -131,6 +131,7 @@ func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, erro
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
+		req.AllowAutoTopicCreation = false // asking must never create a user topic
 		return req
 	}
 
