@@ -67,6 +67,15 @@
 //     replaces the set: a partition that moved away while the broker was
 //     down is never stopped by the broker, so that change drops it.
 //
+//   - The leader fence (SetLeaderFence, package fence): before a broker's
+//     add (COPY_SEGMENT_STARTED) or update to DELETE_SEGMENT_STARTED is
+//     published, the fence is asked whether the cluster names this broker
+//     the user partition's leader; a refusal (rlmm.ErrNotLeader) publishes
+//     nothing. A deposed leader cut off from the quorum, whose sidecar
+//     still reaches the metadata topic, so cannot start deleting segments
+//     the real leader keeps its log start on. rlmm serve sets it over
+//     Kafka with --broker-id; other mutations are not fenced.
+//
 //   - Errors (errors.go): a failed call's BrokerError has the kind of the
 //     rlmm sentinel and rlmm's message:
 //
@@ -74,6 +83,7 @@
 //     ErrInvalidTransition INVALID_TRANSITION
 //     ErrUnknownSegment    UNKNOWN_SEGMENT
 //     ErrNotReady          NOT_READY
+//     ErrNotLeader         NOT_READY (no kind of its own yet; retriable)
 //     ErrNotAssigned       NOT_ASSIGNED
 //     ErrClosed            CLOSED
 //     ErrCorrupt           CORRUPT
