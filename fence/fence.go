@@ -79,9 +79,7 @@ func (f *Fence) Check(ctx context.Context, tp rlmm.TopicIDPartition) error {
 		return err // the caller's context ended
 	}
 	if ta.err != nil {
-		f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; publishing unfenced",
-			"partition", tp.String(), "error", ta.err)
-		return nil
+		return nil // said once per round, in answersFor
 	}
 	return Decide(tp, f.cfg.BrokerID, ta.answers[tp.Partition])
 }
@@ -108,6 +106,10 @@ func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, er
 	if mine {
 		ta.answers, ta.err = f.ask(ctx, topic)
 		ta.at = f.now()
+		if ta.err != nil {
+			f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; the topic's segment mutations are published unfenced for a while",
+				"topic", topic, "for", f.cfg.TTL, "error", ta.err)
+		}
 		close(ta.done)
 	}
 	select {
@@ -123,7 +125,9 @@ func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, er
 // leaders. It fails only when no broker answered for the topic. The
 // goroutines it starts all send their reply before it returns.
 func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	// The round serves every Check waiting for it: the caller's
+	// cancellation does not end it, its Timeout does.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)
 	defer cancel()
 	// One request per send: the client sets the version on it.
 	newReq := func() *kmsg.MetadataRequest {
@@ -153,8 +157,7 @@ func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, erro
 			ids = append(ids, b.NodeID)
 		}
 	}
-	replies := make(chan reply, len(ids)+1)
-	replies <- reply{from: -1, resp: first}
+	replies := make(chan reply, len(ids))
 	for _, id := range ids {
 		go func() {
 			resp, err := f.cfg.Client.Broker(int(id)).Request(ctx, newReq())
@@ -164,15 +167,14 @@ func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, erro
 	got := map[int32][]Answer{}
 	var lastErr error
 	answered := false
-	for range len(ids) + 1 {
-		r := <-replies
+	take := func(r reply) {
 		if r.err != nil {
 			lastErr = r.err
-			continue
+			return
 		}
 		resp, ok := r.resp.(*kmsg.MetadataResponse)
 		if !ok {
-			continue
+			return
 		}
 		for _, t := range resp.Topics {
 			if t.Topic == nil || *t.Topic != topic {
@@ -187,6 +189,14 @@ func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, erro
 				got[p.Partition] = append(got[p.Partition], Answer{From: r.from, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch})
 			}
 		}
+	}
+	for range ids {
+		take(<-replies)
+	}
+	// The first answer, of a broker asked again above, counts only when
+	// none of theirs came (its broker is not known by id).
+	if !answered {
+		take(reply{from: -1, resp: first})
 	}
 	if !answered {
 		if lastErr == nil {

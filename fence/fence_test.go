@@ -3,6 +3,8 @@ package fence
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,8 +64,17 @@ func TestCheckAgainstKfake(t *testing.T) {
 	if err := fences[leader].Check(ctx, tp); err != nil {
 		t.Fatalf("the leader %d's mutation refused: %v", leader, err)
 	}
-	if err := fences[other].Check(ctx, tp); !errors.Is(err, rlmm.ErrNotLeader) {
+	err := fences[other].Check(ctx, tp)
+	if !errors.Is(err, rlmm.ErrNotLeader) {
 		t.Fatalf("broker %d's mutation (the leader is %d): %v, want ErrNotLeader", other, leader, err)
+	}
+	for _, want := range []string{fmt.Sprintf("names broker %d as leader", leader), fmt.Sprintf("this broker %d", other), tp.String()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not name %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "answered by broker -1") {
+		t.Errorf("the refusal %q does not name the broker that answered", err)
 	}
 
 	if err := c.MoveTopicPartition(topic, 1, other); err != nil {
