@@ -65,8 +65,9 @@ func (e *TransitionError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidTransition) true.
 func (e *TransitionError) Unwrap() error { return ErrInvalidTransition }
 
-// IsRetriable reports whether err is worth retrying unchanged: ErrNotReady
-// and ErrTimeout are, everything else is not.
+// IsRetriable reports whether err is worth retrying unchanged: ErrNotReady,
+// ErrTimeout and ErrNotLeader (the leadership may come back, and a deposed
+// broker's retry finds out) are, everything else is not.
 func IsRetriable(err error) bool {
-	return errors.Is(err, ErrNotReady) || errors.Is(err, ErrTimeout)
+	return errors.Is(err, ErrNotReady) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrNotLeader)
 }

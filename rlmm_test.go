@@ -363,7 +363,7 @@ func TestErrors(t *testing.T) {
 	for _, c := range []struct {
 		err       error
 		retriable bool
-	}{{ErrNotReady, true}, {ErrTimeout, true}, {ErrInvalidArgument, false}, {te, false}, {ErrClosed, false}} {
+	}{{ErrNotReady, true}, {ErrTimeout, true}, {ErrNotLeader, true}, {ErrInvalidArgument, false}, {te, false}, {ErrClosed, false}} {
 		if got := IsRetriable(c.err); got != c.retriable {
 			t.Errorf("IsRetriable(%v) = %t", c.err, got)
 		}
