@@ -8,8 +8,6 @@ import (
 
 // Answer is one broker's metadata for one user partition.
 type Answer struct {
-	// From is the broker that answered.
-	From int32
 	// Leader is the partition's leader in that answer, -1 for none.
 	Leader int32
 	// LeaderEpoch is the leader's epoch in that answer, -1 when unknown.
@@ -36,6 +34,6 @@ func Decide(tp rlmm.TopicIDPartition, self int32, answers []Answer) error {
 	if newest.Leader < 0 {
 		leader = "no broker"
 	}
-	return fmt.Errorf("%w: the cluster names %s as leader of %s (leader epoch %d, answered by broker %d), not this broker %d; nothing published",
-		rlmm.ErrNotLeader, leader, tp, newest.LeaderEpoch, newest.From, self)
+	return fmt.Errorf("%w: the cluster names %s as leader of %s (leader epoch %d), not this broker %d; nothing published",
+		rlmm.ErrNotLeader, leader, tp, newest.LeaderEpoch, self)
 }

@@ -17,16 +17,16 @@ func TestDecide(t *testing.T) {
 		refused bool
 		names   []string // what the refusal's text must name
 	}{
-		{"this broker leads", 3, []Answer{{From: 1, Leader: 3, LeaderEpoch: 5}}, false, nil},
-		{"another broker leads", 3, []Answer{{From: 1, Leader: 1, LeaderEpoch: 6}}, true, []string{"broker 1", "this broker 3", tp.String()}},
-		{"no broker id: no fence", -1, []Answer{{From: 1, Leader: 1, LeaderEpoch: 6}}, false, nil},
+		{"this broker leads", 3, []Answer{{Leader: 3, LeaderEpoch: 5}}, false, nil},
+		{"another broker leads", 3, []Answer{{Leader: 1, LeaderEpoch: 6}}, true, []string{"broker 1", "this broker 3", tp.String()}},
+		{"no broker id: no fence", -1, []Answer{{Leader: 1, LeaderEpoch: 6}}, false, nil},
 		{"no answers: published", 3, nil, false, nil},
-		{"no leader (an election) is refused", 3, []Answer{{From: 1, Leader: -1, LeaderEpoch: 7}}, true, []string{"no broker"}},
+		{"no leader (an election) is refused", 3, []Answer{{Leader: -1, LeaderEpoch: 7}}, true, []string{"no broker"}},
 		{"the deposed broker's own stale answer loses to a newer epoch", 3,
-			[]Answer{{From: 3, Leader: 3, LeaderEpoch: 5}, {From: 1, Leader: 1, LeaderEpoch: 6}, {From: 2, Leader: 1, LeaderEpoch: 6}},
+			[]Answer{{Leader: 3, LeaderEpoch: 5}, {Leader: 1, LeaderEpoch: 6}, {Leader: 1, LeaderEpoch: 6}},
 			true, []string{"broker 1", "leader epoch 6"}},
 		{"the newest answer names this broker", 3,
-			[]Answer{{From: 1, Leader: 1, LeaderEpoch: 6}, {From: 3, Leader: 3, LeaderEpoch: 7}}, false, nil},
+			[]Answer{{Leader: 1, LeaderEpoch: 6}, {Leader: 3, LeaderEpoch: 7}}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

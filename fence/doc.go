@@ -10,12 +10,18 @@
 // started (consumers get OffsetOutOfRange).
 //
 // Before the server publishes such a mutation it asks Check, which asks
-// every broker the client knows for the topic's metadata (one Metadata
-// request per broker, cached Config.TTL per topic so a burst costs one
-// round) and hands the answers to Decide, the pure rule: the answer with
-// the highest leader epoch wins (a partitioned broker answers from its own
-// stale cache, naming itself), and if it names a leader other than this
-// broker the mutation is refused with rlmm.ErrNotLeader.
+// every broker the client knows for the topic's metadata at once (one
+// Metadata request per broker, cached Config.TTL per topic so a burst
+// costs one round) and hands the answers to Decide, the pure rule: the
+// answer with the highest leader epoch wins (a partitioned broker answers
+// from its own stale cache, naming itself), and if it names a leader other
+// than this broker the mutation is refused with rlmm.ErrNotLeader. A
+// broker silent for the round's Config.Timeout is left out: a partition
+// that deposes a leader often cuts its sidecar from it too.
+//
+// The requests go through franz-go's per-broker Request (kgo.Broker), the
+// client the metadata log already holds, so the fence opens no
+// connection of its own.
 //
 // When the metadata cannot be had (every broker failed, the topic or
 // partition is absent from every answer) the mutation is published as it

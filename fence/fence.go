@@ -120,10 +120,14 @@ func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, er
 	}
 }
 
-// ask sends a Metadata request for topic to one broker the client picks,
-// then to every broker that answer lists, and gathers the partitions'
-// leaders. It fails only when no broker answered for the topic. The
-// goroutines it starts all send their reply before it returns.
+// ask sends a Metadata request for topic to every broker the client has
+// discovered at once (to its seed brokers when it has discovered none
+// yet) and gathers the partitions' leaders. A broker that does not answer
+// within the round's Timeout is left out: the deposed leader's own broker
+// is often the one a partition keeps silent, and the round must not hang
+// on it, nor depend on it answering first. It fails only when no broker
+// answered for the topic. The goroutines it starts all send their reply
+// before it returns.
 func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, error) {
 	// The round serves every Check waiting for it: the caller's
 	// cancellation does not end it, its Timeout does.
@@ -139,44 +143,19 @@ func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, erro
 		return req
 	}
 
-	type reply struct {
-		from int32
-		resp kmsg.Response
-		err  error
-	}
-	// The brokers are learnt from a first answer (any broker's); each is
-	// then asked, since a partitioned broker answers from its own stale
-	// view and only the newest epoch among them all is the cluster's.
-	first, err := f.cfg.Client.Request(ctx, newReq())
-	if err != nil {
-		return nil, err
-	}
-	var ids []int32
-	if m, ok := first.(*kmsg.MetadataResponse); ok {
-		for _, b := range m.Brokers {
-			ids = append(ids, b.NodeID)
-		}
-	}
-	replies := make(chan reply, len(ids))
-	for _, id := range ids {
-		go func() {
-			resp, err := f.cfg.Client.Broker(int(id)).Request(ctx, newReq())
-			replies <- reply{from: id, resp: resp, err: err}
-		}()
-	}
 	got := map[int32][]Answer{}
 	var lastErr error
 	answered := false
-	take := func(r reply) {
-		if r.err != nil {
-			lastErr = r.err
+	take := func(resp kmsg.Response, err error) {
+		if err != nil {
+			lastErr = err
 			return
 		}
-		resp, ok := r.resp.(*kmsg.MetadataResponse)
+		m, ok := resp.(*kmsg.MetadataResponse)
 		if !ok {
 			return
 		}
-		for _, t := range resp.Topics {
+		for _, t := range m.Topics {
 			if t.Topic == nil || *t.Topic != topic {
 				continue
 			}
@@ -186,17 +165,29 @@ func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, erro
 			}
 			answered = true
 			for _, p := range t.Partitions {
-				got[p.Partition] = append(got[p.Partition], Answer{From: r.from, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch})
+				got[p.Partition] = append(got[p.Partition], Answer{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch})
 			}
 		}
 	}
-	for range ids {
-		take(<-replies)
+	brokers := f.cfg.Client.DiscoveredBrokers()
+	if len(brokers) == 0 {
+		// A client that has not met the cluster yet knows only its seeds.
+		brokers = f.cfg.Client.SeedBrokers()
 	}
-	// The first answer, of a broker asked again above, counts only when
-	// none of theirs came (its broker is not known by id).
-	if !answered {
-		take(reply{from: -1, resp: first})
+	type reply struct {
+		resp kmsg.Response
+		err  error
+	}
+	replies := make(chan reply, len(brokers))
+	for _, b := range brokers {
+		go func() {
+			resp, err := b.Request(ctx, newReq())
+			replies <- reply{resp, err}
+		}()
+	}
+	for range brokers {
+		r := <-replies
+		take(r.resp, r.err)
 	}
 	if !answered {
 		if lastErr == nil {
