@@ -38,8 +38,9 @@ lint() {
 # fault proxy, each snapshot directory on a tmpfs (root). On it: each single fault once
 # under load with the checker (TestFaultsAlone: a partition of a sidecar from the
 # metadata leader, of a broker from the others, a slow and a lossy link, the snapshot
-# disk full and read-only, a broker and a sidecar frozen 30 s, a broker killed -9), and
-# the SASL_SSL listener's test; about 6 to 8 minutes on a loaded 2-core machine.
+# disk full and read-only, a broker and a sidecar frozen 30 s, a broker killed -9), a
+# deposed leader's deletion start refused by the leader fence, and the SASL_SSL
+# listener's test; about 6 to 8 minutes on a loaded 2-core machine.
 faults() {
 	step "fault tests: each single fault on a 3-broker tiered cluster with rlmm's plugin under load, and its SASL_SSL listener (test/fault/)"
 	RLMM_FAULT_TESTS=1 RLMM_CLUSTER_FAULTS=1 go test -race -count=1 -timeout 30m -v -skip '^TestFaultSoak$' ./test/fault/

@@ -43,6 +43,13 @@
 // schedules of one to three faults at once from RLMM_SOAK_SEED for
 // RLMM_SOAK_MINUTES, each schedule logged.
 //
+// TestDeposedLeaderCannotStartDeletions partitions a partition's leader
+// from the other brokers and, once another leads, asks its sidecar as the
+// deposed broker would to start deleting the segment at the log start: the
+// leader fence (package fence) must refuse it, the segment stay finished and
+// a reader at offset 0 get records (without the fence the reader gets
+// OffsetOutOfRange, as the soak once did).
+//
 // TestSecurityEndToEnd drives the SASL_SSL listener with right and wrong
 // credentials, an unknown CA and missing ACLs.
 //
