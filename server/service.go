@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -50,6 +51,11 @@ func applyMutation[T any](ctx context.Context, s *Server, decode func() (T, erro
 	}
 	if fenced != nil && fenced(arg) {
 		if err := s.checkLeader(ctx, tpOf(arg)); err != nil {
+			// The broker only sees a retriable error in its task's log; an
+			// operator looking at rlmm's own log sees the zombie here.
+			if errors.Is(err, rlmm.ErrNotLeader) {
+				s.logger.Warn("server: a segment mutation of a broker the cluster does not name leader was refused", "partition", tpOf(arg), "error", err)
+			}
 			return notPublished{err}
 		}
 	}
