@@ -194,3 +194,37 @@ func TestNoFence(t *testing.T) {
 		t.Errorf("a nil fence's Check = %v, want nil", err)
 	}
 }
+
+// BenchmarkCheck is what the fence adds to a copy's or deletion's start on
+// a 3-broker kfake cluster over loopback: "cached" is a check within the
+// TTL of the topic's last round, "round" a check that asks every broker.
+func BenchmarkCheck(b *testing.B) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, topic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.Ping(ctx); err != nil {
+		b.Fatal(err)
+	}
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
+	for _, bc := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"cached", time.Hour}, {"round", time.Nanosecond}} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := New(Config{Client: cl, BrokerID: c.LeaderFor(topic, 0), TTL: bc.ttl})
+			for b.Loop() {
+				if err := f.Check(ctx, tp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
