@@ -43,7 +43,7 @@ final class RlmmMetrics implements AutoCloseable {
         this.metrics = metrics;
         Map<String, String> tags = new LinkedHashMap<>();
         tags.put("broker-id", Integer.toString(brokerId));
-        gauge("child-up", "1 while rlmm serve answers and holds this broker's partitions, else 0", tags, up);
+        gauge("child-up", "1 while calls reach an rlmm serve that answered the hello (see hosted-partitions-ready), else 0", tags, up);
         gauge("child-restarts-total", "rlmm serve children started after the first", tags, () -> Math.max(0, starts.get() - 1));
         gauge("last-error-timestamp-ms", "when rlmm serve last died, failed to start or was refused (0: never)", tags,
                 lastErrorMs::get);
