@@ -175,3 +175,22 @@ func scrapeMetrics(t *testing.T, url string) map[string]float64 {
 	}
 	return out
 }
+
+// writeServeProperties writes dir/rlmm.properties as the plugin writes it
+// for a one-broker metadata topic of 5 partitions over bootstrap, with
+// extra lines, and returns its path.
+func writeServeProperties(t *testing.T, dir, bootstrap string, extra ...string) string {
+	t.Helper()
+	props := filepath.Join(dir, "rlmm.properties")
+	lines := append([]string{
+		"# as the plugin writes it",
+		"remote.log.metadata.common.client.bootstrap.servers=" + bootstrap,
+		"remote.log.metadata.topic.num.partitions=5",
+		"remote.log.metadata.topic.replication.factor=1",
+		"remote.log.metadata.topic.min.isr=1",
+	}, extra...)
+	if err := os.WriteFile(props, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return props
+}

@@ -496,17 +496,7 @@ func TestServeOverRealKafka(t *testing.T) {
 func serveOverKafka(t *testing.T, bootstrap string) {
 	dir := shortTemp(t)
 	topic := fmt.Sprintf("rlmm-serve-test.%d", time.Now().UnixNano())
-	props := filepath.Join(dir, "rlmm.properties")
-	if err := os.WriteFile(props, []byte(strings.Join([]string{
-		"# as the plugin writes it",
-		"remote.log.metadata.common.client.bootstrap.servers=" + bootstrap,
-		"remote.log.metadata.topic.num.partitions=5",
-		"remote.log.metadata.topic.replication.factor=1",
-		"remote.log.metadata.topic.min.isr=1",
-		"remote.log.metadata.consume.wait.ms=30000",
-	}, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	props := writeServeProperties(t, dir, bootstrap, "remote.log.metadata.consume.wait.ms=30000")
 	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
 	logDir := filepath.Join(dir, "kafka-logs") // the broker's log.dir; the snapshots go beside it
 	p := startServe(t, "--properties", props, "--kafka-topic", topic, "--log-dir", logDir, "--socket", socket, "--ready-file", ready)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,15 +30,7 @@ func TestServeFencesADeposedLeader(t *testing.T) {
 	leader := cluster.LeaderFor("payments", 1)
 	self := (leader + 1) % 3
 	dir := shortTemp(t)
-	props := filepath.Join(dir, "rlmm.properties")
-	if err := os.WriteFile(props, []byte(strings.Join([]string{
-		"remote.log.metadata.common.client.bootstrap.servers=" + strings.Join(cluster.ListenAddrs(), ","),
-		"remote.log.metadata.topic.num.partitions=5",
-		"remote.log.metadata.topic.replication.factor=1",
-		"remote.log.metadata.topic.min.isr=1",
-	}, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	props := writeServeProperties(t, dir, strings.Join(cluster.ListenAddrs(), ","))
 	socket, ready := filepath.Join(dir, "s.sock"), filepath.Join(dir, "ready")
 	p := startServe(t, "--properties", props, "--kafka-topic", "rlmm-fence-test", "--log-dir", filepath.Join(dir, "kafka-logs"),
 		"--socket", socket, "--ready-file", ready, "--broker-id", fmt.Sprint(self))
