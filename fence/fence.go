@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +29,10 @@ type Config struct {
 	// Logger receives a warning when the metadata cannot be had; nil
 	// discards it.
 	Logger *slog.Logger
+	// Registerer, when set, gets the fence's counters:
+	// rlmm_leader_fence_refusals_total and
+	// rlmm_leader_fence_unanswered_rounds_total.
+	Registerer prometheus.Registerer
 }
 
 // Fence checks a user partition's leader against the cluster's metadata
@@ -35,6 +40,10 @@ type Config struct {
 type Fence struct {
 	cfg Config
 	now func() time.Time // tests move the clock
+
+	// refusals counts the mutations refused; unanswered the rounds no
+	// broker answered (their topic's mutations published unfenced).
+	refusals, unanswered prometheus.Counter
 
 	mu     sync.Mutex
 	topics map[string]*topicAnswers
@@ -64,7 +73,16 @@ func New(cfg Config) *Fence {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Fence{cfg: cfg, now: time.Now, topics: map[string]*topicAnswers{}}
+	f := &Fence{cfg: cfg, now: time.Now, topics: map[string]*topicAnswers{},
+		refusals: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_refusals_total",
+			Help: "Segment mutations (COPY_SEGMENT_STARTED, DELETE_SEGMENT_STARTED) refused because the cluster names another leader of their partition: this broker was deposed."}),
+		unanswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_unanswered_rounds_total",
+			Help: "Rounds of Metadata requests no broker answered for the topic: its segment mutations were published unfenced until the next round."}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(f.refusals, f.unanswered)
+	}
+	return f
 }
 
 // Check returns nil if this broker may publish a segment mutation for tp,
@@ -81,7 +99,11 @@ func (f *Fence) Check(ctx context.Context, tp rlmm.TopicIDPartition) error {
 	if ta.err != nil {
 		return nil // said once per round, in answersFor
 	}
-	return Decide(tp, f.cfg.BrokerID, ta.answers[tp.Partition])
+	err = Decide(tp, f.cfg.BrokerID, ta.answers[tp.Partition])
+	if err != nil {
+		f.refusals.Inc()
+	}
+	return err
 }
 
 // answersFor returns topic's answers, fetched at most once per TTL.
@@ -107,6 +129,7 @@ func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, er
 		ta.answers, ta.err = f.ask(ctx, topic)
 		ta.at = f.now()
 		if ta.err != nil {
+			f.unanswered.Inc()
 			f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; the topic's segment mutations are published unfenced for a while",
 				"topic", topic, "for", f.cfg.TTL, "error", ta.err)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,6 +74,12 @@ func TestCheckAgainstKfake(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal %q does not name %q", err, want)
 		}
+	}
+	if got := testutil.ToFloat64(fences[other].refusals); got != 1 {
+		t.Errorf("broker %d's fence counted %v refusals, want 1", other, got)
+	}
+	if got := testutil.ToFloat64(fences[leader].refusals); got != 0 {
+		t.Errorf("the leader %d's fence counted %v refusals, want 0", leader, got)
 	}
 
 	if err := c.MoveTopicPartition(topic, 1, other); err != nil {
@@ -170,12 +178,20 @@ func TestSilentBrokerKeepsTheFenceShut(t *testing.T) {
 }
 
 // TestUnknownTopicPublishes: a topic the cluster does not know leaves the
-// fence open (the package doc's choice when metadata cannot be had).
+// fence open (the package doc's choice when metadata cannot be had), and
+// the unanswered round is counted.
 func TestUnknownTopicPublishes(t *testing.T) {
 	_, cl := fakeCluster(t)
-	f := New(Config{Client: cl, BrokerID: 0, Timeout: 3 * time.Second})
+	reg := prometheus.NewRegistry()
+	f := New(Config{Client: cl, BrokerID: 0, Timeout: 3 * time.Second, Registerer: reg})
 	if err := f.Check(testCtx(t), rlmm.TopicIDPartition{TopicID: rlmm.Uuid{9}, Topic: "absent", Partition: 0}); err != nil {
 		t.Fatalf("a topic the cluster does not know: %v, want nil (published unfenced)", err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "rlmm_leader_fence_unanswered_rounds_total", "rlmm_leader_fence_refusals_total"); err != nil || n != 2 {
+		t.Errorf("the registry has %d of the fence's 2 counters (%v)", n, err)
+	}
+	if got := testutil.ToFloat64(f.unanswered); got != 1 {
+		t.Errorf("rlmm_leader_fence_unanswered_rounds_total = %v after a round no broker answered for the topic, want 1", got)
 	}
 }
 

@@ -122,7 +122,9 @@
 //     manager's Stats at each scrape (StatsCollector) rlmm_hosted_partitions,
 //     rlmm_cached_partitions, rlmm_cached_segments, rlmm_events_skipped_total,
 //     rlmm_rebuild_passes_total, rlmm_rebuilt_partitions_total,
-//     rlmm_tombstones_total; /healthz is 200 until the manager is closed;
+//     rlmm_tombstones_total; rlmm serve adds the leader fence's
+//     rlmm_leader_fence_refusals_total and
+//     rlmm_leader_fence_unanswered_rounds_total; /healthz is 200 until the manager is closed;
 //     /readyz is 200 once the manager is up and every metadata partition
 //     assigned so far is caught up, else 503 with a line saying which is not.
 //

@@ -497,7 +497,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	// fence refuses its copies' and deletions' starts for partitions the
 	// cluster says another broker leads. No Kafka or no --broker-id, no fence.
 	if kl, ok := log.(interface{ Client() *kgo.Client }); ok {
-		if f := fence.New(fence.Config{Client: kl.Client(), BrokerID: o.brokerID, Logger: logger}); f != nil {
+		if f := fence.New(fence.Config{Client: kl.Client(), BrokerID: o.brokerID, Logger: logger, Registerer: reg}); f != nil {
 			srv.SetLeaderFence(f.Check)
 			logger.Info("serve: segment mutations are fenced by the cluster's partition leaders", "broker_id", o.brokerID)
 		}

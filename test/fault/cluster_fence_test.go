@@ -24,9 +24,10 @@ import (
 // them); once the cluster has elected another leader, the test asks the
 // deposed broker's sidecar, as that broker's RemoteLogManager would while
 // it still believes it leads, to start deleting the remote segment at the
-// log start. The leader fence must refuse it (NOT_READY, nothing recorded):
+// log start. The leader fence must refuse it (NOT_READY, nothing recorded,
+// counted in the sidecar's rlmm_leader_fence_refusals_total):
 // published, it would leave the segment DELETE_SEGMENT_STARTED, which Kafka's
-// real leader neither lookups nor moves its log start past, and a reader at
+// real leader neither finds in lookups nor moves its log start past, and a reader at
 // the log start would get OffsetOutOfRange. After the heal the segment is
 // still finished in the metadata topic and a reader at offset 0 gets its
 // records.
@@ -62,6 +63,12 @@ func TestDeposedLeaderCannotStartDeletions(t *testing.T) {
 	deposed := parts[0].leader
 	sock, err := sidecarSocket(fc.sidecarPid(int(deposed)))
 	must(t, err)
+	refusals := func() float64 {
+		ms, err := fc.scrape(ctx, int(deposed))
+		must(t, err)
+		return ms["rlmm_leader_fence_refusals_total"]
+	}
+	refused0 := refusals()
 	must(t, fc.net.Partition(int(deposed)))
 	healed := false
 	heal := func() {
@@ -102,6 +109,9 @@ func TestDeposedLeaderCannotStartDeletions(t *testing.T) {
 			t.Errorf("the refusal does not say why (the leader): %v", refusal)
 		}
 		t.Logf("the deposed node %d's deletion start refused: %v", deposed, refusal)
+		if got := refusals(); got <= refused0 {
+			t.Errorf("node %d's sidecar counts %v refusals (rlmm_leader_fence_refusals_total), %v before: the refusal was not counted", deposed, got, refused0)
+		}
 	}
 	heal()
 
