@@ -83,7 +83,7 @@
 //     ErrInvalidTransition INVALID_TRANSITION
 //     ErrUnknownSegment    UNKNOWN_SEGMENT
 //     ErrNotReady          NOT_READY
-//     ErrNotLeader         NOT_READY (no kind of its own yet; retriable)
+//     ErrNotLeader         NOT_LEADER
 //     ErrNotAssigned       NOT_ASSIGNED
 //     ErrClosed            CLOSED
 //     ErrCorrupt           CORRUPT

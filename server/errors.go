@@ -26,11 +26,10 @@ func classify(err error) rlmmpb.ErrorKind {
 		return rlmmpb.ErrorKind_TIMEOUT
 	case errors.Is(err, rlmm.ErrClosed):
 		return rlmmpb.ErrorKind_CLOSED
-	case errors.Is(err, rlmm.ErrNotReady), errors.Is(err, rlmm.ErrNotLeader):
-		// ErrNotLeader has no kind of its own yet: NOT_READY is retriable
-		// in the plugin (ReplicaNotAvailableException), and a refused
-		// mutation is notPublished, so may_be_recorded is false.
+	case errors.Is(err, rlmm.ErrNotReady):
 		return rlmmpb.ErrorKind_NOT_READY
+	case errors.Is(err, rlmm.ErrNotLeader):
+		return rlmmpb.ErrorKind_NOT_LEADER
 	case errors.Is(err, rlmm.ErrNotAssigned):
 		return rlmmpb.ErrorKind_NOT_ASSIGNED
 	case errors.Is(err, rlmm.ErrInvalidTransition):

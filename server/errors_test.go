@@ -29,6 +29,7 @@ func TestBrokerErr(t *testing.T) {
 		{"transition", &rlmm.TransitionError{To: rlmm.CopySegmentFinished}, true, rlmmpb.ErrorKind_INVALID_TRANSITION, false},
 		{"unknown segment", wrap(rlmm.ErrUnknownSegment), true, rlmmpb.ErrorKind_UNKNOWN_SEGMENT, false},
 		{"not ready", wrap(rlmm.ErrNotReady), false, rlmmpb.ErrorKind_NOT_READY, false},
+		{"not leader", notPublished{wrap(rlmm.ErrNotLeader)}, true, rlmmpb.ErrorKind_NOT_LEADER, false},
 		{"not ready, snapshot state corrupt", fmt.Errorf("%w: replayed: %w", rlmm.ErrNotReady, rlmm.ErrCorrupt), false, rlmmpb.ErrorKind_NOT_READY, false},
 		{"not assigned before publishing", fmt.Errorf("%w: nothing was published", rlmm.ErrNotAssigned), true, rlmmpb.ErrorKind_NOT_ASSIGNED, false},
 		{"not assigned after publishing, unmarked", fmt.Errorf("%w: unassigned after publishing offset 3; the event is in the log", rlmm.ErrNotAssigned), true, rlmmpb.ErrorKind_NOT_ASSIGNED, false},

@@ -14,7 +14,7 @@ import (
 
 // TestLeaderFenceRefusesCopyAndDeletionStarts: with a fence that says
 // another broker leads the partition, a broker's add (COPY_SEGMENT_STARTED)
-// and its update to DELETE_SEGMENT_STARTED are answered NOT_READY
+// and its update to DELETE_SEGMENT_STARTED are answered NOT_LEADER
 // (retriable), may_be_recorded false, and the metadata partition does not
 // grow; a copy's finish is not fenced; once the fence admits the broker,
 // the deletion's start is published.
@@ -68,7 +68,7 @@ func TestLeaderFenceRefusesCopyAndDeletionStarts(t *testing.T) {
 	for _, tt := range refused {
 		before := hwm()
 		rs := mutate.call(tt.req)
-		wantKind(rlmmpb.ErrorKind_NOT_READY)(t, rs)
+		wantKind(rlmmpb.ErrorKind_NOT_LEADER)(t, rs)
 		if e := rs[0].GetError(); e.GetMayBeRecorded() {
 			t.Errorf("%s: the refusal says the event may be recorded: %v", tt.name, e)
 		}

@@ -18,7 +18,7 @@ import (
 
 // TestServeFencesADeposedLeader: rlmm serve --broker-id over a 3-broker
 // kfake whose leader of payments-1 is another broker refuses the broker's
-// COPY_SEGMENT_STARTED (NOT_READY, nothing recorded, naming the partition,
+// COPY_SEGMENT_STARTED (NOT_LEADER, nothing recorded, naming the partition,
 // the leader and this broker); once the cluster moves the leadership to
 // this broker (and the fence's cached answer expires) the copy goes through.
 func TestServeFencesADeposedLeader(t *testing.T) {
@@ -52,8 +52,8 @@ func TestServeFencesADeposedLeader(t *testing.T) {
 	}}
 	_, err = c.AddSegment(ctx, add)
 	var fe *frametest.Error
-	if !errors.As(err, &fe) || fe.Kind() != rlmmpb.ErrorKind_NOT_READY || fe.BrokerError.GetMayBeRecorded() {
-		t.Fatalf("the add of broker %d (kfake's leader of payments-1 is %d): %v, want NOT_READY, not recorded", self, leader, err)
+	if !errors.As(err, &fe) || fe.Kind() != rlmmpb.ErrorKind_NOT_LEADER || fe.BrokerError.GetMayBeRecorded() {
+		t.Fatalf("the add of broker %d (kfake's leader of payments-1 is %d): %v, want NOT_LEADER, not recorded", self, leader, err)
 	}
 	for _, want := range []string{rlmm.ErrNotLeader.Error(), tp.String(), fmt.Sprintf("broker %d", leader), fmt.Sprintf("this broker %d", self)} {
 		if !strings.Contains(err.Error(), want) {

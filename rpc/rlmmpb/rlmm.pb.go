@@ -145,30 +145,32 @@ type ErrorKind int32
 
 const (
 	ErrorKind_ERROR_KIND_UNSPECIFIED ErrorKind = 0
-	ErrorKind_INVALID_ARGUMENT       ErrorKind = 1 // rlmm.ErrInvalidArgument
-	ErrorKind_INVALID_TRANSITION     ErrorKind = 2 // rlmm.ErrInvalidTransition
-	ErrorKind_UNKNOWN_SEGMENT        ErrorKind = 3 // rlmm.ErrUnknownSegment
-	ErrorKind_NOT_READY              ErrorKind = 4 // rlmm.ErrNotReady (retriable)
-	ErrorKind_NOT_ASSIGNED           ErrorKind = 5 // rlmm.ErrNotAssigned
-	ErrorKind_CLOSED                 ErrorKind = 6 // rlmm.ErrClosed
-	ErrorKind_CORRUPT                ErrorKind = 7 // rlmm.ErrCorrupt
-	ErrorKind_TIMEOUT                ErrorKind = 8 // rlmm.ErrTimeout (retriable)
-	ErrorKind_INTERNAL               ErrorKind = 9 // anything else
+	ErrorKind_INVALID_ARGUMENT       ErrorKind = 1  // rlmm.ErrInvalidArgument
+	ErrorKind_INVALID_TRANSITION     ErrorKind = 2  // rlmm.ErrInvalidTransition
+	ErrorKind_UNKNOWN_SEGMENT        ErrorKind = 3  // rlmm.ErrUnknownSegment
+	ErrorKind_NOT_READY              ErrorKind = 4  // rlmm.ErrNotReady (retriable)
+	ErrorKind_NOT_ASSIGNED           ErrorKind = 5  // rlmm.ErrNotAssigned
+	ErrorKind_CLOSED                 ErrorKind = 6  // rlmm.ErrClosed
+	ErrorKind_CORRUPT                ErrorKind = 7  // rlmm.ErrCorrupt
+	ErrorKind_TIMEOUT                ErrorKind = 8  // rlmm.ErrTimeout (retriable)
+	ErrorKind_INTERNAL               ErrorKind = 9  // anything else
+	ErrorKind_NOT_LEADER             ErrorKind = 10 // rlmm.ErrNotLeader (retriable): the leader fence refused a copy's or deletion's start
 )
 
 // Enum value maps for ErrorKind.
 var (
 	ErrorKind_name = map[int32]string{
-		0: "ERROR_KIND_UNSPECIFIED",
-		1: "INVALID_ARGUMENT",
-		2: "INVALID_TRANSITION",
-		3: "UNKNOWN_SEGMENT",
-		4: "NOT_READY",
-		5: "NOT_ASSIGNED",
-		6: "CLOSED",
-		7: "CORRUPT",
-		8: "TIMEOUT",
-		9: "INTERNAL",
+		0:  "ERROR_KIND_UNSPECIFIED",
+		1:  "INVALID_ARGUMENT",
+		2:  "INVALID_TRANSITION",
+		3:  "UNKNOWN_SEGMENT",
+		4:  "NOT_READY",
+		5:  "NOT_ASSIGNED",
+		6:  "CLOSED",
+		7:  "CORRUPT",
+		8:  "TIMEOUT",
+		9:  "INTERNAL",
+		10: "NOT_LEADER",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_UNSPECIFIED": 0,
@@ -181,6 +183,7 @@ var (
 		"CORRUPT":                7,
 		"TIMEOUT":                8,
 		"INTERNAL":               9,
+		"NOT_LEADER":             10,
 	}
 )
 
@@ -2511,7 +2514,7 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x14PartitionDeleteState\x12\x1b\n" +
 	"\x17DELETE_PARTITION_MARKED\x10\x00\x12\x1c\n" +
 	"\x18DELETE_PARTITION_STARTED\x10\x01\x12\x1d\n" +
-	"\x19DELETE_PARTITION_FINISHED\x10\x02*\xbf\x01\n" +
+	"\x19DELETE_PARTITION_FINISHED\x10\x02*\xcf\x01\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10INVALID_ARGUMENT\x10\x01\x12\x16\n" +
@@ -2523,7 +2526,10 @@ const file_rlmm_v1_rlmm_proto_rawDesc = "" +
 	"\x06CLOSED\x10\x06\x12\v\n" +
 	"\aCORRUPT\x10\a\x12\v\n" +
 	"\aTIMEOUT\x10\b\x12\f\n" +
-	"\bINTERNAL\x10\t*\x83\x01\n" +
+	"\bINTERNAL\x10\t\x12\x0e\n" +
+	"\n" +
+	"NOT_LEADER\x10\n" +
+	"*\x83\x01\n" +
 	"\aPurpose\x12\x17\n" +
 	"\x13PURPOSE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0ePURPOSE_LOOKUP\x10\x01\x12\x12\n" +

@@ -24,7 +24,7 @@ import (
 // them); once the cluster has elected another leader, the test asks the
 // deposed broker's sidecar, as that broker's RemoteLogManager would while
 // it still believes it leads, to start deleting the remote segment at the
-// log start. The leader fence must refuse it (NOT_READY, nothing recorded,
+// log start. The leader fence must refuse it (NOT_LEADER, nothing recorded,
 // counted in the sidecar's rlmm_leader_fence_refusals_total):
 // published, it would leave the segment DELETE_SEGMENT_STARTED, which Kafka's
 // real leader neither finds in lookups nor moves its log start past, and a reader at
@@ -98,9 +98,9 @@ func TestDeposedLeaderCannotStartDeletions(t *testing.T) {
 	var refusal *frametest.Error
 	switch {
 	case err == nil:
-		t.Errorf("node %d's sidecar published its deposed broker's start of deleting %s's segment at the log start; want a NOT_READY refusal", deposed, topic)
-	case !errors.As(err, &refusal) || refusal.Kind() != rlmmpb.ErrorKind_NOT_READY:
-		t.Errorf("node %d's sidecar, asked by its deposed broker to start deleting %s's segment at the log start: %v, want a NOT_READY refusal", deposed, topic, err)
+		t.Errorf("node %d's sidecar published its deposed broker's start of deleting %s's segment at the log start; want a NOT_LEADER refusal", deposed, topic)
+	case !errors.As(err, &refusal) || refusal.Kind() != rlmmpb.ErrorKind_NOT_LEADER:
+		t.Errorf("node %d's sidecar, asked by its deposed broker to start deleting %s's segment at the log start: %v, want a NOT_LEADER refusal", deposed, topic, err)
 	default:
 		if refusal.BrokerError.GetMayBeRecorded() {
 			t.Errorf("the refusal says the deletion may be recorded: %v", refusal)

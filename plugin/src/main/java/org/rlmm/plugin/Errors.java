@@ -1,5 +1,6 @@
 package org.rlmm.plugin;
 
+import org.apache.kafka.common.errors.NotLeaderOrFollowerException;
 import org.apache.kafka.common.errors.ReplicaNotAvailableException;
 import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
@@ -34,6 +35,8 @@ final class Errors {
         switch (e.getKind()) {
             case NOT_READY:
                 return new ReplicaNotAvailableException(msg);
+            case NOT_LEADER:
+                return new NotLeaderOrFollowerException(msg);
             case UNKNOWN_SEGMENT:
                 return new RemoteResourceNotFoundException(msg);
             case NOT_ASSIGNED:
@@ -57,12 +60,8 @@ final class Errors {
     /** A call that got no answer: the connection broke, or its deadline closed it. */
     static RemoteStorageException broken(Link.Broken b, String what, String target, long boundMs, boolean mutation) {
         String may = mutation && b.sent ? " (the event may still be recorded)" : "";
-        if (b.deadline) {
-            return new RemoteStorageException(what + " failed: rlmm serve at " + target + " did not answer within " + boundMs
-                    + " ms" + may, b);
-        }
-        return new RemoteStorageException(what + " failed: rlmm serve at " + target + " is unreachable (" + b.getMessage()
-                + ")" + may, b);
+        String why = b.deadline ? " did not answer within " + boundMs + " ms" : " is unreachable (" + b.getMessage() + ")";
+        return new RemoteStorageException(what + " failed: rlmm serve at " + target + why + may, b);
     }
 
     /** Throws what {@link #map} returns: the checked kind as it is, the unchecked kind unwrapped. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.apache.kafka.common.errors.NotLeaderOrFollowerException;
 import org.apache.kafka.common.errors.ReplicaNotAvailableException;
 import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
@@ -48,6 +49,8 @@ class ErrorsTest {
                     call.name());
             assertInstanceOf(RemoteResourceNotFoundException.class,
                     Errors.map(error(ErrorKind.UNKNOWN_SEGMENT, false), "x", "t", call), call.name());
+            assertInstanceOf(NotLeaderOrFollowerException.class, Errors.map(error(ErrorKind.NOT_LEADER, false), "x", "t", call),
+                    call.name());
             Exception forbidden = Errors.map(error(ErrorKind.INVALID_TRANSITION, false), "x", "t", call);
             assertEquals(RemoteStorageException.class, forbidden.getClass(), call.name());
             assertFalse(forbidden.getMessage().contains("may still be recorded"), forbidden.getMessage());
