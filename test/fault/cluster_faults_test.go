@@ -91,7 +91,11 @@ func (fc *fcluster) inject(t *testing.T, f plannedFault) (heal func() error, err
 		l := faultnet.Link{Node: f.peer, Listener: kafkatest.ListenerPlaintext}
 		return func() error { return fc.net.Restore(l) }, fc.net.CutFrom(l, sidecarBase+f.node, faultnet.Both)
 	case faultPartition:
-		return fc.net.Heal, fc.net.Partition(f.node)
+		// The broker's host: its sidecar is cut with it, as a network
+		// partition of the machine cuts both. (A cut of the broker's
+		// process alone, the sidecar still reaching the others, is
+		// TestDeposedLeaderCannotStartDeletions'.)
+		return fc.net.Heal, fc.net.Partition(f.node, sidecarBase+f.node)
 	case faultSlowLink:
 		return func() error { return fc.net.Restore(plaintext) }, fc.net.Delay(plaintext, faultnet.Both, 200*time.Millisecond, 50*time.Millisecond)
 	case faultLossyLink:

@@ -31,7 +31,8 @@
 // missing segment; a disk fault also fails it unless the sidecar counted
 // the failed snapshot writes and wrote one again once the disk was back.
 // TestFaultsAlone runs each fault alone: a network cut between a sidecar
-// and the metadata topic's leader, a broker partitioned, a 200 ms link, a
+// and the metadata topic's leader, a broker's host (broker and sidecar)
+// partitioned from the others, a 200 ms link, a
 // 5% lossy link, the snapshot disk full, read-only, a broker JVM and a
 // sidecar frozen 30 s, and a broker killed -9 and restarted. Beside the
 // frozen and the killed broker (the leader of most of the managers'
@@ -43,8 +44,9 @@
 // schedules of one to three faults at once from RLMM_SOAK_SEED for
 // RLMM_SOAK_MINUTES, each schedule logged.
 //
-// TestDeposedLeaderCannotStartDeletions partitions a partition's leader
-// from the other brokers and, once another leads, asks its sidecar as the
+// TestDeposedLeaderCannotStartDeletions partitions a partition's leader's
+// process (not its sidecar: a cut of the listeners it uses) from the other
+// brokers and, once another leads, asks its sidecar as the
 // deposed broker would to start deleting the segment at the log start: the
 // leader fence (package fence) must refuse it, the segment stay finished and
 // a reader at offset 0 get records (without the fence the reader gets

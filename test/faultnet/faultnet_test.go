@@ -378,7 +378,8 @@ func TestPeerPidFindsTheClientProcess(t *testing.T) {
 // With NodeOf, a partition of node 2 also cuts node 2's own connections
 // to the other nodes, and leaves its connections to itself and the other
 // nodes' connections to each other; CutFrom cuts one client's connections
-// to one link only.
+// to one link only; a hostmate of a partitioned node keeps its links to
+// that node and loses those to the others.
 func TestFaultsTellTheClientNodesApart(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash (its /dev/tcp is the other node's client) is not installed")
@@ -463,6 +464,29 @@ func TestFaultsTellTheClientNodesApart(t *testing.T) {
 	}
 	if !fromNode1(addrs[3]) || !fromNode2(addrs[1]) {
 		t.Error("CutFrom(node 3, client 2) cut another client's link or another link")
+	}
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	// Node 2's process as a hostmate of node 3 (a sidecar on its host):
+	// cut with node 3 from the rest, never from node 3.
+	if err := n.Partition(3, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from   string
+		passes func(string) bool
+		to     int
+		want   bool
+	}{
+		{"node 1", fromNode1, 1, true},
+		{"node 1", fromNode1, 3, false},
+		{"node 3's hostmate", fromNode2, 3, true},
+		{"node 3's hostmate", fromNode2, 1, false},
+	} {
+		if got := tc.passes(addrs[tc.to]); got != tc.want {
+			t.Errorf("partition of node 3 with its hostmate: %s to node %d passes: %v, want %v", tc.from, tc.to, got, tc.want)
+		}
 	}
 }
 

@@ -117,18 +117,23 @@ func (n *Net) loss(l Link, rate float64, rto time.Duration) error {
 }
 
 // Partition cuts node off from the other nodes, both ways: every link into
-// node from any client but node itself, and, when Options.NodeOf tells the
-// clients apart, every link into another node from node's processes (its
-// broker and its sidecar). A node without a link is an error.
-func (n *Net) Partition(node int) error {
+// node from any client but node itself and its hostmates, and, when
+// Options.NodeOf tells the clients apart, every link into another node
+// from node's processes and its hostmates'. Hostmates are the further
+// clients that share node's host (its sidecar): a partition of the host
+// cuts them with it and leaves their links to it. Without hostmates it
+// models a partition of the broker's process alone (a cut of the
+// listeners it uses, not of the host). A node without a link is an error.
+func (n *Net) Partition(node int, hostmates ...int) error {
 	ls := n.Links()
 	if !slices.ContainsFunc(ls, func(l Link) bool { return l.Node == node }) {
 		return fmt.Errorf("faultnet: node %d has no link", node)
 	}
+	onHost := func(client int) bool { return client == node || slices.Contains(hostmates, client) }
 	for _, l := range ls {
-		match := func(client int) bool { return client == node }
+		match := onHost
 		if l.Node == node {
-			match = func(client int) bool { return client != node }
+			match = func(client int) bool { return !onHost(client) }
 		}
 		if err := n.add(l, match, Both, cutToxicName, struct{}{}); err != nil {
 			return err
