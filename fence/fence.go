@@ -22,12 +22,10 @@ type Config struct {
 	// BrokerID is this server's broker; negative builds no fence (New
 	// returns nil).
 	BrokerID int32
-	// TTL is how long one topic's answers are reused; 0 means 1 s.
-	TTL time.Duration
 	// Timeout bounds one round of Metadata requests; 0 means 2 s.
 	Timeout time.Duration
-	// Logger receives a warning when the metadata cannot be had; nil
-	// discards it.
+	// Logger receives a warning when the metadata cannot be had (at most
+	// once a minute per topic); nil discards it.
 	Logger *slog.Logger
 	// Registerer, when set, gets the fence's counters:
 	// rlmm_leader_fence_refusals_total and
@@ -35,25 +33,39 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// warnEvery spaces a topic's warnings that its metadata cannot be had:
+// every check of it asks again, and would say so each time.
+const warnEvery = time.Minute
+
 // Fence checks a user partition's leader against the cluster's metadata
 // before a segment mutation is published. Safe for concurrent use.
+//
+// Answers are never reused once their round is over: an answer kept even a
+// second could admit a deposed leader just after the election, or refuse
+// the new one. Checks at once share the round under way, and a refusal
+// comes only from a round begun after its check (see Check).
 type Fence struct {
 	cfg Config
-	now func() time.Time // tests move the clock
+	// ask is one round of Metadata requests (askBrokers); tests replace it.
+	ask func(ctx context.Context, topic string) (map[int32][]Answer, error)
+	now func() time.Time // for spacing the warnings
 
 	// refusals counts the mutations refused; unanswered the rounds no
 	// broker answered (their topic's mutations published unfenced).
 	refusals, unanswered prometheus.Counter
 
-	mu     sync.Mutex
-	topics map[string]*topicAnswers
+	mu       sync.Mutex // guards the fields below
+	begun    uint64     // rounds begun; the last one's id
+	inFlight map[string]*round
+	warned   map[string]time.Time // by topic: the last warning
+	joined   int                  // checks that joined a round under way (tests)
 }
 
-// topicAnswers are one round's answers for a topic: done is closed when
-// they are in (a concurrent Check waits for the round under way).
-type topicAnswers struct {
+// round is one round's answers for a topic: done is closed when they are
+// in (the checks that joined it wait for it).
+type round struct {
+	id      uint64
 	done    chan struct{}
-	at      time.Time
 	answers map[int32][]Answer // by partition
 	err     error
 }
@@ -64,21 +76,19 @@ func New(cfg Config) *Fence {
 	if cfg.Client == nil || cfg.BrokerID < 0 {
 		return nil
 	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = time.Second
-	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Fence{cfg: cfg, now: time.Now, topics: map[string]*topicAnswers{},
+	f := &Fence{cfg: cfg, now: time.Now, inFlight: map[string]*round{}, warned: map[string]time.Time{},
 		refusals: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_refusals_total",
 			Help: "Segment mutations (COPY_SEGMENT_STARTED, DELETE_SEGMENT_STARTED) refused because the cluster names another leader of their partition: this broker was deposed."}),
 		unanswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_unanswered_rounds_total",
-			Help: "Rounds of Metadata requests no broker answered for the topic: its segment mutations were published unfenced until the next round."}),
+			Help: "Rounds of Metadata requests no broker answered for the topic: the mutations that asked were published unfenced."}),
 	}
+	f.ask = f.askBrokers
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(f.refusals, f.unanswered)
 	}
@@ -87,63 +97,86 @@ func New(cfg Config) *Fence {
 
 // Check returns nil if this broker may publish a segment mutation for tp,
 // or an error wrapping rlmm.ErrNotLeader (Decide). Metadata that cannot
-// be had publishes (see the package doc).
+// be had publishes (see the package doc). A check that joined a round
+// begun before it, whose answers refuse, asks a round of its own before
+// refusing: a broker that has just become the leader is not refused on
+// answers older than its check.
 func (f *Fence) Check(ctx context.Context, tp rlmm.TopicIDPartition) error {
 	if f == nil {
 		return nil
 	}
-	ta, err := f.answersFor(ctx, tp.Topic)
+	f.mu.Lock()
+	before := f.begun
+	f.mu.Unlock()
+	r, err := f.roundAfter(ctx, tp.Topic, 0)
 	if err != nil {
 		return err // the caller's context ended
 	}
-	if ta.err != nil {
-		return nil // said once per round, in answersFor
+	decide := func(r *round) error {
+		if r.err != nil {
+			return nil // counted and said in roundAfter
+		}
+		return Decide(tp, f.cfg.BrokerID, r.answers[tp.Partition])
 	}
-	err = Decide(tp, f.cfg.BrokerID, ta.answers[tp.Partition])
+	err = decide(r)
+	if err != nil && r.id <= before {
+		if r, err = f.roundAfter(ctx, tp.Topic, before); err != nil {
+			return err
+		}
+		err = decide(r)
+	}
 	if err != nil {
 		f.refusals.Inc()
 	}
 	return err
 }
 
-// answersFor returns topic's answers, fetched at most once per TTL.
-func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, error) {
+// roundAfter returns the answers of a round of topic whose id is above
+// after: the one under way if it is, else a new one.
+func (f *Fence) roundAfter(ctx context.Context, topic string, after uint64) (*round, error) {
 	f.mu.Lock()
-	ta := f.topics[topic]
-	if ta != nil {
-		select {
-		case <-ta.done:
-			if f.now().Sub(ta.at) >= f.cfg.TTL {
-				ta = nil
-			}
-		default: // a round is under way: wait for it
-		}
-	}
-	mine := ta == nil
+	r := f.inFlight[topic]
+	mine := r == nil || r.id <= after
 	if mine {
-		ta = &topicAnswers{done: make(chan struct{})}
-		f.topics[topic] = ta
+		f.begun++
+		r = &round{id: f.begun, done: make(chan struct{})}
+		f.inFlight[topic] = r
+	} else {
+		f.joined++
 	}
 	f.mu.Unlock()
 	if mine {
-		ta.answers, ta.err = f.ask(ctx, topic)
-		ta.at = f.now()
-		if ta.err != nil {
-			f.unanswered.Inc()
-			f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; the topic's segment mutations are published unfenced for a while",
-				"topic", topic, "for", f.cfg.TTL, "error", ta.err)
+		r.answers, r.err = f.ask(ctx, topic)
+		f.mu.Lock()
+		if f.inFlight[topic] == r {
+			delete(f.inFlight, topic)
 		}
-		close(ta.done)
+		warn := false
+		if r.err != nil {
+			now := f.now()
+			if last, ok := f.warned[topic]; !ok || now.Sub(last) >= warnEvery {
+				f.warned[topic], warn = now, true
+			}
+		}
+		f.mu.Unlock()
+		if r.err != nil {
+			f.unanswered.Inc()
+		}
+		if warn {
+			f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; the topic's segment mutations are published unfenced meanwhile",
+				"topic", topic, "error", r.err)
+		}
+		close(r.done)
 	}
 	select {
-	case <-ta.done:
-		return ta, nil
+	case <-r.done:
+		return r, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// ask sends a Metadata request for topic to every broker the client has
+// askBrokers sends a Metadata request for topic to every broker the client has
 // discovered at once (to its seed brokers when it has discovered none
 // yet) and gathers the partitions' leaders. A broker that does not answer
 // within the round's Timeout is left out: the deposed leader's own broker
@@ -151,7 +184,7 @@ func (f *Fence) answersFor(ctx context.Context, topic string) (*topicAnswers, er
 // on it, nor depend on it answering first. It fails only when no broker
 // answered for the topic. The goroutines it starts all send their reply
 // before it returns.
-func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, error) {
+func (f *Fence) askBrokers(ctx context.Context, topic string) (map[int32][]Answer, error) {
 	// The round serves every Check waiting for it: the caller's
 	// cancellation does not end it, its Timeout does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)

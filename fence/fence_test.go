@@ -45,8 +45,8 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // TestCheckAgainstKfake: the fence of the partition's leader admits its
-// mutation, another broker's is refused naming both; after the cluster
-// moves the leadership (and the cached answer expires) the two swap.
+// mutation, another broker's is refused naming both; the moment the
+// cluster moves the leadership the two swap (no answer is kept).
 func TestCheckAgainstKfake(t *testing.T) {
 	c, cl := fakeCluster(t)
 	ctx := testCtx(t)
@@ -56,12 +56,9 @@ func TestCheckAgainstKfake(t *testing.T) {
 	if leader < 0 || leader > 2 {
 		t.Fatalf("kfake's leader of %s-1 is %d, want one of nodes 0..2", topic, leader)
 	}
-	now := time.Unix(1000, 0)
 	fences := map[int32]*Fence{}
 	for _, id := range []int32{leader, other} {
-		f := New(Config{Client: cl, BrokerID: id, TTL: time.Second})
-		f.now = func() time.Time { return now }
-		fences[id] = f
+		fences[id] = New(Config{Client: cl, BrokerID: id})
 	}
 	if err := fences[leader].Check(ctx, tp); err != nil {
 		t.Fatalf("the leader %d's mutation refused: %v", leader, err)
@@ -85,22 +82,115 @@ func TestCheckAgainstKfake(t *testing.T) {
 	if err := c.MoveTopicPartition(topic, 1, other); err != nil {
 		t.Fatal(err)
 	}
-	// Within the TTL the cached answer stands.
-	if err := fences[leader].Check(ctx, tp); err != nil {
-		t.Fatalf("within the TTL the cached answer changed: %v", err)
-	}
-	now = now.Add(time.Second)
 	if err := fences[leader].Check(ctx, tp); !errors.Is(err, rlmm.ErrNotLeader) {
-		t.Fatalf("the deposed leader %d's mutation after the move: %v, want ErrNotLeader", leader, err)
+		t.Fatalf("the deposed leader %d's mutation right after the move: %v, want ErrNotLeader", leader, err)
 	}
 	if err := fences[other].Check(ctx, tp); err != nil {
-		t.Fatalf("the new leader %d's mutation refused: %v", other, err)
+		t.Fatalf("the new leader %d's mutation right after the move refused: %v", other, err)
 	}
 }
 
-// TestBurstCostsOneRound: twenty concurrent checks of one topic within
-// the TTL send the Metadata requests of one check (one to each broker).
-func TestBurstCostsOneRound(t *testing.T) {
+// heldRounds replaces f's Metadata rounds with answers the test gives,
+// one round at a time: each round waits for the next answer on the
+// returned channel; rounds counts them.
+func heldRounds(f *Fence) (answers chan<- []Answer, rounds *atomic.Int32) {
+	ch := make(chan []Answer)
+	rounds = &atomic.Int32{}
+	f.ask = func(ctx context.Context, _ string) (map[int32][]Answer, error) {
+		rounds.Add(1)
+		select {
+		case a := <-ch:
+			return map[int32][]Answer{0: a}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return ch, rounds
+}
+
+// waitJoined waits until n checks have joined a round under way.
+func waitJoined(t *testing.T, f *Fence, n int) {
+	t.Helper()
+	for ctx := testCtx(t); ; {
+		f.mu.Lock()
+		joined := f.joined
+		f.mu.Unlock()
+		if joined >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d checks joined the round under way, want %d", joined, n)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// TestBurstSharesTheRoundUnderWay: twenty checks of one topic arriving
+// while a round is under way wait for it: one round for all.
+func TestBurstSharesTheRoundUnderWay(t *testing.T) {
+	_, cl := fakeCluster(t)
+	f := New(Config{Client: cl, BrokerID: 1})
+	answers, rounds := heldRounds(f)
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
+	ctx := testCtx(t)
+	errs := make(chan error, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { errs <- f.Check(ctx, tp) })
+	}
+	waitJoined(t, f, 19)
+	answers <- []Answer{{Leader: 1, LeaderEpoch: 4}}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a check of the leader: %v", err)
+		}
+	}
+	if got := rounds.Load(); got != 1 {
+		t.Errorf("20 checks at once asked %d rounds, want 1", got)
+	}
+}
+
+// TestRefusalComesFromARoundBegunAfterTheCheck: a check that joined a round
+// begun before it, whose answers name another leader, asks a round of its
+// own before refusing: a broker that has just become the leader (the
+// newer round says so) is admitted, while the check that began the old
+// round is refused on it.
+func TestRefusalComesFromARoundBegunAfterTheCheck(t *testing.T) {
+	_, cl := fakeCluster(t)
+	f := New(Config{Client: cl, BrokerID: 1})
+	answers, rounds := heldRounds(f)
+	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
+	ctx := testCtx(t)
+	first := make(chan error, 1)
+	go func() { first <- f.Check(ctx, tp) }()
+	for rounds.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan error, 1)
+	go func() { second <- f.Check(ctx, tp) }()
+	waitJoined(t, f, 1)
+	answers <- []Answer{{Leader: 2, LeaderEpoch: 4}} // the round both saw begin: broker 2 leads
+	if err := <-first; !errors.Is(err, rlmm.ErrNotLeader) {
+		t.Errorf("the check that began the round: %v, want ErrNotLeader on its own round's answers", err)
+	}
+	answers <- []Answer{{Leader: 1, LeaderEpoch: 5}} // the second check's own round: broker 1 was elected
+	if err := <-second; err != nil {
+		t.Errorf("the check that joined the older round: %v, want admitted on a round of its own", err)
+	}
+	if got := rounds.Load(); got != 2 {
+		t.Errorf("%d rounds, want 2", got)
+	}
+	if got := testutil.ToFloat64(f.refusals); got != 1 {
+		t.Errorf("%v refusals counted, want 1", got)
+	}
+}
+
+// TestOneCheckAsksEveryBrokerOnce: a check sends one Metadata request for
+// its topic to each of the three brokers, and the next check asks again.
+func TestOneCheckAsksEveryBrokerOnce(t *testing.T) {
 	c, cl := fakeCluster(t)
 	ctx := testCtx(t)
 	// Connect the client first, so its own metadata refreshes are done.
@@ -116,29 +206,14 @@ func TestBurstCostsOneRound(t *testing.T) {
 		return nil, nil, false
 	})
 	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
-	checks := func(n int) int32 {
-		f := New(Config{Client: cl, BrokerID: c.LeaderFor(topic, 0)})
-		before := requests.Load()
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		for range n {
-			wg.Go(func() { errs <- f.Check(ctx, tp) })
+	f := New(Config{Client: cl, BrokerID: c.LeaderFor(topic, 0)})
+	for i := int32(1); i <= 2; i++ {
+		if err := f.Check(ctx, tp); err != nil {
+			t.Fatalf("the leader's check: %v", err)
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("the leader's check: %v", err)
-			}
+		if got := requests.Load(); got != 3*i {
+			t.Fatalf("after %d checks, %d Metadata requests for %s, want %d (one per broker per check)", i, got, topic, 3*i)
 		}
-		return requests.Load() - before
-	}
-	one := checks(1)
-	if one != 3 {
-		t.Fatalf("one check sent %d Metadata requests for %s, want 3 (one per broker)", one, topic)
-	}
-	if burst := checks(20); burst != one {
-		t.Errorf("20 concurrent checks sent %d Metadata requests for %s, one check %d: the burst did not share one round", burst, topic, one)
 	}
 }
 
@@ -212,8 +287,7 @@ func TestNoFence(t *testing.T) {
 }
 
 // BenchmarkCheck is what the fence adds to a copy's or deletion's start on
-// a 3-broker kfake cluster over loopback: "cached" is a check within the
-// TTL of the topic's last round, "round" a check that asks every broker.
+// a 3-broker kfake cluster over loopback: one round, every broker asked.
 func BenchmarkCheck(b *testing.B) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, topic))
 	if err != nil {
@@ -230,17 +304,10 @@ func BenchmarkCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
-	for _, bc := range []struct {
-		name string
-		ttl  time.Duration
-	}{{"cached", time.Hour}, {"round", time.Nanosecond}} {
-		b.Run(bc.name, func(b *testing.B) {
-			f := New(Config{Client: cl, BrokerID: c.LeaderFor(topic, 0), TTL: bc.ttl})
-			for b.Loop() {
-				if err := f.Check(ctx, tp); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+	f := New(Config{Client: cl, BrokerID: c.LeaderFor(topic, 0)})
+	for b.Loop() {
+		if err := f.Check(ctx, tp); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
