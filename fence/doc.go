@@ -11,20 +11,19 @@
 //
 // Before the server publishes such a mutation it asks Check, which asks
 // every broker the client knows for the topic's metadata at once (one
-// Metadata request per broker; checks of a topic at the same time share
-// the round under way) and hands the answers to Decide, the pure rule: the
+// Metadata request per broker) and hands the answers to Decide, the pure rule: the
 // answer with the highest leader epoch wins (a partitioned broker answers
 // from its own stale cache, naming itself), and if it names a leader other
 // than this broker the mutation is refused with rlmm.ErrNotLeader. A
 // broker silent for the round's Config.Timeout is left out: a partition
 // that deposes a leader often cuts its sidecar from it too.
 //
-// No answer is kept once its round is over. An answer kept a second
-// would admit a deposed leader's mutation just after the election, or
-// refuse the new leader's first copy; a round costs a Metadata request to
-// each broker, against a segment copy or deletion that happens a few times
-// a minute per partition. A check that joined a round begun before it
-// refuses only after a round of its own agrees.
+// Each check asks its own round; no answer is kept or shared. An answer
+// kept even a second would admit a deposed leader's mutation just after
+// the election, or refuse the new leader's first copy (a 1 s cache did, in
+// the soak). A round costs a Metadata request to each broker, beside a
+// segment copy or deletion that happens a few times a minute per
+// partition and waits for its record to be replicated.
 //
 // The requests go through franz-go's per-broker Request (kgo.Broker), the
 // client the metadata log already holds, so the fence opens no

@@ -40,10 +40,10 @@ const warnEvery = time.Minute
 // Fence checks a user partition's leader against the cluster's metadata
 // before a segment mutation is published. Safe for concurrent use.
 //
-// Answers are never reused once their round is over: an answer kept even a
-// second could admit a deposed leader just after the election, or refuse
-// the new one. Checks at once share the round under way, and a refusal
-// comes only from a round begun after its check (see Check).
+// Every check asks its own round, begun after the mutation arrived: an
+// answer kept even a second, or shared with a check that came later, could
+// admit a deposed leader's mutation just after the election, or refuse the
+// new leader's first copy.
 type Fence struct {
 	cfg Config
 	// ask is one round of Metadata requests (askBrokers); tests replace it.
@@ -51,23 +51,11 @@ type Fence struct {
 	now func() time.Time // for spacing the warnings
 
 	// refusals counts the mutations refused; unanswered the rounds no
-	// broker answered (their topic's mutations published unfenced).
+	// broker answered (their mutations published unfenced).
 	refusals, unanswered prometheus.Counter
 
-	mu       sync.Mutex // guards the fields below
-	begun    uint64     // rounds begun; the last one's id
-	inFlight map[string]*round
-	warned   map[string]time.Time // by topic: the last warning
-	joined   int                  // checks that joined a round under way (tests)
-}
-
-// round is one round's answers for a topic: done is closed when they are
-// in (the checks that joined it wait for it).
-type round struct {
-	id      uint64
-	done    chan struct{}
-	answers map[int32][]Answer // by partition
-	err     error
+	mu     sync.Mutex           // guards warned
+	warned map[string]time.Time // by topic: the last warning
 }
 
 // New returns a fence, or nil when cfg has no client or no broker id (a
@@ -82,7 +70,7 @@ func New(cfg Config) *Fence {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Fence{cfg: cfg, now: time.Now, inFlight: map[string]*round{}, warned: map[string]time.Time{},
+	f := &Fence{cfg: cfg, now: time.Now, warned: map[string]time.Time{},
 		refusals: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_refusals_total",
 			Help: "Segment mutations (COPY_SEGMENT_STARTED, DELETE_SEGMENT_STARTED) refused because the cluster names another leader of their partition: this broker was deposed."}),
 		unanswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_unanswered_rounds_total",
@@ -97,83 +85,40 @@ func New(cfg Config) *Fence {
 
 // Check returns nil if this broker may publish a segment mutation for tp,
 // or an error wrapping rlmm.ErrNotLeader (Decide). Metadata that cannot
-// be had publishes (see the package doc). A check that joined a round
-// begun before it, whose answers refuse, asks a round of its own before
-// refusing: a broker that has just become the leader is not refused on
-// answers older than its check.
+// be had publishes (see the package doc); ctx's end is returned.
 func (f *Fence) Check(ctx context.Context, tp rlmm.TopicIDPartition) error {
 	if f == nil {
 		return nil
 	}
-	f.mu.Lock()
-	before := f.begun
-	f.mu.Unlock()
-	r, err := f.roundAfter(ctx, tp.Topic, 0)
-	if err != nil {
-		return err // the caller's context ended
-	}
-	decide := func(r *round) error {
-		if r.err != nil {
-			return nil // counted and said in roundAfter
-		}
-		return Decide(tp, f.cfg.BrokerID, r.answers[tp.Partition])
-	}
-	err = decide(r)
-	if err != nil && r.id <= before {
-		if r, err = f.roundAfter(ctx, tp.Topic, before); err != nil {
-			return err
-		}
-		err = decide(r)
+	answers, err := f.ask(ctx, tp.Topic)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if err != nil {
+		f.unanswered.Inc()
+		if f.warnNow(tp.Topic) {
+			f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; the topic's segment mutations are published unfenced meanwhile",
+				"topic", tp.Topic, "error", err)
+		}
+		return nil
+	}
+	if err := Decide(tp, f.cfg.BrokerID, answers[tp.Partition]); err != nil {
 		f.refusals.Inc()
+		return err
 	}
-	return err
+	return nil
 }
 
-// roundAfter returns the answers of a round of topic whose id is above
-// after: the one under way if it is, else a new one.
-func (f *Fence) roundAfter(ctx context.Context, topic string, after uint64) (*round, error) {
+// warnNow says whether topic's warning is due (warnEvery since the last).
+func (f *Fence) warnNow(topic string) bool {
 	f.mu.Lock()
-	r := f.inFlight[topic]
-	mine := r == nil || r.id <= after
-	if mine {
-		f.begun++
-		r = &round{id: f.begun, done: make(chan struct{})}
-		f.inFlight[topic] = r
-	} else {
-		f.joined++
+	defer f.mu.Unlock()
+	now := f.now()
+	if last, ok := f.warned[topic]; ok && now.Sub(last) < warnEvery {
+		return false
 	}
-	f.mu.Unlock()
-	if mine {
-		r.answers, r.err = f.ask(ctx, topic)
-		f.mu.Lock()
-		if f.inFlight[topic] == r {
-			delete(f.inFlight, topic)
-		}
-		warn := false
-		if r.err != nil {
-			now := f.now()
-			if last, ok := f.warned[topic]; !ok || now.Sub(last) >= warnEvery {
-				f.warned[topic], warn = now, true
-			}
-		}
-		f.mu.Unlock()
-		if r.err != nil {
-			f.unanswered.Inc()
-		}
-		if warn {
-			f.cfg.Logger.Warn("fence: the cluster's metadata could not be had; the topic's segment mutations are published unfenced meanwhile",
-				"topic", topic, "error", r.err)
-		}
-		close(r.done)
-	}
-	select {
-	case <-r.done:
-		return r, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	f.warned[topic] = now
+	return true
 }
 
 // askBrokers sends a Metadata request for topic to every broker the client has
@@ -185,9 +130,7 @@ func (f *Fence) roundAfter(ctx context.Context, topic string, after uint64) (*ro
 // answered for the topic. The goroutines it starts all send their reply
 // before it returns.
 func (f *Fence) askBrokers(ctx context.Context, topic string) (map[int32][]Answer, error) {
-	// The round serves every Check waiting for it: the caller's
-	// cancellation does not end it, its Timeout does.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	// One request per send: the client sets the version on it.
 	newReq := func() *kmsg.MetadataRequest {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,104 +90,6 @@ func TestCheckAgainstKfake(t *testing.T) {
 	}
 }
 
-// heldRounds replaces f's Metadata rounds with answers the test gives,
-// one round at a time: each round waits for the next answer on the
-// returned channel; rounds counts them.
-func heldRounds(f *Fence) (answers chan<- []Answer, rounds *atomic.Int32) {
-	ch := make(chan []Answer)
-	rounds = &atomic.Int32{}
-	f.ask = func(ctx context.Context, _ string) (map[int32][]Answer, error) {
-		rounds.Add(1)
-		select {
-		case a := <-ch:
-			return map[int32][]Answer{0: a}, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return ch, rounds
-}
-
-// waitJoined waits until n checks have joined a round under way.
-func waitJoined(t *testing.T, f *Fence, n int) {
-	t.Helper()
-	for ctx := testCtx(t); ; {
-		f.mu.Lock()
-		joined := f.joined
-		f.mu.Unlock()
-		if joined >= n {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d checks joined the round under way, want %d", joined, n)
-		case <-time.After(time.Millisecond):
-		}
-	}
-}
-
-// TestBurstSharesTheRoundUnderWay: twenty checks of one topic arriving
-// while a round is under way wait for it: one round for all.
-func TestBurstSharesTheRoundUnderWay(t *testing.T) {
-	_, cl := fakeCluster(t)
-	f := New(Config{Client: cl, BrokerID: 1})
-	answers, rounds := heldRounds(f)
-	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
-	ctx := testCtx(t)
-	errs := make(chan error, 20)
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() { errs <- f.Check(ctx, tp) })
-	}
-	waitJoined(t, f, 19)
-	answers <- []Answer{{Leader: 1, LeaderEpoch: 4}}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("a check of the leader: %v", err)
-		}
-	}
-	if got := rounds.Load(); got != 1 {
-		t.Errorf("20 checks at once asked %d rounds, want 1", got)
-	}
-}
-
-// TestRefusalComesFromARoundBegunAfterTheCheck: a check that joined a round
-// begun before it, whose answers name another leader, asks a round of its
-// own before refusing: a broker that has just become the leader (the
-// newer round says so) is admitted, while the check that began the old
-// round is refused on it.
-func TestRefusalComesFromARoundBegunAfterTheCheck(t *testing.T) {
-	_, cl := fakeCluster(t)
-	f := New(Config{Client: cl, BrokerID: 1})
-	answers, rounds := heldRounds(f)
-	tp := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}
-	ctx := testCtx(t)
-	first := make(chan error, 1)
-	go func() { first <- f.Check(ctx, tp) }()
-	for rounds.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	second := make(chan error, 1)
-	go func() { second <- f.Check(ctx, tp) }()
-	waitJoined(t, f, 1)
-	answers <- []Answer{{Leader: 2, LeaderEpoch: 4}} // the round both saw begin: broker 2 leads
-	if err := <-first; !errors.Is(err, rlmm.ErrNotLeader) {
-		t.Errorf("the check that began the round: %v, want ErrNotLeader on its own round's answers", err)
-	}
-	answers <- []Answer{{Leader: 1, LeaderEpoch: 5}} // the second check's own round: broker 1 was elected
-	if err := <-second; err != nil {
-		t.Errorf("the check that joined the older round: %v, want admitted on a round of its own", err)
-	}
-	if got := rounds.Load(); got != 2 {
-		t.Errorf("%d rounds, want 2", got)
-	}
-	if got := testutil.ToFloat64(f.refusals); got != 1 {
-		t.Errorf("%v refusals counted, want 1", got)
-	}
-}
-
 // TestOneCheckAsksEveryBrokerOnce: a check sends one Metadata request for
 // its topic to each of the three brokers, and the next check asks again.
 func TestOneCheckAsksEveryBrokerOnce(t *testing.T) {
@@ -253,20 +155,43 @@ func TestSilentBrokerKeepsTheFenceShut(t *testing.T) {
 }
 
 // TestUnknownTopicPublishes: a topic the cluster does not know leaves the
-// fence open (the package doc's choice when metadata cannot be had), and
-// the unanswered round is counted.
+// fence open (the package doc's choice when metadata cannot be had); each
+// unanswered round is counted, and the warning said once a minute.
 func TestUnknownTopicPublishes(t *testing.T) {
 	_, cl := fakeCluster(t)
 	reg := prometheus.NewRegistry()
-	f := New(Config{Client: cl, BrokerID: 0, Timeout: 3 * time.Second, Registerer: reg})
-	if err := f.Check(testCtx(t), rlmm.TopicIDPartition{TopicID: rlmm.Uuid{9}, Topic: "absent", Partition: 0}); err != nil {
-		t.Fatalf("a topic the cluster does not know: %v, want nil (published unfenced)", err)
+	var logs strings.Builder // written by the checks below, read after them
+	f := New(Config{Client: cl, BrokerID: 0, Timeout: 3 * time.Second, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	absent := rlmm.TopicIDPartition{TopicID: rlmm.Uuid{9}, Topic: "absent", Partition: 0}
+	for i, step := range []time.Duration{0, time.Second, warnEvery} {
+		now = now.Add(step)
+		if err := f.Check(testCtx(t), absent); err != nil {
+			t.Fatalf("check %d of a topic the cluster does not know: %v, want nil (published unfenced)", i, err)
+		}
 	}
 	if n, err := testutil.GatherAndCount(reg, "rlmm_leader_fence_unanswered_rounds_total", "rlmm_leader_fence_refusals_total"); err != nil || n != 2 {
 		t.Errorf("the registry has %d of the fence's 2 counters (%v)", n, err)
 	}
-	if got := testutil.ToFloat64(f.unanswered); got != 1 {
-		t.Errorf("rlmm_leader_fence_unanswered_rounds_total = %v after a round no broker answered for the topic, want 1", got)
+	if got := testutil.ToFloat64(f.unanswered); got != 3 {
+		t.Errorf("rlmm_leader_fence_unanswered_rounds_total = %v after 3 rounds no broker answered for the topic, want 3", got)
+	}
+	if warnings := strings.Count(logs.String(), "could not be had"); warnings != 2 {
+		t.Errorf("%d warnings for checks at 0 s, 1 s and %s later, want 2 (once a minute):\n%s", warnings, warnEvery, logs.String())
+	}
+}
+
+// TestEndedCheckIsNoAdmission: a check whose context ends returns that,
+// not the admission an unanswered round gives.
+func TestEndedCheckIsNoAdmission(t *testing.T) {
+	_, cl := fakeCluster(t)
+	f := New(Config{Client: cl, BrokerID: 0})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.Check(ctx, rlmm.TopicIDPartition{TopicID: rlmm.Uuid{7}, Topic: topic, Partition: 0}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a check with its context ended: %v, want context.Canceled", err)
 	}
 }
 
