@@ -428,26 +428,32 @@ func TestFaultsTellTheClientNodesApart(t *testing.T) {
 		got, err := dial(t, addr).roundTrip("hi\n", silence)
 		return err == nil && got == "hi\n"
 	}
-	if err := n.Partition(2); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
+	// route is one client's connection to one node, and whether it passes.
+	type route struct {
 		from   string
 		passes func(string) bool
 		to     int
 		want   bool
-	}{
+	}
+	check := func(fault string, routes []route) {
+		t.Helper()
+		for _, r := range routes {
+			if got := r.passes(addrs[r.to]); got != r.want {
+				t.Errorf("%s: %s to node %d passes: %v, want %v", fault, r.from, r.to, got, r.want)
+			}
+		}
+	}
+	if err := n.Partition(2); err != nil {
+		t.Fatal(err)
+	}
+	check("partition of node 2", []route{
 		{"node 1", fromNode1, 1, true},
 		{"node 1", fromNode1, 2, false},
 		{"node 1", fromNode1, 3, true},
 		{"node 2", fromNode2, 1, false},
 		{"node 2", fromNode2, 2, true},
 		{"node 2", fromNode2, 3, false},
-	} {
-		if got := tc.passes(addrs[tc.to]); got != tc.want {
-			t.Errorf("%s to node %d passes: %v, want %v", tc.from, tc.to, got, tc.want)
-		}
-	}
+	})
 	if err := n.Heal(); err != nil {
 		t.Fatal(err)
 	}
@@ -473,21 +479,12 @@ func TestFaultsTellTheClientNodesApart(t *testing.T) {
 	if err := n.Partition(3, 2); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		from   string
-		passes func(string) bool
-		to     int
-		want   bool
-	}{
+	check("partition of node 3 with its hostmate", []route{
 		{"node 1", fromNode1, 1, true},
 		{"node 1", fromNode1, 3, false},
 		{"node 3's hostmate", fromNode2, 3, true},
 		{"node 3's hostmate", fromNode2, 1, false},
-	} {
-		if got := tc.passes(addrs[tc.to]); got != tc.want {
-			t.Errorf("partition of node 3 with its hostmate: %s to node %d passes: %v, want %v", tc.from, tc.to, got, tc.want)
-		}
-	}
+	})
 }
 
 // TestCloseEndsHeldTraffic leaves toxiproxy's links with traffic in their
