@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -569,7 +570,8 @@ func closeLeavingNothing(t *testing.T, n *Net, ln net.Listener, served *sync.Wai
 			t.Fatalf("Close: %v", err)
 		}
 	case <-time.After(time.Minute):
-		t.Fatal("Close did not return within a minute")
+		stacks := make([]byte, 1<<20)
+		t.Fatalf("Close did not return within a minute; the goroutines:\n%s", stacks[:runtime.Stack(stacks, true)])
 	}
 	_ = ln.Close()
 	served.Wait()
