@@ -11,10 +11,11 @@
 //
 // Before the server publishes such a mutation it asks Check, which asks
 // every broker the client knows for the topic's metadata at once (one
-// Metadata request per broker) and hands the answers to Decide, the pure rule: the
-// answer with the highest leader epoch wins (a partitioned broker answers
-// from its own stale cache, naming itself), and if it names a leader other
-// than this broker the mutation is refused with rlmm.ErrNotLeader. A
+// Metadata request per broker) and hands the answers to Decide, the pure
+// rule: the answer with the highest leader epoch wins (a partitioned
+// broker answers from its own stale cache, naming itself), and if it names
+// a leader other than this broker the mutation is refused with
+// rlmm.ErrNotLeader. A
 // broker silent for the round's Config.Timeout is left out: a partition
 // that deposes a leader often cuts its sidecar from it too.
 //

@@ -46,8 +46,6 @@ const warnEvery = time.Minute
 // new leader's first copy.
 type Fence struct {
 	cfg Config
-	// ask is one round of Metadata requests (askBrokers); tests replace it.
-	ask func(ctx context.Context, topic string) (map[int32][]Answer, error)
 	now func() time.Time // for spacing the warnings
 
 	// refusals counts the mutations refused; unanswered the rounds no
@@ -76,7 +74,6 @@ func New(cfg Config) *Fence {
 		unanswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "rlmm_leader_fence_unanswered_rounds_total",
 			Help: "Rounds of Metadata requests no broker answered for the topic: the mutations that asked were published unfenced."}),
 	}
-	f.ask = f.askBrokers
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(f.refusals, f.unanswered)
 	}
@@ -121,7 +118,7 @@ func (f *Fence) warnNow(topic string) bool {
 	return true
 }
 
-// askBrokers sends a Metadata request for topic to every broker the client has
+// ask sends a Metadata request for topic to every broker the client has
 // discovered at once (to its seed brokers when it has discovered none
 // yet) and gathers the partitions' leaders. A broker that does not answer
 // within the round's Timeout is left out: the deposed leader's own broker
@@ -129,7 +126,7 @@ func (f *Fence) warnNow(topic string) bool {
 // on it, nor depend on it answering first. It fails only when no broker
 // answered for the topic. The goroutines it starts all send their reply
 // before it returns.
-func (f *Fence) askBrokers(ctx context.Context, topic string) (map[int32][]Answer, error) {
+func (f *Fence) ask(ctx context.Context, topic string) (map[int32][]Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	// One request per send: the client sets the version on it.

@@ -89,7 +89,7 @@ type LeaderFence func(context.Context, rlmm.TopicIDPartition) error
 
 // SetLeaderFence makes the server ask fence before it publishes a
 // broker's COPY_SEGMENT_STARTED (an add) or DELETE_SEGMENT_STARTED; a
-// refusal publishes nothing and answers NOT_READY (retriable). Set it
+// refusal publishes nothing and answers NOT_LEADER (retriable). Set it
 // before SetManager; nil (the default) checks nothing.
 func (s *Server) SetLeaderFence(fence LeaderFence) {
 	if fence == nil {

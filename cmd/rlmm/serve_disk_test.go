@@ -119,10 +119,10 @@ func TestServeSnapshotDiskFaults(t *testing.T) {
 		tp, seg := segment(i)
 		// The broker hosts its partitions again: the restart answers what
 		// the last snapshot and the log hold.
-		if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}}); err != nil {
+		if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{frametest.TopicIDPartition(tp)}}); err != nil {
 			t.Fatal(err)
 		}
-		waitReady(t, ctx, c, protoTP(tp))
+		waitReady(t, ctx, c, frametest.TopicIDPartition(tp))
 		lookup(t, c, tp, 50, seg)
 	}
 	tp, seg = segment(4)
@@ -142,7 +142,7 @@ func assign(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}}); err != nil {
+	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{frametest.TopicIDPartition(tp)}}); err != nil {
 		t.Fatalf("OnPartitionLeadershipChanges: %v", err)
 	}
 }
@@ -154,7 +154,7 @@ func assignUnacknowledged(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPart
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	_, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}})
+	_, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{frametest.TopicIDPartition(tp)}})
 	if frametest.Kind(err) != rlmmpb.ErrorKind_NOT_READY || !strings.Contains(err.Error(), "hosted set") {
 		t.Fatalf("a leadership change while the hosted set cannot be written: %v, want NOT_READY naming the hosted set", err)
 	}

@@ -19,9 +19,9 @@ func copySegment(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	ptp := protoTP(tp)
+	ptp := frametest.TopicIDPartition(tp)
 	seg := rlmm.RandomUuid()
-	id := &rlmmpb.Uuid{MostSignificantBits: uint64(seg.MostSignificantBits()), LeastSignificantBits: uint64(seg.LeastSignificantBits())}
+	id := frametest.UUID(seg)
 	if _, err := c.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: &rlmmpb.SegmentMetadata{
 		TopicIdPartition: ptp, SegmentId: id, StartOffset: start, EndOffset: start + 49, BrokerId: 1, MaxTimestampMs: maxTs,
 		LeaderEpochs: []*rlmmpb.EpochStart{{Epoch: 0, StartOffset: start}}, SegmentSizeInBytes: size,
@@ -62,7 +62,7 @@ func TestServeRemoteSizeGauges(t *testing.T) {
 	defer cancel()
 	var leaders []*rlmmpb.TopicIdPartition
 	for _, tp := range []rlmm.TopicIDPartition{big0, big1, mid, small, tiny, away} {
-		leaders = append(leaders, protoTP(tp))
+		leaders = append(leaders, frametest.TopicIDPartition(tp))
 	}
 	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: leaders}); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestServeRemoteSizeGauges(t *testing.T) {
 	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.OnStopPartitions(ctx, &rlmmpb.StopPartitionsRequest{Partitions: []*rlmmpb.TopicIdPartition{protoTP(away)}}); err != nil {
+	if _, err := c.OnStopPartitions(ctx, &rlmmpb.StopPartitionsRequest{Partitions: []*rlmmpb.TopicIdPartition{frametest.TopicIDPartition(away)}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -134,20 +134,13 @@ func rpcClient(t *testing.T, socket string) *frametest.Client {
 	return frametest.New(t, frametest.Dialer("unix", socket, nil), nil)
 }
 
-func protoTP(tp rlmm.TopicIDPartition) *rlmmpb.TopicIdPartition {
-	return &rlmmpb.TopicIdPartition{
-		TopicId: &rlmmpb.Uuid{MostSignificantBits: uint64(tp.TopicID.MostSignificantBits()), LeastSignificantBits: uint64(tp.TopicID.LeastSignificantBits())},
-		Topic:   tp.Topic, Partition: tp.Partition,
-	}
-}
-
 // brokerWork is what a broker does through the plugin: take leadership,
 // wait for readiness, copy a segment (add, finish), look it up.
 func brokerWork(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, segID rlmm.Uuid, start int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	ptp := protoTP(tp)
+	ptp := frametest.TopicIDPartition(tp)
 	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{ptp}}); err != nil {
 		t.Fatalf("OnPartitionLeadershipChanges: %v", err)
 	}
@@ -160,9 +153,9 @@ func copyAndLookup(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	ptp := protoTP(tp)
+	ptp := frametest.TopicIDPartition(tp)
 	waitReady(t, ctx, c, ptp)
-	id := &rlmmpb.Uuid{MostSignificantBits: uint64(segID.MostSignificantBits()), LeastSignificantBits: uint64(segID.LeastSignificantBits())}
+	id := frametest.UUID(segID)
 	if _, err := c.AddSegment(ctx, &rlmmpb.AddSegmentRequest{Segment: &rlmmpb.SegmentMetadata{
 		TopicIdPartition: ptp, SegmentId: id, StartOffset: start, EndOffset: start + 99, BrokerId: 1,
 		LeaderEpochs: []*rlmmpb.EpochStart{{Epoch: 0, StartOffset: start}}, SegmentSizeInBytes: 100,
@@ -201,7 +194,7 @@ func lookup(t *testing.T, c *frametest.Client, tp rlmm.TopicIDPartition, offset 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	r, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: protoTP(tp), LeaderEpoch: 0, Offset: offset})
+	r, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: frametest.TopicIDPartition(tp), LeaderEpoch: 0, Offset: offset})
 	if err != nil {
 		t.Fatalf("SegmentForOffset: %v", err)
 	}
@@ -300,10 +293,10 @@ func TestServeLifecycle(t *testing.T) {
 	c = rpcClient(t, socket)
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}}); err != nil {
+	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{frametest.TopicIDPartition(tp)}}); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, ctx, c, protoTP(tp))
+	waitReady(t, ctx, c, frametest.TopicIDPartition(tp))
 	lookup(t, c, tp, 10, seg)
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit %d after the second stop:\n%s", code, p.stderr.String())
@@ -559,7 +552,7 @@ func TestServeAnswersWhileTheLogOpens(t *testing.T) {
 	c := rpcClient(t, socket)
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	tp := protoTP(rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t"})
+	tp := frametest.TopicIDPartition(rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "t"})
 	if _, err := c.SegmentForOffset(ctx, &rlmmpb.SegmentForOffsetRequest{TopicIdPartition: tp}); frametest.Kind(err) != rlmmpb.ErrorKind_NOT_READY {
 		t.Fatalf("read while the log opens: %v, want NOT_READY", err)
 	}
@@ -656,10 +649,10 @@ func TestServeKilledRestarts(t *testing.T) {
 	c = rpcClient(t, filepath.Join(dir, "s.sock"))
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
-	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{protoTP(tp)}}); err != nil {
+	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{frametest.TopicIDPartition(tp)}}); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, ctx, c, protoTP(tp))
+	waitReady(t, ctx, c, frametest.TopicIDPartition(tp))
 	lookup(t, c, tp, 42, seg)
 }
 

@@ -38,14 +38,14 @@ func TestServeFencesADeposedLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveTestTimeout)
 	defer cancel()
 	tp := rlmm.TopicIDPartition{TopicID: rlmm.RandomUuid(), Topic: "payments", Partition: 1}
-	ptp := protoTP(tp)
+	ptp := frametest.TopicIDPartition(tp)
 	if _, err := c.OnPartitionLeadershipChanges(ctx, &rlmmpb.LeadershipChangesRequest{Leaders: []*rlmmpb.TopicIdPartition{ptp}}); err != nil {
 		t.Fatalf("OnPartitionLeadershipChanges: %v", err)
 	}
 	waitReady(t, ctx, c, ptp)
 	seg := rlmm.RandomUuid()
 	add := &rlmmpb.AddSegmentRequest{Segment: &rlmmpb.SegmentMetadata{
-		TopicIdPartition: ptp, SegmentId: &rlmmpb.Uuid{MostSignificantBits: uint64(seg.MostSignificantBits()), LeastSignificantBits: uint64(seg.LeastSignificantBits())},
+		TopicIdPartition: ptp, SegmentId: frametest.UUID(seg),
 		StartOffset: 0, EndOffset: 99, BrokerId: self, LeaderEpochs: []*rlmmpb.EpochStart{{Epoch: 0, StartOffset: 0}}, SegmentSizeInBytes: 100,
 		State: rlmmpb.SegmentState_COPY_SEGMENT_STARTED,
 	}}

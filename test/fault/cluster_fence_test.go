@@ -87,8 +87,8 @@ func TestDeposedLeaderCannotStartDeletions(t *testing.T) {
 	zombie := frametest.New(t, frametest.Dialer("unix", sock, nil), nil)
 	_, err = zombie.Call(ctx, rlmmpb.Purpose_PURPOSE_MUTATE, &rlmmpb.BrokerRequest{TimeoutMs: 30_000, Call: &rlmmpb.BrokerRequest_UpdateSegment{
 		UpdateSegment: &rlmmpb.UpdateSegmentRequest{Update: &rlmmpb.SegmentUpdate{
-			TopicIdPartition: &rlmmpb.TopicIdPartition{TopicId: protoUUID(tp.TopicID), Topic: tp.Topic, Partition: tp.Partition},
-			SegmentId:        protoUUID(first.ID.ID),
+			TopicIdPartition: frametest.TopicIDPartition(tp),
+			SegmentId:        frametest.UUID(first.ID.ID),
 			EventTimestampMs: time.Now().UnixMilli(),
 			State:            rlmmpb.SegmentState_DELETE_SEGMENT_STARTED,
 			BrokerId:         deposed,
@@ -210,8 +210,4 @@ func sidecarSocket(pid int) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("sidecar %d has no --socket: %q", pid, args)
-}
-
-func protoUUID(u rlmm.Uuid) *rlmmpb.Uuid {
-	return &rlmmpb.Uuid{MostSignificantBits: uint64(u.MostSignificantBits()), LeastSignificantBits: uint64(u.LeastSignificantBits())}
 }
