@@ -536,6 +536,39 @@ func TestCloseEndsHeldTraffic(t *testing.T) {
 	closeLeavingNothing(t, n, ln, served, before)
 }
 
+// TestCloseLetsGoOfALossWhoseSourceEnded holds a chunk in a loss for what
+// would be minutes of retransmissions, behind a delay, and has the chunk's
+// source hang up: toxiproxy's removal of the faults then interrupts the
+// delay's ended stage in the loss's place, and only the Net's closing
+// signal frees the chunk. Close must return all the same.
+func TestCloseLetsGoOfALossWhoseSourceEnded(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	ln, served := serveEach(t, func(c net.Conn) {
+		_, _ = c.Write([]byte("held\n"))
+		_ = c.Close()
+	})
+	n := New(Options{})
+	addr, err := n.Proxy(1, "PLAINTEXT", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Link{Node: 1, Listener: "PLAINTEXT"}
+	if err := n.Delay(l, ToClient, time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Rate 0.99 and a 1 s RTO: the chunk waits out about a hundred losses.
+	if err := n.loss(l, 0.99, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(300 * time.Millisecond) // the server's line is in the loss, its end behind it
+	closeLeavingNothing(t, n, ln, served, before)
+}
+
 // serveEach listens on 127.0.0.1 and runs handle for each connection it
 // accepts, until the listener is closed; the group ends with the handlers.
 func serveEach(t *testing.T, handle func(net.Conn)) (net.Listener, *sync.WaitGroup) {

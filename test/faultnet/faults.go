@@ -113,7 +113,7 @@ func (n *Net) loss(l Link, rate float64, rto time.Duration) error {
 	if !(rate >= 0 && rate < 1) {
 		return fmt.Errorf("faultnet: %s: loss rate %v is not in [0, 1)", l, rate)
 	}
-	return n.add(l, anyClient, Both, lossToxicName, lossToxic{Rate: rate, RTOMillis: rto.Milliseconds()})
+	return n.add(l, anyClient, Both, lossToxicName, lossToxic{Rate: rate, RTOMillis: rto.Milliseconds(), Net: n.id})
 }
 
 // Partition cuts node off from the other nodes, both ways: every link into

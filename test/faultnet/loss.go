@@ -2,6 +2,8 @@ package faultnet
 
 import (
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -16,6 +18,23 @@ const maxRTO = 120 * time.Second
 
 const lossToxicName = "rlmm_tcp_loss"
 
+// closings holds each open Net's closing channel by the Net's id: toxiproxy
+// makes a toxic from its JSON, so a loss toxic finds its Net's channel
+// here by the id in its attributes.
+var (
+	closings  sync.Map // uint64 → chan struct{}
+	lastNetID atomic.Uint64
+)
+
+// closingOf is the closing channel of the Net with id, or nil (never
+// ready) when that Net is gone.
+func closingOf(id uint64) <-chan struct{} {
+	if ch, ok := closings.Load(id); ok {
+		return ch.(chan struct{})
+	}
+	return nil
+}
+
 func init() {
 	toxics.Register(lossToxicName, new(lossToxic))
 }
@@ -27,6 +46,12 @@ func init() {
 type lossToxic struct {
 	Rate      float64 `json:"rate"`
 	RTOMillis int64   `json:"rto_ms"`
+	// Net is the id of the Net whose Close lets go of what the toxic
+	// holds. Close cannot count on toxiproxy's interrupt: once a stage
+	// before this one has ended with its source, toxiproxy's RemoveToxic
+	// interrupts that ended stage in this one's place, and a chunk waiting
+	// out a run of losses would hold Close for minutes.
+	Net uint64 `json:"net"`
 }
 
 // GetBufferSize lets the chunks behind a lost one queue, as the kernel's
@@ -45,8 +70,10 @@ func (t *lossToxic) delay() time.Duration {
 }
 
 // Pipe forwards every chunk after its delay; interrupted (the toxic
-// removed), it forwards the chunk at once, losing nothing.
+// removed), it forwards the chunk at once, losing nothing; once its Net
+// is closing, it forwards every chunk at once.
 func (t *lossToxic) Pipe(stub *toxics.ToxicStub) {
+	closing := closingOf(t.Net)
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -60,6 +87,8 @@ func (t *lossToxic) Pipe(stub *toxics.ToxicStub) {
 				timer := time.NewTimer(d)
 				select {
 				case <-timer.C:
+				case <-closing:
+					timer.Stop()
 				case <-stub.Interrupt:
 					timer.Stop()
 					stub.Output <- c

@@ -73,7 +73,11 @@ type Options struct {
 // client's first connection applies to it too.
 type Net struct {
 	server *toxiproxy.ApiServer
-	nodeOf func(pid int) int
+	// id names the Net to its loss toxics, and closing, closed by Close,
+	// tells them to let go of what they hold (see lossToxic.Net).
+	id      uint64
+	closing chan struct{}
+	nodeOf  func(pid int) int
 	// wg counts the accept loops and connection handlers, and each
 	// direction of a connection until toxiproxy's link of it has ended.
 	wg sync.WaitGroup
@@ -108,11 +112,15 @@ type pair struct {
 func New(opts Options) *Net {
 	// toxiproxy logs each connection through zerolog; the tests' own logs
 	// say what matters.
-	return &Net{
-		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
-		nodeOf: opts.NodeOf,
-		links:  map[Link]*link{},
+	n := &Net{
+		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		id:      lastNetID.Add(1),
+		closing: make(chan struct{}),
+		nodeOf:  opts.NodeOf,
+		links:   map[Link]*link{},
 	}
+	closings.Store(n.id, n.closing)
+	return n
 }
 
 // Proxy starts a proxy on 127.0.0.1 (a free port) forwarding to upstream
@@ -341,10 +349,13 @@ func (n *Net) Close() error {
 		}
 	}
 	n.mu.Unlock()
+	// A loss lets go of what it holds at once, even in a chain whose
+	// source ended before Close (toxiproxy's removal misses it there).
+	close(n.closing)
 	// The faults leave the chains while their connections are open:
 	// toxiproxy takes a stage out of a chain whose source has ended
 	// without updating the chain, and the stages after it then let go of
-	// what they hold only at their own pace (a loss's retransmissions).
+	// what they hold only at their own pace.
 	for _, p := range pairs {
 		p.proxy.Toxics.ResetToxics(context.Background())
 	}
@@ -352,5 +363,6 @@ func (n *Net) Close() error {
 		_ = e.conn.Close()
 	}
 	n.wg.Wait()
+	closings.Delete(n.id)
 	return nil
 }
