@@ -502,18 +502,7 @@ func TestCloseEndsHeldTraffic(t *testing.T) {
 		_, _ = c.Write(make([]byte, 4<<20))
 		_ = c.Close()
 	})
-	n := New(Options{})
-	addr, err := n.Proxy(1, "PLAINTEXT", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := Link{Node: 1, Listener: "PLAINTEXT"}
-	if err := n.Delay(l, ToClient, 50*time.Millisecond, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.loss(l, 0.5, 10*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	n, l, addr := proxyDelayThenLoss(t, ln, 50*time.Millisecond, 0.5, 10*time.Millisecond)
 	for range 4 {
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
@@ -547,19 +536,8 @@ func TestCloseLetsGoOfALossWhoseSourceEnded(t *testing.T) {
 		_, _ = c.Write([]byte("held\n"))
 		_ = c.Close()
 	})
-	n := New(Options{})
-	addr, err := n.Proxy(1, "PLAINTEXT", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := Link{Node: 1, Listener: "PLAINTEXT"}
-	if err := n.Delay(l, ToClient, time.Millisecond, 0); err != nil {
-		t.Fatal(err)
-	}
 	// Rate 0.99 and a 1 s RTO: the chunk waits out about a hundred losses.
-	if err := n.loss(l, 0.99, time.Second); err != nil {
-		t.Fatal(err)
-	}
+	n, _, addr := proxyDelayThenLoss(t, ln, time.Millisecond, 0.99, time.Second)
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -567,6 +545,26 @@ func TestCloseLetsGoOfALossWhoseSourceEnded(t *testing.T) {
 	defer c.Close()
 	time.Sleep(300 * time.Millisecond) // the server's line is in the loss, its end behind it
 	closeLeavingNothing(t, n, ln, served, before)
+}
+
+// proxyDelayThenLoss proxies node 1's PLAINTEXT listener to ln on a new
+// Net, with a delay toward the client and then a loss both ways, and
+// returns the Net, the link and the proxy's address.
+func proxyDelayThenLoss(t *testing.T, ln net.Listener, delay time.Duration, rate float64, rto time.Duration) (*Net, Link, string) {
+	t.Helper()
+	n := New(Options{})
+	addr, err := n.Proxy(1, "PLAINTEXT", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Link{Node: 1, Listener: "PLAINTEXT"}
+	if err := n.Delay(l, ToClient, delay, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.loss(l, rate, rto); err != nil {
+		t.Fatal(err)
+	}
+	return n, l, addr
 }
 
 // serveEach listens on 127.0.0.1 and runs handle for each connection it
